@@ -1,0 +1,77 @@
+/**
+ * The reference event: what receivers append to the ingest log and what the processor chain reads.
+ * It keeps the reference runtimes' shape (`kind` + `payload`, DESIGN 3.1) and adds the identity and
+ * context vigil needs (event id, partition, event time, causal span).
+ */
+export interface AgentEvent {
+  /** Stable identity of the source record (DESIGN 3.3): a redelivered record has the same id. */
+  eventId: string;
+  /** Reference kind: `execution.completed`, `execution.started`, `tool.result`, `scratchpad`, ... */
+  kind: string;
+  /** Reference payload, as the agent runtimes write it. */
+  payload: Record<string, unknown>;
+  /** The session the record belongs to; the ingest log is ordered per partition. */
+  partition: string;
+  /** Event time in milliseconds since the epoch: the record's own timestamp, never the wall clock. */
+  time: number;
+  /** The observed service (`service.name`), the default grouping scope. */
+  service: string;
+  /** Revision of the observed code, when the record or its resource names one. */
+  revision?: string;
+  /** Id of the originating execution, used to resolve the revision (DESIGN 3.3). */
+  executionId?: string;
+  /** What was being done: span name, tool name, event name. Part of the group key. */
+  operation?: string;
+  /** Causal reference: the span (or the span a log record was emitted in). */
+  traceId?: string;
+  spanId?: string;
+  /** The agent turn this record belongs to (max_per_turn); absent → the page is the turn. */
+  turnId?: string;
+  /** Where it came from, for operators reading status and evidence. */
+  source: EventSource;
+  /**
+   * Pre-diagnosed failure evidence from structured telemetry (OpenTelemetry `exception.*`,
+   * `error.type`), kept beside the reference payload so classifiers can use it.
+   */
+  evidence?: Evidence;
+}
+
+export type EventSource = 'otlp.logs' | 'otlp.traces' | 'jsonl' | 'journal';
+
+export interface Evidence {
+  exceptionType?: string;
+  exceptionMessage?: string;
+  stacktrace?: string;
+  errorType?: string;
+  statusMessage?: string;
+  severityNumber?: number;
+  severityText?: string;
+}
+
+/** The six diagnostic classes of DESIGN 3.1. */
+export const CLASSIFICATIONS = [
+  'ExecutionFailure',
+  'RecoveredError',
+  'StderrWarning',
+  'SkippedPeerCall',
+  'Uncertain',
+  'NormalOutput',
+] as const;
+export type Classification = (typeof CLASSIFICATIONS)[number];
+
+export interface Diagnosis {
+  classification: Classification;
+  /** Human-readable name of the failure; null when there is none. */
+  signature: string | null;
+  /** Identity of the failure: the signature with volatile parts masked; null when no signature. */
+  fingerprint: string | null;
+  /** Reason kept for SkippedPeerCall. */
+  reason?: string;
+  /** A bounded excerpt of the text the diagnosis was made from. */
+  excerpt?: string;
+}
+
+/** Classes whose events become occurrences (they name a failure that happened). */
+export function isFailure(d: Diagnosis): boolean {
+  return (d.classification === 'ExecutionFailure' || d.classification === 'RecoveredError') && !!d.signature;
+}

@@ -1,0 +1,44 @@
+/**
+ * Stable identities (DESIGN 3.3). Every hash input is length-prefixed so that ("ab","c") and
+ * ("a","bc") never collide, and ids carry no wall-clock or process state: a replay or another
+ * sidecar computes the same ids for the same evidence.
+ */
+import { createHash } from 'node:crypto';
+
+export function stableHash(parts: ReadonlyArray<string | number | null | undefined>, length = 32): string {
+  const h = createHash('sha256');
+  for (const p of parts) {
+    const s = p === null || p === undefined ? '\u0000' : String(p);
+    h.update(`${Buffer.byteLength(s)}:`);
+    h.update(s);
+  }
+  return h.digest('hex').slice(0, length);
+}
+
+export interface GroupKeyInput {
+  /** The service, or the session when `scope: session`. */
+  scope: string;
+  operation: string | undefined;
+  revision: string;
+  fingerprint: string;
+}
+
+export function groupKey(g: GroupKeyInput): string {
+  return 'g_' + stableHash(['group', g.scope, g.operation ?? '', g.revision, g.fingerprint]);
+}
+
+export function occurrenceId(groupKeyValue: string, eventId: string): string {
+  return 'o_' + stableHash(['occurrence', groupKeyValue, eventId]);
+}
+
+export function workId(groupKeyValue: string, generation: number): string {
+  return 'w_' + stableHash(['work', groupKeyValue, generation]);
+}
+
+/** Work-event ids: one per (event type, work item, occurrence), stable across redelivery and replay. */
+export function workEventId(type: string, work: string, occurrence: string): string {
+  return stableHash(['work-event', type, work, occurrence]);
+}
+
+export const UNRESOLVED_REVISION = 'unresolved_revision';
+export const UNKNOWN_REVISION = 'unknown';
