@@ -1,0 +1,147 @@
+/**
+ * The `service` section: which extensions run and how components are wired into pipelines. Every
+ * reference is cross-checked against the top-level sections before anything is built (the
+ * Collector's `otelcol/config.go` Validate), and each bad reference is reported at its list item.
+ */
+import type { ComponentKind, Registry, Signal } from '../component.ts';
+import { SIGNALS } from '../component.ts';
+import type { ComponentConfig, PipelineConfig, ServiceConfig } from './load.ts';
+import type { ParseContext, Path } from './schema.ts';
+import { closest, describePath, s } from './schema.ts';
+
+export const DEFAULT_PAGE_SIZE = 256;
+export const DEFAULT_MAX_BACKLOG = 100_000;
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const PIPELINE_NAME = /^[A-Za-z0-9_.-]+$/;
+const PIPELINE_IDS = 'traces, logs, traces/<name>, logs/<name>';
+export const SINGULAR: Record<ComponentKind, string> = { receivers: 'receiver', processors: 'processor', exporters: 'exporter', extensions: 'extension' };
+
+const componentIds = s.array(s.string({ minLength: 1, patternHint: 'component ids (type or type/name)' }));
+
+/** Shape and unknown keys only; references are checked below against the raw lists. */
+const serviceSchema = s.object({
+  extensions: componentIds.default([]),
+  pipelines: s.record(s.object({ receivers: componentIds, processors: componentIds.default([]), exporters: componentIds })).optional(),
+  telemetry: s.object({ logs: s.object({ level: s.enumOf(LOG_LEVELS).default('info') }) }),
+  /** Records a pipeline reads from one partition's ingest log per page (one atomic commit each). */
+  processing: s.object({ page_size: s.int({ min: 1, max: 100_000 }).default(DEFAULT_PAGE_SIZE) }),
+  /** Records waiting in one pipeline's ingest log beyond which receivers refuse with a retryable answer. */
+  ingest: s.object({ max_backlog: s.int({ min: 1 }).default(DEFAULT_MAX_BACKLOG) }),
+});
+
+/** What the service section refers to: the components that parsed, and every id written down. */
+export interface Defined {
+  components: Record<ComponentKind, Map<string, ComponentConfig>>;
+  /** All ids under each section, including those whose type was unknown (already reported). */
+  ids: Record<ComponentKind, string[]>;
+}
+
+export function readService(raw: unknown, defined: Defined, registry: Registry, ctx: ParseContext): ServiceConfig {
+  const parsed = serviceSchema.parse(raw ?? {}, ['service'], ctx);
+  const used: Record<ComponentKind, Set<string>> = { receivers: new Set(), processors: new Set(), exporters: new Set(), extensions: new Set() };
+  const rawService = asRecord(raw);
+
+  const extensions = stringItems(rawService?.extensions);
+  checkReferences('extensions', extensions, ['service', 'extensions'], undefined, defined, registry, used, ctx);
+
+  const pipelines = new Map<string, PipelineConfig>();
+  const rawPipelines = asRecord(rawService?.pipelines) ?? {};
+  for (const [id, rawPipeline] of Object.entries(rawPipelines)) {
+    const path = ['service', 'pipelines', id];
+    const signal = pipelineSignal(id, path, ctx);
+    const pipeline: PipelineConfig = { id, signal: signal ?? 'traces', receivers: [], processors: [], exporters: [] };
+    for (const kind of ['receivers', 'processors', 'exporters'] as const) {
+      const list = asRecord(rawPipeline)?.[kind];
+      pipeline[kind] = stringItems(list);
+      checkReferences(kind, pipeline[kind], [...path, kind], signal, defined, registry, used, ctx);
+      if (kind !== 'processors' && Array.isArray(list) && list.length === 0) {
+        ctx.error([...path, kind], `${describePath([...path, kind])} must list at least one ${SINGULAR[kind]}`);
+      }
+    }
+    if (signal) pipelines.set(id, pipeline);
+  }
+  // A `service` or `pipelines` of the wrong type was already reported by the schema.
+  const wrongType = (raw != null && !rawService) || (rawService?.pipelines != null && !asRecord(rawService.pipelines));
+  if (Object.keys(rawPipelines).length === 0 && !wrongType) {
+    ctx.error(['service', 'pipelines'], `no pipelines are defined: add service.pipelines with at least one of ${PIPELINE_IDS}, e.g. traces: { receivers: [otlp], exporters: [debug] }`);
+  }
+
+  warnUnused(defined, used, ctx);
+  return {
+    extensions,
+    pipelines,
+    telemetry: { logs: { level: parsed?.telemetry?.logs?.level ?? 'info' } },
+    processing: { page_size: parsed?.processing?.page_size ?? DEFAULT_PAGE_SIZE },
+    ingest: { max_backlog: parsed?.ingest?.max_backlog ?? DEFAULT_MAX_BACKLOG },
+  };
+}
+
+/** `traces`, `logs`, `traces/<name>`, `logs/<name>`; anything else is reported at the key. */
+function pipelineSignal(id: string, path: Path, ctx: ParseContext): Signal | undefined {
+  const slash = id.indexOf('/');
+  const signal = slash < 0 ? id : id.slice(0, slash);
+  if (!SIGNALS.includes(signal as Signal)) {
+    const guess = closest(signal, SIGNALS);
+    const hint = guess ? ` (did you mean '${guess}'?)` : '';
+    ctx.error(path, `unknown pipeline signal '${signal}' in ${describePath(path)}${hint}; valid pipeline ids: ${PIPELINE_IDS}`, true);
+    return undefined;
+  }
+  if (slash >= 0 && !PIPELINE_NAME.test(id.slice(slash + 1))) {
+    ctx.error(path, `invalid pipeline id '${id}': the name after '/' must be non-empty letters, digits, '_', '.' or '-'`, true);
+    return undefined;
+  }
+  return signal as Signal;
+}
+
+function checkReferences(
+  kind: ComponentKind, ids: string[], path: Path, signal: Signal | undefined,
+  defined: Defined, registry: Registry, used: Record<ComponentKind, Set<string>>, ctx: ParseContext,
+): void {
+  const where = path.join('.');
+  const seen = new Set<string>();
+  ids.forEach((id, i) => {
+    const itemPath = [...path, i];
+    if (id === '') return; // empty or non-scalar item: the schema reported it
+    if (seen.has(id)) {
+      ctx.error(itemPath, `${where}: '${id}' is listed more than once; list each ${SINGULAR[kind]} once`);
+      return;
+    }
+    seen.add(id);
+    const all = defined.ids[kind];
+    if (!all.includes(id)) {
+      const guess = closest(id, all);
+      const choices = all.length ? `defined: ${[...all].sort().join(', ')}` : `none are defined, add '${id}' under '${kind}'`;
+      ctx.error(itemPath, `${where}: '${id}' is not defined under '${kind}'; ${choices}${guess ? ` (did you mean '${guess}'?)` : ''}`);
+      return;
+    }
+    used[kind].add(id);
+    const component = defined.components[kind].get(id);
+    const supported = component && registry[kind].get(component.type)?.signals;
+    if (signal && supported && !supported.includes(signal)) {
+      ctx.error(itemPath, `${where}: ${SINGULAR[kind]} '${id}' does not handle ${signal} (it handles: ${supported.join(', ')}); remove it from this pipeline`);
+    }
+  });
+}
+
+/** Unused components are legal but almost always a mistake, so they warn (at their key). */
+function warnUnused(defined: Defined, used: Record<ComponentKind, Set<string>>, ctx: ParseContext): void {
+  for (const kind of ['receivers', 'processors', 'exporters', 'extensions'] as const) {
+    for (const id of defined.components[kind].keys()) {
+      if (used[kind].has(id)) continue;
+      const fix = kind === 'extensions'
+        ? 'is not listed in service.extensions; it will not be started (add it there or remove it)'
+        : 'is not used by any pipeline; it will not be started (add it to a pipeline or remove it)';
+      ctx.issues.push({ path: [kind, id], message: `${SINGULAR[kind]} '${id}' is defined but ${fix}`, severity: 'warning', atKey: true });
+    }
+  }
+}
+
+export function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** List items as ids, keeping their indexes (the schema already reported non-scalar items). */
+function stringItems(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.map((v) => (typeof v === 'string' || typeof v === 'number' ? String(v) : ''));
+}
