@@ -1,0 +1,100 @@
+import type { AgentEvent } from '../model/event.ts';
+import type { GroupState, OutboxEntry, WorkEvent } from '../model/work.ts';
+
+/** One record of a partition's ingest log. `id` is the store's ordered, opaque sequence. */
+export interface LogEntry {
+  id: string;
+  event: AgentEvent;
+}
+
+export interface AppendResult {
+  /** Records written to the log. */
+  appended: number;
+  /** Records whose event id was already seen (redelivery) and were not written again. */
+  duplicates: number;
+}
+
+export interface PartitionBacklog {
+  partition: string;
+  /** Entries after the cursor. */
+  pending: number;
+}
+
+/** Everything one processed page changes, written atomically (DESIGN 1, "the commit"). */
+export interface PageCommit {
+  pipeline: string;
+  partition: string;
+  /** Id of the last log entry of the page: the new partition cursor. */
+  cursor: string;
+  /**
+   * New group states. Each carries `version = stored version + 1` (0 → 1 for a new group); a store
+   * refuses the whole commit with VIGIL_STORE_CONFLICT when a stored version differs, so two
+   * sidecars deciding on the same group never both create work.
+   */
+  groups: GroupState[];
+  /** Work items created per turn by this page (max_per_turn spans pages of one trace). */
+  turns: Array<{ turnId: string; created: number }>;
+  /** Revisions learnt from `execution.started` events, for later resolution. */
+  revisions: Array<{ executionId: string; revision: string }>;
+  /** Work events to deliver, in order. */
+  outbox: Array<{ id: string; event: WorkEvent }>;
+  /** Occurrences counted by the page, for the recent-failures list and status. */
+  failures: RecentFailure[];
+}
+
+export interface RecentFailure {
+  time: number;
+  partition: string;
+  groupKey: string;
+  occurrenceId: string;
+  signature: string;
+  decision: string;
+}
+
+export interface PipelineStatus {
+  pipeline: string;
+  partitions: Array<{ partition: string; cursor: string | null; pending: number }>;
+  outbox: { size: number; exporters: Array<{ exporter: string; cursor: number; lag: number }> };
+}
+
+export interface StoreStatus {
+  store: string;
+  pipelines: PipelineStatus[];
+  groups: number;
+  openWork: number;
+  recentFailures: RecentFailure[];
+}
+
+/**
+ * The state store interface (DESIGN 2). Every implementation passes the same conformance suite.
+ * All methods are async so that networked stores fit; the memory store resolves immediately.
+ */
+export interface StateStore {
+  readonly kind: string;
+  /** Connects / opens files; a store that cannot open throws a VigilError naming what failed. */
+  open(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Durably appends to the pipeline's ingest log; resolves only once the records are committed. */
+  append(pipeline: string, events: AgentEvent[]): Promise<AppendResult>;
+  /** Entries waiting after their partition cursor, summed over partitions. */
+  pendingCount(pipeline: string): Promise<number>;
+  /** Partitions that have entries after their cursor. */
+  backlog(pipeline: string): Promise<PartitionBacklog[]>;
+  /** Up to `limit` entries after the partition cursor, in log order. */
+  readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]>;
+
+  loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>>;
+  loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>>;
+  lookupRevisions(executionIds: readonly string[]): Promise<Map<string, string>>;
+  commit(commit: PageCommit): Promise<void>;
+
+  /** Outbox entries after the exporter's cursor. */
+  readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]>;
+  /** Advances the exporter's cursor to `seq` (inclusive); entries every exporter has passed are trimmed. */
+  ackOutbox(pipeline: string, exporter: string, seq: number): Promise<void>;
+  /** Registers an exporter's cursor so the outbox keeps entries until it has read them. */
+  registerExporter(pipeline: string, exporter: string): Promise<void>;
+
+  status(): Promise<StoreStatus>;
+}
