@@ -1,0 +1,266 @@
+/**
+ * The recurrence processor: turns diagnosed failures into occurrences, decides burst versus
+ * chronic on event time (DESIGN 3.2), keeps at most one open work item per group and fills the
+ * page's commit with group states and work events. Everything it knows about the past comes from
+ * the state view passed in; it keeps nothing between pages itself.
+ */
+import { concatMap, forkJoin, from, map, type ObservableInput, type OperatorFunction } from 'rxjs';
+import { isFailure, type AgentEvent } from '../../model/event.ts';
+import {
+  groupKey as makeGroupKey,
+  occurrenceId as makeOccurrenceId,
+  UNKNOWN_REVISION,
+  UNRESOLVED_REVISION,
+  workEventId,
+  workId as makeWorkId,
+} from '../../model/identity.ts';
+import type { Decision, GroupState, WorkEvent, WorkEventType } from '../../model/work.ts';
+import type { RecentFailure } from '../../store/types.ts';
+import type { PageItem, WorkPage } from '../page.ts';
+import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
+
+export type GroupingScope = 'service' | 'session';
+
+/** What the operator reads from the store; observables so tests can answer in virtual time. */
+export interface RecurrenceStateView {
+  loadGroups(keys: readonly string[]): ObservableInput<Map<string, GroupState>>;
+  loadTurns(pipeline: string, turnIds: readonly string[]): ObservableInput<Map<string, number>>;
+  lookupRevisions(executionIds: readonly string[]): ObservableInput<Map<string, string>>;
+}
+
+export interface RecurrenceOptions extends RecurrencePolicy {
+  scope: GroupingScope;
+}
+
+export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView): OperatorFunction<WorkPage, WorkPage> {
+  return concatMap((page) => {
+    const executionIds = unique(page.items.map((i) => executionIdOf(i.entry.event)).filter(isString));
+    return from(executionIds.length ? state.lookupRevisions(executionIds) : [new Map<string, string>()]).pipe(
+      concatMap((storedRevisions) => {
+        const { planned, revisions } = planPage(page, opts, storedRevisions);
+        const turnIds = unique(planned.map((p) => p.turnId));
+        return forkJoin({
+          groups: planned.length ? from(state.loadGroups(unique(planned.map((p) => p.groupKey)))) : from([new Map<string, GroupState>()]),
+          turns: planned.length ? from(state.loadTurns(page.pipeline, turnIds)) : from([new Map<string, number>()]),
+        }).pipe(map(({ groups, turns }) => applyPage(page, opts, planned, revisions, groups, turns)));
+      }),
+    );
+  });
+}
+
+/** A failure of the page with its identity worked out, before any group state is read. */
+interface PlannedOccurrence {
+  index: number;
+  groupKey: string;
+  occurrenceId: string;
+  revision: string;
+  turnId: string;
+}
+
+function planPage(
+  page: WorkPage,
+  opts: RecurrenceOptions,
+  storedRevisions: Map<string, string>,
+): { planned: PlannedOccurrence[]; revisions: Array<{ executionId: string; revision: string }> } {
+  const pageRevisions = new Map<string, string>();
+  const revisions: Array<{ executionId: string; revision: string }> = [];
+  const planned: PlannedOccurrence[] = [];
+  const pageTurn = `page:${page.partition}:${page.items[0]?.entry.id ?? ''}`;
+  page.items.forEach((item, index) => {
+    const event = item.entry.event;
+    const execId = executionIdOf(event);
+    if (event.kind === 'execution.started') {
+      const rev = stringField(event.payload, 'revision') ?? event.revision;
+      if (execId && rev) {
+        pageRevisions.set(execId, rev);
+        revisions.push({ executionId: execId, revision: rev });
+      }
+      return;
+    }
+    if (!item.diagnosis || !isFailure(item.diagnosis)) return;
+    const revision = resolveRevision(event, execId, pageRevisions, storedRevisions);
+    const groupKey = makeGroupKey({
+      scope: opts.scope === 'session' ? `session:${event.partition}` : `service:${event.service}`,
+      operation: event.operation,
+      revision,
+      fingerprint: item.diagnosis.fingerprint ?? item.diagnosis.signature!,
+    });
+    planned.push({
+      index,
+      groupKey,
+      occurrenceId: makeOccurrenceId(groupKey, event.eventId),
+      revision,
+      turnId: event.turnId ?? pageTurn,
+    });
+  });
+  return { planned, revisions };
+}
+
+/**
+ * DESIGN 3.3: an earlier `execution.started` of the same partition, then the store, then the
+ * payload, then the resource's `service.version`. With an execution id but no revision found the
+ * occurrence is stamped `unresolved_revision` — never with vigil's own version.
+ */
+function resolveRevision(
+  event: AgentEvent,
+  execId: string | undefined,
+  pageRevisions: Map<string, string>,
+  storedRevisions: Map<string, string>,
+): string {
+  if (execId) {
+    const known = pageRevisions.get(execId) ?? storedRevisions.get(execId);
+    if (known) return known;
+  }
+  const own = stringField(event.payload, 'revision') ?? event.revision;
+  if (own) return own;
+  return execId ? UNRESOLVED_REVISION : UNKNOWN_REVISION;
+}
+
+function applyPage(
+  page: WorkPage,
+  opts: RecurrenceOptions,
+  planned: PlannedOccurrence[],
+  revisions: Array<{ executionId: string; revision: string }>,
+  stored: Map<string, GroupState>,
+  storedTurns: Map<string, number>,
+): WorkPage {
+  const items: PageItem[] = page.items.slice();
+  const groups = new Map<string, GroupState>();
+  const turnsCreated = new Map<string, number>();
+  /** Groups updated while their work item was open, with the item that updated them last. */
+  const updated = new Map<string, number>();
+  const outbox: Array<{ id: string; event: WorkEvent }> = [];
+  const failures: RecentFailure[] = [];
+
+  for (const p of planned) {
+    const item = items[p.index]!;
+    const event = item.entry.event;
+    const previous = groups.get(p.groupKey) ?? stored.get(p.groupKey);
+    const total = (previous?.count ?? 0) + 1;
+    const decision = decide(opts, total, previous?.lastSeen, event.time);
+    const action = actionOf(decision);
+    if (action === 'reject') {
+      items[p.index] = { ...item, occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId: null, revision: p.revision } };
+      continue;
+    }
+    const next: GroupState = {
+      groupKey: p.groupKey,
+      count: total,
+      firstSeen: previous ? Math.min(previous.firstSeen, event.time) : event.time,
+      lastSeen: previous ? Math.max(previous.lastSeen, event.time) : event.time,
+      lastDecision: decision,
+      openWorkId: previous?.openWorkId ?? null,
+      workGeneration: previous?.workGeneration ?? 0,
+      version: (stored.get(p.groupKey)?.version ?? 0) + 1,
+    };
+    let workId: string | null = next.openWorkId;
+    let suppressed: 'max_per_turn' | undefined;
+    if (next.openWorkId) {
+      updated.set(p.groupKey, p.index);
+    } else if (action === 'create_work') {
+      const createdInTurn = (storedTurns.get(p.turnId) ?? 0) + (turnsCreated.get(p.turnId) ?? 0);
+      if (createdInTurn >= opts.maxPerTurn) {
+        suppressed = 'max_per_turn';
+      } else {
+        next.workGeneration += 1;
+        next.openWorkId = workId = makeWorkId(p.groupKey, next.workGeneration);
+        turnsCreated.set(p.turnId, (turnsCreated.get(p.turnId) ?? 0) + 1);
+        outbox.push(workEvent('dev.vigil.work.created', item, p, next, decision));
+        updated.delete(p.groupKey);
+      }
+    }
+    groups.set(p.groupKey, next);
+    items[p.index] = {
+      ...item,
+      occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, ...(suppressed ? { suppressed } : {}) },
+    };
+    failures.push({
+      time: event.time,
+      partition: event.partition,
+      groupKey: p.groupKey,
+      occurrenceId: p.occurrenceId,
+      signature: item.diagnosis!.signature!,
+      decision,
+    });
+  }
+
+  // One work.updated per group per page, carrying the state after the page.
+  for (const [key, index] of updated) {
+    const p = planned.find((x) => x.index === index)!;
+    const item = items[index]!;
+    outbox.push(workEvent('dev.vigil.work.updated', item, p, groups.get(key)!, item.occurrence!.decision));
+  }
+
+  return {
+    ...page,
+    items,
+    commit: {
+      ...page.commit,
+      groups: [...groups.values()],
+      turns: [...turnsCreated].map(([turnId, created]) => ({ turnId, created })),
+      revisions: [...page.commit.revisions, ...revisions],
+      failures: [...page.commit.failures, ...failures],
+      outbox: [...page.commit.outbox, ...outbox],
+    },
+  };
+}
+
+const EXCERPT_MAX = 2000;
+
+function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): { id: string; event: WorkEvent } {
+  const event = item.entry.event;
+  const d = item.diagnosis!;
+  const id = workEventId(type, group.openWorkId!, p.occurrenceId);
+  return {
+    id,
+    event: {
+      specversion: '1.0',
+      id,
+      source: `vigil/${event.service}`,
+      type,
+      time: new Date(event.time).toISOString(),
+      subject: p.groupKey,
+      datacontenttype: 'application/json',
+      data: {
+        work_id: group.openWorkId!,
+        group_key: p.groupKey,
+        occurrence_id: p.occurrenceId,
+        classification: d.classification,
+        decision,
+        signature: d.signature,
+        fingerprint: d.fingerprint,
+        count: group.count,
+        first_seen: new Date(group.firstSeen).toISOString(),
+        last_seen: new Date(group.lastSeen).toISOString(),
+        partition: event.partition,
+        revision: p.revision,
+        operation: event.operation ?? null,
+        trace_id: event.traceId ?? null,
+        span_id: event.spanId ?? null,
+        evidence: {
+          kind: event.kind,
+          source: event.source,
+          event_id: event.eventId,
+          excerpt: d.excerpt ? d.excerpt.slice(0, EXCERPT_MAX) : null,
+        },
+      },
+    },
+  };
+}
+
+export function executionIdOf(event: AgentEvent): string | undefined {
+  return event.executionId ?? stringField(event.payload, 'execution_id');
+}
+
+function stringField(obj: Record<string, unknown>, key: string): string | undefined {
+  const v = obj[key];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function isString(v: unknown): v is string {
+  return typeof v === 'string';
+}
+
+function unique<T>(xs: T[]): T[] {
+  return [...new Set(xs)];
+}
