@@ -1,0 +1,71 @@
+/**
+ * Config of the `otlp` receiver (DESIGN 4.4), in the OpenTelemetry Collector's shape:
+ *
+ * ```yaml
+ * receivers:
+ *   otlp:
+ *     protocols:
+ *       http: { endpoint: 127.0.0.1:4318 }
+ *       grpc: { endpoint: 127.0.0.1:4317 }   # accepted, not served yet
+ *     max_request_body_size: 4MiB
+ *     auth: { bearer_token: ${env:VIGIL_OTLP_TOKEN} }
+ * ```
+ */
+import { Schema, s } from '../../config/schema.ts';
+import type { ParseContext, Path } from '../../config/schema.ts';
+
+export const DEFAULT_HTTP_ENDPOINT = '127.0.0.1:4318';
+export const DEFAULT_GRPC_ENDPOINT = '127.0.0.1:4317';
+/** Applies to the bytes on the wire and, for gzip bodies, to the decompressed bytes. */
+export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
+
+export interface OtlpReceiverConfig {
+  protocols: {
+    /** OTLP/HTTP (JSON for now). Enabled with its default when no protocol is configured. */
+    http?: { endpoint: string };
+    /** OTLP/gRPC: accepted in the config, not served in this version (a warning says so at start). */
+    grpc?: { endpoint: string };
+  };
+  /** Largest request body accepted, in bytes (wire and decompressed). */
+  max_request_body_size: number;
+  auth?: {
+    /** When set, requests must carry `Authorization: Bearer <token>`. */
+    bearer_token?: string;
+  };
+}
+
+/**
+ * A protocol section: absent means "not configured", while a key written without a value
+ * (`http:` in YAML, i.e. null) means "enabled with defaults", as in the Collector.
+ */
+class ProtocolSection<T> extends Schema<T | undefined> {
+  constructor(private readonly inner: Schema<T>) {
+    super();
+  }
+  get expected(): string {
+    return this.inner.expected;
+  }
+  override parse(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    if (value === undefined) return undefined;
+    return this.inner.parse(value === null ? {} : value, path, ctx);
+  }
+  protected parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    return this.inner.parse(value, path, ctx);
+  }
+}
+
+export const otlpConfigSchema: Schema<OtlpReceiverConfig> = s.object({
+  protocols: s.object({
+    http: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_HTTP_ENDPOINT) })),
+    grpc: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_GRPC_ENDPOINT) })),
+  }),
+  max_request_body_size: s.size().default(DEFAULT_MAX_REQUEST_BODY_SIZE),
+  auth: s.object({ bearer_token: s.string({ minLength: 1 }).optional() }).optional(),
+});
+
+/** The HTTP endpoint to serve: the configured one, or the default when no protocol is configured. */
+export function httpEndpointOf(config: OtlpReceiverConfig): string | undefined {
+  if (config.protocols.http) return config.protocols.http.endpoint;
+  if (!config.protocols.grpc) return DEFAULT_HTTP_ENDPOINT;
+  return undefined;
+}

@@ -1,0 +1,403 @@
+/**
+ * The OTLP/HTTP transport (OTLP specification, "OTLP/HTTP"): POST /v1/traces and /v1/logs with
+ * JSON bodies, optionally gzip-compressed. Answers 200 only after the records are durably appended;
+ * refusals carry a google.rpc.Status JSON body and, when retrying can help, `Retry-After`.
+ *
+ * Bodies are bounded on the wire and after decompression: the Content-Length is checked before
+ * reading, and streamed bytes (wire and inflated) are counted, so a gzip bomb is refused after at
+ * most `maxBodySize` inflated bytes. Request handling never throws out of the handler.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGunzip } from 'node:zlib';
+import type { IngestConsumer, Signal } from '../../component.ts';
+import { parseEndpoint } from '../../config/schema.ts';
+import { VigilError, errorMessage } from '../../errors.ts';
+import type { VigilErrorCode } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import { exportDecoded, refusalOf } from './ingest.ts';
+import type { DecodedSignal, OtlpReceiverStats } from './ingest.ts';
+import { decodeLogsJson, decodeTracesJson } from './json.ts';
+
+/** How long shutdown waits for in-flight requests before closing their connections. */
+export const SHUTDOWN_GRACE_MS = 5_000;
+/** A whole request (headers and body) must arrive within this time. */
+export const REQUEST_TIMEOUT_MS = 60_000;
+/** After an early refusal, the unread rest of a body is dropped for at most this long before the connection is closed. */
+export const DISCARD_GRACE_MS = 2_000;
+/** Seconds a refused client is asked to wait before retrying. */
+export const RETRY_AFTER_SECONDS = 1;
+
+const PATHS: Record<string, Signal> = { '/v1/traces': 'traces', '/v1/logs': 'logs' };
+
+/** google.rpc.Code values used in Status bodies. */
+const RPC = {
+  INVALID_ARGUMENT: 3,
+  NOT_FOUND: 5,
+  RESOURCE_EXHAUSTED: 8,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  UNAUTHENTICATED: 16,
+} as const;
+
+/** The vigil error code a refusal corresponds to, for logs. */
+const REFUSAL_CODES: Partial<Record<number, VigilErrorCode>> = {
+  400: 'VIGIL_PAYLOAD_INVALID',
+  401: 'VIGIL_UNAUTHORIZED',
+  413: 'VIGIL_PAYLOAD_TOO_LARGE',
+  415: 'VIGIL_UNSUPPORTED_MEDIA_TYPE',
+  429: 'VIGIL_INGEST_BACKPRESSURE',
+};
+
+export interface OtlpHttpServerOptions {
+  /** Component id, for messages and logs. */
+  id: string;
+  /** `host:port` to listen on (port 0 picks a free port, see address()). */
+  endpoint: string;
+  maxBodySize: number;
+  bearerToken?: string;
+  consumers: Partial<Record<Signal, IngestConsumer>>;
+  logger: Logger;
+  /** Counters, shared with the receiver. */
+  stats: OtlpReceiverStats;
+  shutdownGraceMs?: number;
+  now?: () => number;
+}
+
+/** A refusal decided while reading the request, answered with `status` and a Status body. */
+class Refused extends Error {
+  constructor(
+    readonly status: number,
+    readonly rpcCode: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export class OtlpHttpServer {
+  private server: Server | undefined;
+  private stopping = false;
+  private closing: Promise<void> | undefined;
+  private inFlight = 0;
+  private idle: (() => void) | undefined;
+  private readonly expectedToken: Buffer | undefined;
+
+  constructor(private readonly options: OtlpHttpServerOptions) {
+    this.expectedToken = options.bearerToken === undefined ? undefined : sha256(options.bearerToken);
+  }
+
+  /** Binds the endpoint; rejects with VIGIL_LISTEN_FAILED naming the endpoint when it cannot. */
+  async start(): Promise<void> {
+    if (this.server) return;
+    const { id, endpoint } = this.options;
+    const parsed = parseEndpoint(endpoint);
+    if (!parsed) throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4318; change protocols.http.endpoint`);
+    const server = createServer((req, res) => this.onRequest(req, res));
+    server.requestTimeout = REQUEST_TIMEOUT_MS;
+    server.headersTimeout = Math.min(REQUEST_TIMEOUT_MS, 30_000);
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException) => {
+        const why =
+          err.code === 'EADDRINUSE'
+            ? 'the address is already in use'
+            : err.code === 'EACCES'
+              ? 'permission denied (ports below 1024 need privileges)'
+              : err.code === 'EADDRNOTAVAIL'
+                ? 'the address is not available on this host'
+                : err.message;
+        reject(
+          new VigilError(
+            'VIGIL_LISTEN_FAILED',
+            `receiver '${id}' could not listen for OTLP/HTTP on ${endpoint}: ${why}; change protocols.http.endpoint of receiver '${id}'`,
+            { cause: err },
+          ),
+        );
+      };
+      server.once('error', onError);
+      server.listen(parsed.port, parsed.host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    server.on('error', (err) => this.options.logger.warn('OTLP/HTTP server error', { error: errorMessage(err) }));
+    this.server = server;
+    const addr = this.address();
+    this.options.logger.info('OTLP/HTTP receiver listening', { endpoint: addr ? formatHostPort(addr.host, addr.port) : endpoint });
+  }
+
+  /** The bound address, once started. */
+  address(): { host: string; port: number } | undefined {
+    const addr = this.server?.address();
+    if (!addr || typeof addr === 'string') return undefined;
+    return { host: (addr as AddressInfo).address, port: (addr as AddressInfo).port };
+  }
+
+  /** Stops accepting, waits (bounded) for in-flight requests, closes connections. Idempotent. */
+  shutdown(): Promise<void> {
+    this.closing ??= this.close();
+    return this.closing;
+  }
+
+  private async close(): Promise<void> {
+    const server = this.server;
+    this.stopping = true;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    if (this.inFlight > 0) {
+      const grace = this.options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, grace);
+        timer.unref();
+        this.idle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    server.closeAllConnections();
+    await closed;
+  }
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    this.inFlight++;
+    res.once('close', () => {
+      this.inFlight--;
+      if (this.inFlight === 0 && this.idle) this.idle();
+    });
+    this.handle(req, res).catch((err: unknown) => {
+      // Last line of defence: nothing escapes to crash the process.
+      this.options.logger.warn('OTLP/HTTP request failed', { path: safePath(req.url), error: errorMessage(err) });
+      this.refuse(res, req, undefined, new Refused(500, RPC.INTERNAL, 'internal error'));
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = safePath(req.url);
+    const signal = PATHS[path];
+    if (!signal) {
+      return this.refuse(res, req, undefined, new Refused(404, RPC.NOT_FOUND, `no OTLP endpoint at ${path}; use POST /v1/traces or POST /v1/logs`));
+    }
+    const stats = this.options.stats[signal];
+    stats.requests++;
+    try {
+      const consumer = this.checkRequest(req, signal);
+      const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
+      let input: DecodedSignal;
+      try {
+        input = signal === 'traces' ? { signal, decoded: decodeTracesJson(body) } : { signal, decoded: decodeLogsJson(body) };
+      } catch (err) {
+        if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
+        throw err;
+      }
+      let outcome;
+      try {
+        outcome = await exportDecoded(input, consumer, stats, { now: this.options.now });
+      } catch (err) {
+        const refusal = refusalOf(err);
+        if (refusal.reason === 'backpressure') {
+          throw new Refused(429, RPC.RESOURCE_EXHAUSTED, refusal.message, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+        }
+        if (refusal.reason === 'unavailable') {
+          throw new Refused(503, RPC.UNAVAILABLE, refusal.message, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+        }
+        throw new Refused(500, RPC.INTERNAL, refusal.message);
+      }
+      const rejectedKey = signal === 'traces' ? 'rejectedSpans' : 'rejectedLogRecords';
+      const response =
+        outcome.rejected > 0 || outcome.errorMessage !== ''
+          ? { partialSuccess: { [rejectedKey]: String(outcome.rejected), errorMessage: outcome.errorMessage } }
+          : {};
+      this.send(res, 200, response);
+      if (outcome.rejected > 0) {
+        this.options.logger.warn('OTLP export partially rejected', { signal, rejected: outcome.rejected, reason: truncate(outcome.errorMessage, 500) });
+      }
+      this.options.logger.debug('OTLP export accepted', { signal, ...outcome, errorMessage: undefined, totals: { ...stats } });
+    } catch (err) {
+      if (!(err instanceof Refused)) throw err;
+      stats.refused++;
+      this.refuse(res, req, signal, err);
+    }
+  }
+
+  /** Method, auth, pipeline, content type and declared size; returns the signal's consumer. */
+  private checkRequest(req: IncomingMessage, signal: Signal): IngestConsumer {
+    const { id, consumers, maxBodySize } = this.options;
+    if (this.stopping) throw new Refused(503, RPC.UNAVAILABLE, `receiver '${id}' is shutting down`, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    if (req.method !== 'POST') throw new Refused(405, RPC.UNIMPLEMENTED, `method ${req.method ?? ''} is not allowed; use POST`, { Allow: 'POST' });
+    if (this.expectedToken && !this.authorized(req.headers.authorization)) {
+      throw new Refused(401, RPC.UNAUTHENTICATED, 'missing or wrong bearer token (Authorization: Bearer <token>)', { 'WWW-Authenticate': 'Bearer' });
+    }
+    const consumer = consumers[signal];
+    if (!consumer) throw new Refused(404, RPC.NOT_FOUND, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
+
+    const contentType = (req.headers['content-type'] ?? '').toLowerCase();
+    const [mediaType = '', ...params] = contentType.split(';').map((p) => p.trim());
+    if (mediaType === 'application/x-protobuf') {
+      throw new Refused(415, RPC.INVALID_ARGUMENT, 'OTLP/HTTP protobuf (application/x-protobuf) is not supported in this version; it arrives in a later version. Send application/json (OTLP/JSON)');
+    }
+    if (mediaType !== 'application/json') {
+      throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported content type '${truncate(mediaType || '(none)', 100)}'; send application/json (OTLP/JSON)`);
+    }
+    const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported charset '${truncate(charset, 40)}'; OTLP/JSON is UTF-8`);
+    }
+    contentEncoding(req); // refuses unsupported encodings before reading
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > maxBodySize) {
+      throw new Refused(413, RPC.INVALID_ARGUMENT, `request body of ${declared} bytes exceeds max_request_body_size (${maxBodySize} bytes)`);
+    }
+    return consumer;
+  }
+
+  /** Constant-time comparison of hashes, so neither the token nor its length leaks through timing. */
+  private authorized(header: string | undefined): boolean {
+    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
+    const given = sha256(m ? m[1]! : '');
+    return timingSafeEqual(given, this.expectedToken!) && m !== null;
+  }
+
+  private refuse(res: ServerResponse, req: IncomingMessage, signal: Signal | undefined, refused: Refused): void {
+    this.options.logger.warn('OTLP/HTTP request refused', {
+      status: refused.status,
+      code: REFUSAL_CODES[refused.status],
+      signal,
+      path: safePath(req.url),
+      reason: refused.message,
+    });
+    this.send(res, refused.status, { code: refused.rpcCode, message: refused.message }, refused.headers);
+    if (!req.complete) discardRest(req, this.options.maxBodySize);
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+    if (res.headersSent || res.destroyed) return;
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      'Content-Type': 'application/json',
+      'Content-Length': String(Buffer.byteLength(text)),
+      ...(this.stopping ? { Connection: 'close' } : {}),
+      ...headers,
+    });
+    res.end(text);
+  }
+}
+
+/** `gzip` or identity; any other Content-Encoding is refused with 415. */
+function contentEncoding(req: IncomingMessage): 'gzip' | 'identity' {
+  const enc = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
+  if (enc === '' || enc === 'identity') return 'identity';
+  if (enc === 'gzip' || enc === 'x-gzip') return 'gzip';
+  throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported content encoding '${truncate(enc, 40)}'; use gzip or none`);
+}
+
+/**
+ * Reads the body, counting wire bytes and (for gzip) inflated bytes against `max`; stops reading
+ * and inflating as soon as either is over, so neither a large body nor a gzip bomb is held.
+ */
+function readBody(req: IncomingMessage, max: number, encoding: 'gzip' | 'identity'): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let wire = 0;
+    let size = 0;
+    let settled = false;
+    const gunzip = encoding === 'gzip' ? createGunzip() : undefined;
+
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      req.pause();
+      req.removeListener('data', onWire);
+      gunzip?.destroy();
+      reject(err);
+    };
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onBody = (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.length;
+      if (size > max) {
+        fail(new Refused(413, RPC.INVALID_ARGUMENT, `decompressed request body exceeds max_request_body_size (${max} bytes)`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onWire = (chunk: Buffer) => {
+      if (settled) return;
+      wire += chunk.length;
+      if (wire > max) {
+        fail(new Refused(413, RPC.INVALID_ARGUMENT, `request body exceeds max_request_body_size (${max} bytes)`));
+        return;
+      }
+      if (!gunzip) return onBody(chunk);
+      if (!gunzip.write(chunk)) {
+        req.pause();
+        gunzip.once('drain', () => {
+          if (!settled) req.resume();
+        });
+      }
+    };
+
+    if (gunzip) {
+      gunzip.on('data', onBody);
+      gunzip.on('end', finish);
+      gunzip.on('error', (err) => fail(new Refused(400, RPC.INVALID_ARGUMENT, `request body is not valid gzip: ${err.message}`)));
+    }
+    req.on('data', onWire);
+    req.on('end', () => (gunzip ? gunzip.end() : finish()));
+    req.on('error', (err) => fail(err));
+    req.on('close', () => {
+      if (!req.complete) fail(new Refused(400, RPC.INVALID_ARGUMENT, 'the client closed the connection before the body was complete'));
+    });
+  });
+}
+
+/**
+ * After an early answer, the rest of the body is read and dropped for a bounded number of bytes
+ * and time, then the connection is closed. Closing at once would reset the connection while the
+ * client is still sending, and it could lose the answer (EPIPE instead of 413); draining without
+ * a bound would let a client make the server read forever.
+ */
+function discardRest(req: IncomingMessage, budgetBytes: number): void {
+  let seen = 0;
+  const close = () => {
+    clearTimeout(timer);
+    req.socket.destroy();
+  };
+  const timer = setTimeout(close, DISCARD_GRACE_MS);
+  timer.unref();
+  req.removeAllListeners('data');
+  req.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > budgetBytes) close();
+  });
+  req.once('end', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/** The path without query string, bounded for messages and logs. */
+function safePath(url: string | undefined): string {
+  const path = (url ?? '/').split('?')[0] ?? '/';
+  return truncate(path, 200);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function formatHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}

@@ -1,0 +1,177 @@
+/**
+ * The normalized OTLP records every OTLP decoder produces (OTLP/JSON now, binary protobuf later),
+ * so that mapping to AgentEvents, bounds and partial-success accounting do not depend on the wire
+ * encoding. Attributes are flattened to plain JSON-compatible values; ids are lowercase hex; times
+ * are kept both as the sender's nanosecond string (for identity) and as milliseconds (for use).
+ */
+
+/** A decoded OTLP AnyValue: JSON-compatible, bytes as base64, int64 beyond 2^53 as a decimal string. */
+export type AttributeValue = string | number | boolean | null | AttributeValue[] | { [key: string]: AttributeValue };
+export type Attributes = Record<string, AttributeValue>;
+
+export interface NormalizedScope {
+  name: string;
+  version: string;
+  attributes: Attributes;
+}
+
+export interface NormalizedSpanEvent {
+  name: string;
+  /** Nanoseconds since the epoch as sent (decimal string, `'0'` when unset). */
+  timeUnixNano: string;
+  /** Milliseconds since the epoch; undefined when the time is unset. */
+  timeMs: number | undefined;
+  attributes: Attributes;
+}
+
+export interface NormalizedSpanLink {
+  traceId: string;
+  spanId: string;
+  attributes: Attributes;
+}
+
+export interface NormalizedStatus {
+  /** 0 UNSET, 1 OK, 2 ERROR. */
+  code: number;
+  message: string;
+}
+
+export interface NormalizedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string | undefined;
+  traceState: string;
+  name: string;
+  /** SpanKind: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
+  kind: number;
+  startTimeUnixNano: string;
+  startTimeMs: number | undefined;
+  endTimeUnixNano: string;
+  endTimeMs: number | undefined;
+  attributes: Attributes;
+  events: NormalizedSpanEvent[];
+  links: NormalizedSpanLink[];
+  status: NormalizedStatus;
+}
+
+export interface NormalizedLog {
+  timeUnixNano: string;
+  timeMs: number | undefined;
+  observedTimeUnixNano: string;
+  observedTimeMs: number | undefined;
+  /** SeverityNumber 1..24 (17..20 ERROR, 21..24 FATAL); 0 when unspecified. */
+  severityNumber: number;
+  severityText: string;
+  /** The body; undefined when the record has none. */
+  body: AttributeValue | undefined;
+  attributes: Attributes;
+  traceId: string | undefined;
+  spanId: string | undefined;
+  /** The LogRecord `eventName` field (proto field 12); empty when unset. */
+  eventName: string;
+  flags: number;
+}
+
+/** The spans of one (resource, scope) pair. */
+export interface NormalizedTraces {
+  resource: Attributes;
+  scope: NormalizedScope;
+  spans: NormalizedSpan[];
+}
+
+/** The log records of one (resource, scope) pair. */
+export interface NormalizedLogs {
+  resource: Attributes;
+  scope: NormalizedScope;
+  logs: NormalizedLog[];
+}
+
+/** What decoding found besides the records: individually rejected records and bounded values. */
+export interface DecodeStats {
+  /** Records (spans or log records) refused individually; the rest of the request stands. */
+  rejected: number;
+  /** Attributes dropped beyond MAX_ATTRIBUTES per attribute list. */
+  droppedAttributes: number;
+  /** String values shortened to MAX_STRING_BYTES (or MAX_BODY_BYTES for bodies). */
+  truncatedValues: number;
+  /** Values nested deeper than MAX_VALUE_DEPTH, replaced by null. */
+  truncatedDepth: number;
+  /** One line per problem, naming where and what; at most MAX_MESSAGES are kept. */
+  messages: string[];
+  /** Problems beyond MAX_MESSAGES, counted only. */
+  omittedMessages: number;
+}
+
+export interface DecodedTraces {
+  groups: NormalizedTraces[];
+  stats: DecodeStats;
+}
+
+export interface DecodedLogs {
+  groups: NormalizedLogs[];
+  stats: DecodeStats;
+}
+
+/** At most this many attributes are kept per attribute list; the rest are dropped and counted. */
+export const MAX_ATTRIBUTES = 128;
+/** String attribute values longer than this (UTF-8 bytes) are shortened, keeping head and tail. */
+export const MAX_STRING_BYTES = 8 * 1024;
+/** Log bodies carry whole tracebacks, so they get a larger bound than attribute values. */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Nesting depth of array/kvlist values; deeper values are replaced by null and counted. */
+export const MAX_VALUE_DEPTH = 8;
+/** Problem messages kept per request; the count of the rest is reported. */
+export const MAX_MESSAGES = 20;
+
+export function emptyStats(): DecodeStats {
+  return { rejected: 0, droppedAttributes: 0, truncatedValues: 0, truncatedDepth: 0, messages: [], omittedMessages: 0 };
+}
+
+/** Records a problem message, keeping memory bounded for requests with many bad records. */
+export function addMessage(stats: DecodeStats, message: string): void {
+  if (stats.messages.length < MAX_MESSAGES) stats.messages.push(message);
+  else stats.omittedMessages++;
+}
+
+/**
+ * A one-line summary of the problems, for the OTLP partial-success `errorMessage`: the first
+ * MAX_MESSAGES problems and how many more there were. Empty when there is nothing to say.
+ */
+export function summarize(stats: DecodeStats, extra: readonly string[] = []): string {
+  const lines = [...stats.messages, ...extra];
+  if (stats.droppedAttributes > 0) lines.push(`${stats.droppedAttributes} attribute(s) dropped beyond the limit of ${MAX_ATTRIBUTES} per record`);
+  if (stats.truncatedValues > 0) lines.push(`${stats.truncatedValues} string value(s) truncated to ${MAX_STRING_BYTES} bytes (bodies: ${MAX_BODY_BYTES})`);
+  if (stats.truncatedDepth > 0) lines.push(`${stats.truncatedDepth} value(s) nested deeper than ${MAX_VALUE_DEPTH} levels replaced by null`);
+  const more = stats.omittedMessages + Math.max(0, lines.length - MAX_MESSAGES);
+  const shown = lines.slice(0, MAX_MESSAGES).join('; ');
+  return more > 0 ? `${shown}; and ${more} more` : shown;
+}
+
+/**
+ * Shortens `text` to at most `maxBytes` UTF-8 bytes, keeping its head and its tail with a marker
+ * between them: a Java stack names the exception at the top, a Python traceback at the bottom, and
+ * both ends matter to the classifier. Cuts fall on character boundaries.
+ */
+export function truncateUtf8(text: string, maxBytes: number): { text: string; truncated: boolean } {
+  if (text.length * 3 <= maxBytes) return { text, truncated: false };
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= maxBytes) return { text, truncated: false };
+  const markerBudget = 48;
+  const half = Math.max(0, Math.floor((maxBytes - markerBudget) / 2));
+  let headEnd = half;
+  while (headEnd > 0 && (buf[headEnd]! & 0xc0) === 0x80) headEnd--;
+  let tailStart = buf.length - half;
+  while (tailStart < buf.length && (buf[tailStart]! & 0xc0) === 0x80) tailStart++;
+  const cut = tailStart - headEnd;
+  const marker = `\n…[${cut} bytes truncated]…\n`;
+  return {
+    text: buf.subarray(0, headEnd).toString('utf8') + marker + buf.subarray(tailStart).toString('utf8'),
+    truncated: true,
+  };
+}
+
+/** Nanoseconds (decimal string) to milliseconds; undefined for 0 (unset in OTLP). */
+export function nanosToMs(nanos: bigint): number | undefined {
+  if (nanos === 0n) return undefined;
+  return Number(nanos / 1_000_000n) + Number(nanos % 1_000_000n) / 1e6;
+}
