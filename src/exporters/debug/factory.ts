@@ -1,0 +1,33 @@
+/** Exporter `debug`: work events, human-readable, on stdout (logs go to stderr). */
+import type { ExporterFactory } from '../../component.ts';
+import { s, type Infer } from '../../config/schema.ts';
+import type { OutboxEntry } from '../../model/work.ts';
+
+const schema = s.object({
+  /** `basic`: one line per event; `detailed`: the whole CloudEvent as indented JSON. */
+  verbosity: s.enumOf(['basic', 'detailed'] as const).default('basic'),
+});
+export type DebugExporterConfig = Infer<typeof schema>;
+
+export function formatWorkEventLine(e: OutboxEntry): string {
+  const d = e.event.data;
+  const type = e.event.type.replace('dev.vigil.', '');
+  return `${e.event.time} ${type} ${d.decision} count=${d.count} session=${d.partition} ${d.signature ?? '-'} (work ${d.work_id}, group ${d.group_key})`;
+}
+
+export const debugExporterFactory: ExporterFactory<DebugExporterConfig> = {
+  type: 'debug',
+  schema,
+  create(_settings, cfg, write: (text: string) => void = (t) => void process.stdout.write(t)) {
+    return {
+      async start() {},
+      async export(entries) {
+        const text = entries
+          .map((e) => (cfg.verbosity === 'detailed' ? JSON.stringify(e.event, null, 2) : formatWorkEventLine(e)))
+          .join('\n');
+        write(text + '\n');
+      },
+      async shutdown() {},
+    };
+  },
+};
