@@ -1,0 +1,61 @@
+/** `vigil status`: reads the configured store (or, for the in-process memory store, the running vigil's health_check). */
+import type { Registry } from '../component.ts';
+import type { VigilConfig } from '../config/load.ts';
+import { errorMessage } from '../errors.ts';
+import { createLogger } from '../logger.ts';
+import type { StoreStatus } from '../store/types.ts';
+
+export async function printStatus(cfg: VigilConfig, registry: Registry, json: boolean): Promise<number> {
+  let status: StoreStatus | undefined;
+  let extra: Record<string, unknown> | undefined;
+  try {
+    if (cfg.state.type === 'memory') {
+      const hc = [...cfg.extensions.values()].find((e) => e.type === 'health_check' && cfg.service.extensions.includes(e.id));
+      if (!hc) {
+        process.stderr.write(
+          "vigil status: the memory store lives inside the running vigil; list a health_check extension in service.extensions so status can ask it, or use a durable store\n",
+        );
+        return 1;
+      }
+      const endpoint = (hc.config as { endpoint: string }).endpoint;
+      const res = await fetch(`http://${endpoint}/status`).catch((err: Error) => {
+        throw new Error(`cannot reach the running vigil at ${endpoint} (${err.message}); is it running?`);
+      });
+      const body = (await res.json()) as Record<string, unknown>;
+      status = body.store as StoreStatus;
+      extra = body;
+    } else {
+      const store = registry.stores.get(cfg.state.type)!.create({ id: `state/${cfg.state.type}`, logger: createLogger({ level: 'error' }) }, cfg.state.config);
+      await store.open();
+      try {
+        status = await store.status();
+      } finally {
+        await store.close();
+      }
+    }
+  } catch (err) {
+    process.stderr.write(`vigil status: ${errorMessage(err)}\n`);
+    return 1;
+  }
+  if (json) {
+    process.stdout.write(JSON.stringify(extra ?? status, null, 2) + '\n');
+    return 0;
+  }
+  process.stdout.write(formatStatus(status!));
+  return 0;
+}
+
+export function formatStatus(st: StoreStatus): string {
+  const lines: string[] = [`store: ${st.store}`, `groups: ${st.groups}  open work: ${st.openWork}`];
+  for (const p of st.pipelines) {
+    lines.push(`pipeline ${p.pipeline}:`);
+    if (!p.partitions.length) lines.push('  no partitions yet');
+    for (const part of p.partitions) lines.push(`  partition ${part.partition}: cursor ${part.cursor ?? '-'}, lag ${part.pending}`);
+    for (const e of p.outbox.exporters) lines.push(`  exporter ${e.exporter}: outbox cursor ${e.cursor}, lag ${e.lag}`);
+  }
+  lines.push(`recent failures (${st.recentFailures.length}, newest first):`);
+  for (const f of st.recentFailures) {
+    lines.push(`  ${new Date(f.time).toISOString()} ${f.decision} session=${f.partition} ${f.signature}`);
+  }
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,23 @@
+/**
+ * The one explicit list of component factories. Adding a component type means adding its folder
+ * and one line here.
+ */
+import { makeRegistry, type Registry } from './component.ts';
+import { debugExporterFactory } from './exporters/debug/factory.ts';
+import { fileExporterFactory } from './exporters/file/factory.ts';
+import { healthCheckFactory } from './extensions/health_check/factory.ts';
+import { classifyFactory } from './processors/classify/factory.ts';
+import { recurrenceFactory } from './processors/recurrence/factory.ts';
+import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
+import { otlpReceiverFactory } from './receivers/otlp/factory.ts';
+import { memoryStoreFactory } from './store/memory.ts';
+
+export function components(): Registry {
+  return makeRegistry({
+    receivers: [otlpReceiverFactory, jsonlReceiverFactory],
+    processors: [classifyFactory, recurrenceFactory],
+    exporters: [fileExporterFactory, debugExporterFactory],
+    extensions: [healthCheckFactory],
+    stores: [memoryStoreFactory],
+  });
+}

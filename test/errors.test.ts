@@ -1,0 +1,13 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ERROR_CODES } from '../src/errors.ts';
+import { ROOT } from './helpers/vigil-process.ts';
+
+test('every error code is documented in the README, and every documented code exists', () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  for (const code of Object.keys(ERROR_CODES)) assert.match(readme, new RegExp(`\\| \`${code}\` \\|`), `${code} is not in the README's error table`);
+  const documented = [...readme.matchAll(/\| `(VIGIL_[A-Z_]+)` \|/g)].map((m) => m[1]);
+  for (const code of documented) assert.ok(code! in ERROR_CODES, `README documents ${code}, which does not exist`);
+});
