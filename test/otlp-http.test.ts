@@ -12,7 +12,7 @@ import type { AgentEvent } from '../src/model/event.ts';
 import { createOtlpReceiver, otlpReceiverFactory } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
 
-const EXAMPLES = path.resolve(import.meta.dirname, '../../shared/otlp-examples');
+const EXAMPLES = path.resolve(import.meta.dirname, 'fixtures/otlp-examples');
 const example = (name: string) => readFileSync(path.join(EXAMPLES, name));
 
 const TRACE_ID = '5b8efff798038103d269b633813fc60c';

@@ -6,7 +6,7 @@ import { isVigilError } from '../src/errors.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, summarize } from '../src/receivers/otlp/normalized.ts';
 
-const EXAMPLES = path.resolve(import.meta.dirname, '../../shared/otlp-examples');
+const EXAMPLES = path.resolve(import.meta.dirname, 'fixtures/otlp-examples');
 const example = (name: string) => readFileSync(path.join(EXAMPLES, name));
 
 const TRACE_ID = '5b8efff798038103d269b633813fc60c';

@@ -6,7 +6,7 @@ import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts'
 import { isErrorSeverity, mapLogs, mapTraces } from '../src/receivers/otlp/mapping.ts';
 import type { Attributes, NormalizedLog, NormalizedLogs, NormalizedSpan, NormalizedTraces } from '../src/receivers/otlp/normalized.ts';
 
-const EXAMPLES = path.resolve(import.meta.dirname, '../../shared/otlp-examples');
+const EXAMPLES = path.resolve(import.meta.dirname, 'fixtures/otlp-examples');
 
 const TRACEBACK =
   'Traceback (most recent call last):\n  File "/tmp/x.py", line 1, in <module>\n    1/0\n    ~^~\nZeroDivisionError: division by zero';
