@@ -8,6 +8,7 @@ import type { OutboxEntry } from '../src/model/work.ts';
 import { tempDir } from './helpers/vigil-process.ts';
 
 const entry = (seq: number): OutboxEntry => ({
+  kind: 'work',
   seq,
   id: `id-${seq}`,
   event: { specversion: '1.0', id: `id-${seq}`, source: 'vigil/t', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: { count: seq } as never },

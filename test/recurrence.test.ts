@@ -43,7 +43,7 @@ function harness(opts: RecurrenceOptions, loadDelay = '') {
   const summarise = (p: WorkPage) =>
     [
       p.items.map((i) => i.occurrence?.decision ?? '-').join(','),
-      p.commit.outbox.map((o) => `${o.event.type.replace('dev.vigil.work.', '')}#${o.event.data.count}`).join(','),
+      p.commit.outbox.map((o) => (o.kind !== 'work' ? o.kind : `${o.event.type.replace('dev.vigil.work.', '')}#${o.event.data.count}`)).join(','),
     ].join(' | ');
   const run = (source: Observable<WorkPage>) =>
     source.pipe(

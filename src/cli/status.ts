@@ -53,6 +53,10 @@ export function formatStatus(st: StoreStatus): string {
     for (const part of p.partitions) lines.push(`  partition ${part.partition}: cursor ${part.cursor ?? '-'}, lag ${part.pending}`);
     for (const e of p.outbox.exporters) lines.push(`  exporter ${e.exporter}: outbox cursor ${e.cursor}, lag ${e.lag}`);
   }
+  lines.push(`dead letters: ${st.deadLetters.total}`);
+  for (const d of st.deadLetters.newest) {
+    lines.push(`  ${new Date(d.time).toISOString()} ${d.pipeline}/${d.exporter} ${d.entry.id}: ${d.reason}`);
+  }
   lines.push(`recent failures (${st.recentFailures.length}, newest first):`);
   for (const f of st.recentFailures) {
     lines.push(`  ${new Date(f.time).toISOString()} ${f.decision} session=${f.partition} ${f.signature}`);

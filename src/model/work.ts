@@ -62,10 +62,40 @@ export interface WorkEventData {
   };
 }
 
-/** One entry of a pipeline's outbox; exporters read them in `seq` order from their own cursor. */
-export interface OutboxEntry {
-  seq: number;
-  /** Stable id: the work event's id, so redelivery can be deduplicated downstream. */
+/**
+ * What a committed page hands to exporters. Work events go to every exporter; forwarded
+ * telemetry (received records, enriched with their diagnosis) only to exporters that forward.
+ * `id` is stable across redelivery and replay so the receiving side can deduplicate.
+ */
+export type OutboxItem = WorkOutboxItem | ForwardOutboxItem;
+
+export interface WorkOutboxItem {
+  kind: 'work';
   id: string;
   event: WorkEvent;
+}
+
+export interface ForwardOutboxItem {
+  kind: 'forward';
+  id: string;
+  signal: 'traces' | 'logs';
+  /** The received record in OTLP/JSON form with its resource and scope, enriched with vigil.* attributes. */
+  record: unknown;
+}
+
+/** One entry of a pipeline's outbox; exporters read them in `seq` order from their own cursor. */
+export type OutboxEntry = OutboxItem & { seq: number };
+
+/** An outbox entry an exporter gave up on after its retry budget, kept for operators. */
+export interface DeadLetter {
+  pipeline: string;
+  exporter: string;
+  entry: OutboxEntry;
+  reason: string;
+  /** Wall-clock time (ms) it was given up on. */
+  time: number;
+}
+
+export function isWorkEntry(e: OutboxEntry): e is WorkOutboxItem & { seq: number } {
+  return e.kind === 'work';
 }

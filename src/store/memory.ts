@@ -7,10 +7,10 @@ import type { StoreFactory } from '../component.ts';
 import { s, type Infer } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
 import type { AgentEvent } from '../model/event.ts';
-import type { GroupState, OutboxEntry } from '../model/work.ts';
+import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
 import { RecentFailures } from './recent-failures.ts';
-import type { AppendResult, LogEntry, PageCommit, PartitionBacklog, StateStore, StoreStatus } from './types.ts';
+import { MAX_DEAD_LETTERS, type AppendResult, type LogEntry, type PageCommit, type PartitionBacklog, type StateStore, type StoreStatus } from './types.ts';
 
 const schema = s.object({
   /** How long an event id is remembered to drop redeliveries (wall clock). */
@@ -42,6 +42,7 @@ export class MemoryStore implements StateStore {
   private readonly revisions = new BoundedMap<string, string>(100_000);
   private readonly outboxes = new Map<string, Outbox>();
   private readonly recent = new RecentFailures();
+  private readonly dead = new Map<string, DeadLetter[]>();
   private closed = false;
 
   constructor(private readonly cfg: MemoryStoreConfig = { dedupe_window: 24 * 3_600_000, max_seen_ids: 1_000_000 }, private readonly now: () => number = Date.now) {
@@ -157,7 +158,7 @@ export class MemoryStore implements StateStore {
     }
     for (const r of c.revisions) this.revisions.set(r.executionId, r.revision);
     const outbox = this.outbox(c.pipeline);
-    for (const o of c.outbox) outbox.entries.push({ seq: outbox.nextSeq++, id: o.id, event: structuredClone(o.event) });
+    for (const o of c.outbox) outbox.entries.push({ ...structuredClone(o), seq: outbox.nextSeq++ });
     for (const f of c.failures) this.recent.add(f);
     // Trim what was processed: the log keeps only the backlog.
     let drop = 0;
@@ -184,14 +185,26 @@ export class MemoryStore implements StateStore {
     return structuredClone(o.entries.filter((e) => e.seq > after).slice(0, limit));
   }
 
-  async ackOutbox(pipeline: string, exporter: string, seq: number): Promise<void> {
+  async ackOutbox(pipeline: string, exporter: string, seq: number, dead: Array<{ entry: OutboxEntry; reason: string }> = []): Promise<void> {
     this.check();
+    if (dead.length) {
+      const key = `${pipeline}\u0000${exporter}`;
+      const list = this.dead.get(key) ?? [];
+      for (const d of dead) list.push({ pipeline, exporter, entry: structuredClone(d.entry), reason: d.reason, time: this.now() });
+      if (list.length > MAX_DEAD_LETTERS) list.splice(0, list.length - MAX_DEAD_LETTERS);
+      this.dead.set(key, list);
+    }
     const o = this.outbox(pipeline);
     if ((o.cursors.get(exporter) ?? 0) < seq) o.cursors.set(exporter, seq);
     const min = Math.min(...o.cursors.values());
     let drop = 0;
     while (drop < o.entries.length && o.entries[drop]!.seq <= min) drop++;
     o.entries.splice(0, drop);
+  }
+
+  async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
+    const all = [...this.dead.values()].flat().filter((d) => pipeline === undefined || d.pipeline === pipeline);
+    return all.sort((a, b) => b.time - a.time || b.entry.seq - a.entry.seq).slice(0, limit).map((d) => structuredClone(d));
   }
 
   async status(): Promise<StoreStatus> {
@@ -217,6 +230,7 @@ export class MemoryStore implements StateStore {
       groups: this.groups.size,
       openWork: [...this.groups.values()].filter((g) => g.openWorkId).length,
       recentFailures: this.recent.list(),
+      deadLetters: { total: [...this.dead.values()].reduce((n, l) => n + l.length, 0), newest: await this.listDeadLetters(5) },
     };
   }
 }

@@ -1,5 +1,5 @@
 import type { AgentEvent } from '../model/event.ts';
-import type { GroupState, OutboxEntry, WorkEvent } from '../model/work.ts';
+import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
 
 /** One record of a partition's ingest log. `id` is the store's ordered, opaque sequence. */
 export interface LogEntry {
@@ -36,8 +36,8 @@ export interface PageCommit {
   turns: Array<{ turnId: string; created: number }>;
   /** Revisions learnt from `execution.started` events, for later resolution. */
   revisions: Array<{ executionId: string; revision: string }>;
-  /** Work events to deliver, in order. */
-  outbox: Array<{ id: string; event: WorkEvent }>;
+  /** Work events and forwarded records to deliver, in order. */
+  outbox: OutboxItem[];
   /** Occurrences counted by the page, for the recent-failures list and status. */
   failures: RecentFailure[];
 }
@@ -57,12 +57,17 @@ export interface PipelineStatus {
   outbox: { size: number; exporters: Array<{ exporter: string; cursor: number; lag: number }> };
 }
 
+/** Dead letters kept per (pipeline, exporter); the oldest are forgotten beyond this. */
+export const MAX_DEAD_LETTERS = 10_000;
+
 export interface StoreStatus {
   store: string;
   pipelines: PipelineStatus[];
   groups: number;
   openWork: number;
   recentFailures: RecentFailure[];
+  /** Dead letters per (pipeline, exporter) and the newest few. */
+  deadLetters: { total: number; newest: DeadLetter[] };
 }
 
 /**
@@ -91,8 +96,14 @@ export interface StateStore {
 
   /** Outbox entries after the exporter's cursor. */
   readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]>;
-  /** Advances the exporter's cursor to `seq` (inclusive); entries every exporter has passed are trimmed. */
-  ackOutbox(pipeline: string, exporter: string, seq: number): Promise<void>;
+  /**
+   * Advances the exporter's cursor to `seq` (inclusive); entries every exporter has passed are
+   * trimmed. `dead` entries (given up on) are kept as dead letters in the same atomic step, so an
+   * entry is never both skipped and unrecorded.
+   */
+  ackOutbox(pipeline: string, exporter: string, seq: number, dead?: Array<{ entry: OutboxEntry; reason: string }>): Promise<void>;
+  /** Dead letters, newest first; optionally of one pipeline. At most `limit`. */
+  listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]>;
   /** Registers an exporter's cursor so the outbox keeps entries until it has read them. */
   registerExporter(pipeline: string, exporter: string): Promise<void>;
 

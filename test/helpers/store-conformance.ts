@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isVigilError } from '../../src/errors.ts';
-import type { GroupState, WorkEvent } from '../../src/model/work.ts';
+import type { GroupState, WorkEvent, WorkOutboxItem } from '../../src/model/work.ts';
 import type { PageCommit, StateStore } from '../../src/store/types.ts';
 import { event } from './pages.ts';
 
@@ -17,8 +17,8 @@ function commitOf(pipeline: string, partition: string, cursor: string, extra: Pa
   return { pipeline, partition, cursor, groups: [], turns: [], revisions: [], outbox: [], failures: [], ...extra };
 }
 
-function workEvent(id: string): { id: string; event: WorkEvent } {
-  return { id, event: { specversion: '1.0', id, source: 'vigil/test', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: {} as WorkEvent['data'] } };
+function workEvent(id: string): WorkOutboxItem {
+  return { kind: 'work', id, event: { specversion: '1.0', id, source: 'vigil/test', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: {} as WorkEvent['data'] } };
 }
 
 export function storeConformance(name: string, makeStore: () => Promise<StateStore>): void {
@@ -126,6 +126,27 @@ export function storeConformance(name: string, makeStore: () => Promise<StateSto
             ['webhook', 3],
           ],
         );
+      }),
+    );
+
+    test(
+      'dead letters are recorded with the cursor advance and listed newest first',
+      withStore(async (store) => {
+        await store.registerExporter('logs', 'webhook');
+        await store.append('logs', [event({ id: 'e1', time: 1 })]);
+        const [e] = await store.readPage('logs', 'session-1', 1);
+        await store.commit(commitOf('logs', 'session-1', e!.id, { outbox: [workEvent('w1'), workEvent('w2'), workEvent('w3')] }));
+        const [w1, w2] = await store.readOutbox('logs', 'webhook', 2);
+        await store.ackOutbox('logs', 'webhook', w1!.seq, [{ entry: w1!, reason: 'HTTP 410 after 3 attempts' }]);
+        await store.ackOutbox('logs', 'webhook', w2!.seq, [{ entry: w2!, reason: 'timed out' }]);
+        assert.deepEqual((await store.readOutbox('logs', 'webhook', 10)).map((o) => o.id), ['w3'], 'dead letters are not read again');
+        const dead = await store.listDeadLetters(10);
+        assert.deepEqual(dead.map((d) => [d.entry.id, d.reason, d.exporter]), [
+          ['w2', 'timed out', 'webhook'],
+          ['w1', 'HTTP 410 after 3 attempts', 'webhook'],
+        ]);
+        assert.equal((await store.listDeadLetters(10, 'traces')).length, 0);
+        assert.equal((await store.status()).deadLetters.total, 2);
       }),
     );
 

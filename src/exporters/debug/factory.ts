@@ -1,7 +1,7 @@
 /** Exporter `debug`: work events, human-readable, on stdout (logs go to stderr). */
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
-import type { OutboxEntry } from '../../model/work.ts';
+import { isWorkEntry, type WorkOutboxItem } from '../../model/work.ts';
 
 const schema = s.object({
   /** `basic`: one line per event; `detailed`: the whole CloudEvent as indented JSON. */
@@ -9,7 +9,7 @@ const schema = s.object({
 });
 export type DebugExporterConfig = Infer<typeof schema>;
 
-export function formatWorkEventLine(e: OutboxEntry): string {
+export function formatWorkEventLine(e: WorkOutboxItem): string {
   const d = e.event.data;
   const type = e.event.type.replace('dev.vigil.', '');
   return `${e.event.time} ${type} ${d.decision} count=${d.count} session=${d.partition} ${d.signature ?? '-'} (work ${d.work_id}, group ${d.group_key})`;
@@ -22,7 +22,9 @@ export const debugExporterFactory: ExporterFactory<DebugExporterConfig> = {
     return {
       async start() {},
       async export(entries) {
-        const text = entries
+        const work = entries.filter(isWorkEntry);
+        if (work.length === 0) return;
+        const text = work
           .map((e) => (cfg.verbosity === 'detailed' ? JSON.stringify(e.event, null, 2) : formatWorkEventLine(e)))
           .join('\n');
         write(text + '\n');

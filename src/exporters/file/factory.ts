@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import { VigilError } from '../../errors.ts';
-import type { OutboxEntry } from '../../model/work.ts';
+import { isWorkEntry, type OutboxEntry } from '../../model/work.ts';
 
 const schema = s.object({
   /** File to append to; relative paths are relative to the working directory. */
@@ -55,7 +55,9 @@ export const fileExporterFactory: ExporterFactory<FileExporterConfig> = {
         await ensureOpen();
       },
       async export(entries: OutboxEntry[]) {
-        const text = entries.map((e) => JSON.stringify(e.event)).join('\n') + '\n';
+        const work = entries.filter(isWorkEntry);
+        if (work.length === 0) return;
+        const text = work.map((e) => JSON.stringify(e.event)).join('\n') + '\n';
         const bytes = Buffer.byteLength(text);
         if (cfg.max_size > 0 && size > 0 && size + bytes > cfg.max_size) await rotate();
         const h = await ensureOpen();

@@ -14,7 +14,7 @@ import {
   workEventId,
   workId as makeWorkId,
 } from '../../model/identity.ts';
-import type { Decision, GroupState, WorkEvent, WorkEventType } from '../../model/work.ts';
+import type { Decision, GroupState, OutboxItem, WorkEventType, WorkOutboxItem } from '../../model/work.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { PageItem, WorkPage } from '../page.ts';
 import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
@@ -129,7 +129,7 @@ function applyPage(
   const turnsCreated = new Map<string, number>();
   /** Groups updated while their work item was open, with the item that updated them last. */
   const updated = new Map<string, number>();
-  const outbox: Array<{ id: string; event: WorkEvent }> = [];
+  const outbox: OutboxItem[] = [];
   const failures: RecentFailure[] = [];
 
   for (const p of planned) {
@@ -207,11 +207,12 @@ function applyPage(
 
 const EXCERPT_MAX = 2000;
 
-function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): { id: string; event: WorkEvent } {
+function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
   const event = item.entry.event;
   const d = item.diagnosis!;
   const id = workEventId(type, group.openWorkId!, p.occurrenceId);
   return {
+    kind: 'work',
     id,
     event: {
       specversion: '1.0',
