@@ -18,6 +18,8 @@ export interface Lifecycle {
   start(): Promise<void>;
   /** Idempotent; stops accepting, flushes, closes handles. */
   shutdown(): Promise<void>;
+  /** Counters for status and metrics (received, refused, ...), when the component keeps any. */
+  stats?(): unknown;
 }
 
 /** What a receiver hands records to: appends durably, resolves after the append committed. */

@@ -174,6 +174,7 @@ export class Service {
       state: this.state,
       store,
       ingest: { ...this.ingestStats },
+      receivers: Object.fromEntries([...this.receivers].map(([id, r]) => [id, r.stats?.() ?? {}])),
       pipelines: Object.fromEntries(
         [...this.pipelines].map(([id, p]) => [
           id,

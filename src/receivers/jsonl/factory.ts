@@ -44,11 +44,15 @@ export const jsonlReceiverFactory: ReceiverFactory<JsonlReceiverConfig> = {
 class JsonlReceiver {
   private readonly abort = new AbortController();
   private readonly tasks: Promise<void>[] = [];
-  readonly stats: JsonlStats = { lines: 0, appended: 0, duplicates: 0, malformed: 0 };
+  private readonly counters: JsonlStats = { lines: 0, appended: 0, duplicates: 0, malformed: 0 };
   private readonly consumers: IngestConsumer[];
 
   constructor(private readonly settings: ReceiverSettings, private readonly cfg: JsonlReceiverConfig) {
     this.consumers = Object.values(settings.consumers).filter((c): c is IngestConsumer => !!c);
+  }
+
+  stats(): JsonlStats {
+    return { ...this.counters };
   }
 
   async start(): Promise<void> {
@@ -74,8 +78,8 @@ class JsonlReceiver {
       try {
         for (const consume of this.consumers) {
           const r = await consume(events);
-          this.stats.appended += r.appended;
-          this.stats.duplicates += r.duplicates;
+          this.counters.appended += r.appended;
+          this.counters.duplicates += r.duplicates;
         }
         return;
       } catch (err) {
@@ -88,7 +92,7 @@ class JsonlReceiver {
 
   private handleLine(line: string, source: string, lineNo: number, batch: AgentEvent[]): void {
     if (line.trim() === '') return;
-    this.stats.lines++;
+    this.counters.lines++;
     if (Buffer.byteLength(line) > MAX_LINE_BYTES) {
       this.malformed(source, lineNo, `line longer than ${MAX_LINE_BYTES} bytes`);
       return;
@@ -99,8 +103,8 @@ class JsonlReceiver {
   }
 
   private malformed(source: string, lineNo: number, error: string): void {
-    this.stats.malformed++;
-    this.settings.logger.warn(`${source}:${lineNo}: skipped: ${error}`, { receiver: this.settings.id, malformed_total: this.stats.malformed });
+    this.counters.malformed++;
+    this.settings.logger.warn(`${source}:${lineNo}: skipped: ${error}`, { receiver: this.settings.id, malformed_total: this.counters.malformed });
   }
 
   private async readStdin(): Promise<void> {
