@@ -5,6 +5,9 @@
 import { makeRegistry, type Registry } from './component.ts';
 import { debugExporterFactory } from './exporters/debug/factory.ts';
 import { fileExporterFactory } from './exporters/file/factory.ts';
+import { otlpHttpExporterFactory } from './exporters/otlphttp/factory.ts';
+import { redisStreamExporterFactory } from './exporters/redis_stream/factory.ts';
+import { webhookExporterFactory } from './exporters/webhook/factory.ts';
 import { healthCheckFactory } from './extensions/health_check/factory.ts';
 import { classifyFactory } from './processors/classify/factory.ts';
 import { recurrenceFactory } from './processors/recurrence/factory.ts';
@@ -16,7 +19,7 @@ export function components(): Registry {
   return makeRegistry({
     receivers: [otlpReceiverFactory, jsonlReceiverFactory],
     processors: [classifyFactory, recurrenceFactory],
-    exporters: [fileExporterFactory, debugExporterFactory],
+    exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],
     stores: [memoryStoreFactory],
   });

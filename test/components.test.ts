@@ -15,6 +15,9 @@ const registry = components();
 /** Minimal configs for components that have required keys; the rest start from `{}`. */
 const minimal: Record<string, unknown> = {
   'exporters/file': { path: join(tempDir(), 'work.jsonl') },
+  'exporters/otlphttp': { endpoint: 'http://127.0.0.1:9' },
+  'exporters/webhook': { endpoint: 'http://127.0.0.1:9/hook' },
+  'exporters/redis_stream': { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0' },
   'receivers/otlp': { protocols: { http: { endpoint: '127.0.0.1:0' } } },
   'receivers/jsonl': { include: [join(tempDir(), 'none-*.jsonl')] },
   'extensions/health_check': { endpoint: '127.0.0.1:0' },

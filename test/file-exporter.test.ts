@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { DEFAULT_DELIVERY } from '../src/exporters/delivery.ts';
 import { fileExporterFactory } from '../src/exporters/file/factory.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { OutboxEntry } from '../src/model/work.ts';
@@ -17,7 +18,7 @@ const entry = (seq: number): OutboxEntry => ({
 test('file exporter writes one CloudEvent per line and rotates by size', async () => {
   const dir = tempDir();
   const path = join(dir, 'sub', 'work.jsonl');
-  const exporter = fileExporterFactory.create({ id: 'file', logger: memoryLogger() }, { path, max_size: 600, max_backups: 2 });
+  const exporter = fileExporterFactory.create({ id: 'file', logger: memoryLogger() }, { path, max_size: 600, max_backups: 2, ...DEFAULT_DELIVERY });
   await exporter.start();
   for (let i = 1; i <= 6; i++) await exporter.export([entry(i)]);
   await exporter.shutdown();

@@ -1,17 +1,27 @@
 /**
  * Delivers one pipeline's outbox to one exporter from the exporter's own cursor, at least once:
- * the cursor advances only after the exporter confirmed a batch, so a crash redelivers only what
- * was not confirmed. A failing exporter retries with backoff and never blocks ingest or the
- * other exporters (each has its own runner and cursor).
+ * the cursor advances only after the exporter confirmed entries, so a crash redelivers only what
+ * was not confirmed. Failures are retried with exponential backoff and jitter (honouring the
+ * receiver's Retry-After); an entry that still fails after `max_elapsed_time`, or fails
+ * permanently, goes to the dead letters in the same step that moves the cursor past it. Each
+ * exporter has its own runner and cursor, so a slow or dead one never holds up the others or ingest.
  */
 import type { Exporter } from '../component.ts';
+import { DEFAULT_DELIVERY, ExportError, type DeliverySettings } from '../exporters/delivery.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import type { OutboxEntry } from '../model/work.ts';
 import type { StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from './backoff.ts';
 
-const BATCH = 128;
 const IDLE_POLL_MS = 1000;
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const realClock: Clock = { now: () => Date.now(), sleep };
 
 export interface ExporterRunnerOptions {
   pipeline: string;
@@ -19,16 +29,37 @@ export interface ExporterRunnerOptions {
   exporter: Exporter;
   store: StateStore;
   logger: Logger;
+  delivery?: DeliverySettings;
+  clock?: Clock;
+  random?: () => number;
 }
+
+export interface ExporterStats {
+  exported: number;
+  failedAttempts: number;
+  deadLettered: number;
+  /** Entries waiting for this exporter, as last seen. */
+  lag: number;
+}
+
+type BatchResult = 'empty' | 'delivered' | 'retry' | 'dead';
 
 export class ExporterRunner {
   private readonly wakeup = new Wakeup();
   private readonly abort = new AbortController();
+  private readonly delivery: DeliverySettings;
+  private readonly clock: Clock;
   private loop: Promise<void> | undefined;
   private attempts = 0;
-  readonly stats = { exported: 0, failedAttempts: 0 };
+  /** Clock time of the first failed attempt at the entry now at the head; undefined while healthy. */
+  private failingSince: number | undefined;
+  private retryAt = 0;
+  readonly stats: ExporterStats = { exported: 0, failedAttempts: 0, deadLettered: 0, lag: 0 };
 
-  constructor(private readonly opts: ExporterRunnerOptions) {}
+  constructor(private readonly opts: ExporterRunnerOptions) {
+    this.delivery = opts.delivery ?? DEFAULT_DELIVERY;
+    this.clock = opts.clock ?? realClock;
+  }
 
   async start(): Promise<void> {
     await this.opts.store.registerExporter(this.opts.pipeline, this.opts.exporterId);
@@ -39,14 +70,14 @@ export class ExporterRunner {
     this.wakeup.notify();
   }
 
-  /** Delivers until the outbox is empty for this exporter or the deadline passes. */
+  /** Stops the loop, then delivers until the outbox is empty for this exporter or the deadline passes. */
   async drain(deadline: number): Promise<void> {
     this.abort.abort();
     await this.loop;
-    while (Date.now() < deadline) {
+    while (this.clock.now() < deadline) {
       const result = await this.deliverBatch();
       if (result === 'empty') return;
-      if (result === 'failed') await sleep(Math.min(1000, Math.max(0, deadline - Date.now())));
+      if (result === 'retry') await this.clock.sleep(Math.max(0, Math.min(this.retryAt, deadline) - this.clock.now()));
     }
     this.opts.logger.warn('exporter did not deliver everything before shutdown; the rest is delivered after the next start', {
       pipeline: this.opts.pipeline,
@@ -59,25 +90,108 @@ export class ExporterRunner {
     while (!signal.aborted) {
       const result = await this.deliverBatch();
       if (result === 'empty') await this.wakeup.wait(IDLE_POLL_MS, signal);
-      else if (result === 'failed') await sleep(backoffDelay({ initial: 100, max: 30_000 }, this.attempts), signal);
+      else if (result === 'retry') await this.clock.sleep(Math.max(0, this.retryAt - this.clock.now()), signal);
     }
   }
 
-  private async deliverBatch(): Promise<'empty' | 'delivered' | 'failed'> {
+  /** One attempt at the head of the outbox. Exposed for tests that drive the runner step by step. */
+  async deliverBatch(): Promise<BatchResult> {
     const { store, pipeline, exporterId, exporter, logger } = this.opts;
+    let entries: OutboxEntry[];
     try {
-      const entries = await store.readOutbox(pipeline, exporterId, BATCH);
-      if (entries.length === 0) return 'empty';
+      await this.enforceQueueBound();
+      entries = await store.readOutbox(pipeline, exporterId, this.delivery.sending_queue.batch_size);
+    } catch (err) {
+      logger.warn('cannot read the outbox; retrying', { pipeline, exporter: exporterId, error: errorMessage(err) });
+      this.retryAt = this.clock.now() + 1000;
+      return 'retry';
+    }
+    if (entries.length === 0) return 'empty';
+    try {
       await exporter.export(entries);
-      await store.ackOutbox(pipeline, exporterId, entries[entries.length - 1]!.seq);
-      this.stats.exported += entries.length;
-      this.attempts = 0;
+      await this.confirm(entries, entries.length, []);
       return 'delivered';
     } catch (err) {
-      this.attempts++;
-      this.stats.failedAttempts++;
-      logger.warn('export failed; retrying with backoff', { pipeline, exporter: exporterId, attempts: this.attempts, error: errorMessage(err) });
-      return 'failed';
+      return this.handleFailure(entries, err);
     }
+  }
+
+  private async handleFailure(entries: OutboxEntry[], err: unknown): Promise<BatchResult> {
+    const { pipeline, exporterId, logger } = this.opts;
+    const retry = this.delivery.retry_on_failure;
+    const e = err instanceof ExportError ? err : new ExportError(errorMessage(err), { cause: err });
+    const delivered = Math.min(Math.max(0, e.delivered), entries.length);
+    const rest = entries.slice(delivered);
+    const failed = rest.slice(0, Math.max(1, e.failed ?? rest.length));
+    this.stats.failedAttempts++;
+    try {
+      if (delivered > 0) {
+        // Progress was made: what failed now is a new head, with a fresh retry budget.
+        await this.confirm(entries, delivered, []);
+      }
+      const now = this.clock.now();
+      this.failingSince ??= now;
+      const elapsed = now - this.failingSince;
+      const giveUp = e.permanent || !retry.enabled || (retry.max_elapsed_time > 0 && elapsed >= retry.max_elapsed_time);
+      if (giveUp) {
+        const reason = e.permanent
+          ? `permanent failure: ${e.message}`
+          : !retry.enabled
+            ? `failed with retry_on_failure disabled: ${e.message}`
+            : `still failing after ${Math.round(elapsed / 1000)}s (max_elapsed_time): ${e.message}`;
+        logger.error('export failed; entries moved to the dead letters', { pipeline, exporter: exporterId, entries: failed.length, reason });
+        await this.confirm(failed, failed.length, failed.map((entry) => ({ entry, reason })));
+        this.stats.deadLettered += failed.length;
+        return 'dead';
+      }
+      this.attempts++;
+      const backoff = backoffDelay({ initial: retry.initial_interval, max: retry.max_interval }, this.attempts, this.opts.random);
+      let delay = e.retryAfterMs ?? backoff;
+      if (retry.max_elapsed_time > 0) delay = Math.min(delay, Math.max(0, retry.max_elapsed_time - elapsed));
+      this.retryAt = now + delay;
+      logger.warn('export failed; retrying', {
+        pipeline,
+        exporter: exporterId,
+        attempt: this.attempts,
+        retry_in_ms: delay,
+        ...(e.retryAfterMs !== undefined ? { retry_after_ms: e.retryAfterMs } : {}),
+        error: e.message,
+      });
+      return 'retry';
+    } catch (storeErr) {
+      logger.warn('cannot record export progress; retrying', { pipeline, exporter: exporterId, error: errorMessage(storeErr) });
+      this.retryAt = this.clock.now() + 1000;
+      return 'retry';
+    }
+  }
+
+  /** Advances the cursor past the first `count` entries (with dead letters, atomically) and resets the retry state. */
+  private async confirm(entries: OutboxEntry[], count: number, dead: Array<{ entry: OutboxEntry; reason: string }>): Promise<void> {
+    await this.opts.store.ackOutbox(this.opts.pipeline, this.opts.exporterId, entries[count - 1]!.seq, dead);
+    if (dead.length === 0) this.stats.exported += count;
+    this.attempts = 0;
+    this.failingSince = undefined;
+  }
+
+  /** Keeps this exporter's backlog within queue_size: the oldest beyond it become dead letters, recorded. */
+  private async enforceQueueBound(): Promise<void> {
+    const { store, pipeline, exporterId, logger } = this.opts;
+    if (!store.outboxLag) return;
+    const lag = await store.outboxLag(pipeline, exporterId);
+    this.stats.lag = lag;
+    let excess = lag - this.delivery.sending_queue.queue_size;
+    if (excess <= 0) return;
+    let removed = 0;
+    logger.error('sending queue full; the oldest entries move to the dead letters', { pipeline, exporter: exporterId, excess, queue_size: this.delivery.sending_queue.queue_size });
+    while (excess > 0) {
+      const oldest = await store.readOutbox(pipeline, exporterId, Math.min(excess, 1000));
+      if (oldest.length === 0) break;
+      const reason = `sending_queue full (queue_size ${this.delivery.sending_queue.queue_size}); not delivered`;
+      await store.ackOutbox(pipeline, exporterId, oldest[oldest.length - 1]!.seq, oldest.map((entry) => ({ entry, reason })));
+      this.stats.deadLettered += oldest.length;
+      removed += oldest.length;
+      excess -= oldest.length;
+    }
+    this.stats.lag = lag - removed;
   }
 }

@@ -13,6 +13,7 @@ import type { Logger } from '../logger.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { WorkPage } from '../processors/page.ts';
 import type { StateStore } from '../store/types.ts';
+import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
 
@@ -87,7 +88,15 @@ export class Service {
       });
       const chain: OperatorFunction<WorkPage, WorkPage> = (source) => processors.reduce((page$, op) => page$.pipe(op), source);
       const exporterRunners = p.exporters.map(
-        (eid) => new ExporterRunner({ pipeline: pid, exporterId: eid, exporter: this.exporters.get(eid)!, store, logger: log.child({ component: eid, pipeline: pid }) }),
+        (eid) =>
+          new ExporterRunner({
+            pipeline: pid,
+            exporterId: eid,
+            exporter: this.exporters.get(eid)!,
+            store,
+            logger: log.child({ component: eid, pipeline: pid }),
+            delivery: deliveryOf(config.exporters.get(eid)!.config),
+          }),
       );
       const runner = new PipelineRunner({
         pipeline: pid,

@@ -202,6 +202,12 @@ export class MemoryStore implements StateStore {
     o.entries.splice(0, drop);
   }
 
+  async outboxLag(pipeline: string, exporter: string): Promise<number> {
+    const o = this.outbox(pipeline);
+    const after = o.cursors.get(exporter) ?? 0;
+    return o.entries.filter((e) => e.seq > after).length;
+  }
+
   async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
     const all = [...this.dead.values()].flat().filter((d) => pipeline === undefined || d.pipeline === pipeline);
     return all.sort((a, b) => b.time - a.time || b.entry.seq - a.entry.seq).slice(0, limit).map((d) => structuredClone(d));

@@ -70,15 +70,29 @@ export interface StoreStatus {
   deadLetters: { total: number; newest: DeadLetter[] };
 }
 
+export interface OpenOptions {
+  /** Open only to read (status): create nothing, write nothing. */
+  readOnly?: boolean;
+}
+
 /**
  * The state store interface (DESIGN 2). Every implementation passes the same conformance suite.
  * All methods are async so that networked stores fit; the memory store resolves immediately.
  */
 export interface StateStore {
   readonly kind: string;
-  /** Connects / opens files; a store that cannot open throws a VigilError naming what failed. */
-  open(): Promise<void>;
+  /**
+   * Opens files or starts connecting; a store that cannot open throws a VigilError naming what
+   * failed. A networked store whose server is unreachable still opens: it keeps connecting in the
+   * background and its methods throw a transient VIGIL_STORE_UNAVAILABLE until `whenReady`
+   * resolves. `readOnly` (for `vigil status`) writes nothing and fails at once when unreachable.
+   */
+  open(opts?: OpenOptions): Promise<void>;
   close(): Promise<void>;
+  /** Resolves once the store serves requests; stores that are usable after `open` omit it. */
+  whenReady?(): Promise<void>;
+  /** False while a networked store is disconnected (readiness probes say not-ready then). */
+  isAvailable?(): boolean;
 
   /** Durably appends to the pipeline's ingest log; resolves only once the records are committed. */
   append(pipeline: string, events: AgentEvent[]): Promise<AppendResult>;
@@ -102,6 +116,8 @@ export interface StateStore {
    * entry is never both skipped and unrecorded.
    */
   ackOutbox(pipeline: string, exporter: string, seq: number, dead?: Array<{ entry: OutboxEntry; reason: string }>): Promise<void>;
+  /** Entries waiting for one exporter (after its cursor). Cheap; used to bound each exporter's queue. */
+  outboxLag?(pipeline: string, exporter: string): Promise<number>;
   /** Dead letters, newest first; optionally of one pipeline. At most `limit`. */
   listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]>;
   /** Registers an exporter's cursor so the outbox keeps entries until it has read them. */

@@ -1,9 +1,10 @@
 /** Exporter `debug`: work events, human-readable, on stdout (logs go to stderr). */
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
+import { withDelivery } from '../delivery.ts';
 import { isWorkEntry, type WorkOutboxItem } from '../../model/work.ts';
 
-const schema = s.object({
+const schema = withDelivery({
   /** `basic`: one line per event; `detailed`: the whole CloudEvent as indented JSON. */
   verbosity: s.enumOf(['basic', 'detailed'] as const).default('basic'),
 });

@@ -7,10 +7,11 @@ import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
+import { withDelivery } from '../delivery.ts';
 import { VigilError } from '../../errors.ts';
 import { isWorkEntry, type OutboxEntry } from '../../model/work.ts';
 
-const schema = s.object({
+const schema = withDelivery({
   /** File to append to; relative paths are relative to the working directory. */
   path: s.string({ minLength: 1 }),
   /** Rotate when the file would grow past this size (`0` never rotates). */

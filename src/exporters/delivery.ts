@@ -1,0 +1,82 @@
+/**
+ * What every exporter shares (the Collector's exporterhelper): retry_on_failure and
+ * sending_queue settings, and the error an exporter throws to say how a delivery failed.
+ */
+import { s, type Infer, type Shape } from '../config/schema.ts';
+import { VigilError } from '../errors.ts';
+
+export const retryOnFailureSchema = s.object({
+  enabled: s.boolean().default(true),
+  /** First wait after a failure; doubled per attempt, with jitter. */
+  initial_interval: s.duration({ min: 1 }).default(5_000),
+  /** Longest wait between attempts (a longer Retry-After from the receiver is still honoured, up to max_elapsed_time). */
+  max_interval: s.duration({ min: 1 }).default(30_000),
+  /** Time after the first failure of an entry before it goes to the dead letters; 0 retries forever. */
+  max_elapsed_time: s.duration().default(300_000),
+});
+
+export const sendingQueueSchema = s.object({
+  /** Entries waiting for this exporter beyond which the oldest go to the dead letters (the outbox stays bounded). */
+  queue_size: s.int({ min: 1 }).default(10_000),
+  /** Entries handed to the exporter per attempt. */
+  batch_size: s.int({ min: 1, max: 10_000 }).default(128),
+});
+
+/** An exporter's own keys plus the shared `retry_on_failure` and `sending_queue`. */
+export function withDelivery<S extends Shape>(shape: S) {
+  return s.object({ ...shape, retry_on_failure: retryOnFailureSchema, sending_queue: sendingQueueSchema });
+}
+
+export type RetryOnFailure = Infer<typeof retryOnFailureSchema>;
+export type SendingQueue = Infer<typeof sendingQueueSchema>;
+
+export interface DeliverySettings {
+  retry_on_failure: RetryOnFailure;
+  sending_queue: SendingQueue;
+}
+
+export const DEFAULT_DELIVERY: DeliverySettings = {
+  retry_on_failure: { enabled: true, initial_interval: 5_000, max_interval: 30_000, max_elapsed_time: 300_000 },
+  sending_queue: { queue_size: 10_000, batch_size: 128 },
+};
+
+/** Picks the delivery settings out of an exporter's parsed config (defaults when it has none). */
+export function deliveryOf(config: unknown): DeliverySettings {
+  const c = (config ?? {}) as Partial<DeliverySettings>;
+  return { retry_on_failure: c.retry_on_failure ?? DEFAULT_DELIVERY.retry_on_failure, sending_queue: c.sending_queue ?? DEFAULT_DELIVERY.sending_queue };
+}
+
+/**
+ * Thrown by `Exporter.export` when not everything was delivered. The first `delivered` entries of
+ * the batch were confirmed by the receiving side; the error applies to the next `failed` entries
+ * (default: all the rest). `permanent` errors (a 400, a bad URL) go to the dead letters at once;
+ * others are retried, after `retryAfterMs` when the receiving side said so.
+ */
+export class ExportError extends VigilError {
+  readonly permanent: boolean;
+  readonly retryAfterMs: number | undefined;
+  readonly delivered: number;
+  readonly failed: number | undefined;
+
+  constructor(message: string, opts: { permanent?: boolean; retryAfterMs?: number; delivered?: number; failed?: number; cause?: unknown } = {}) {
+    super('VIGIL_EXPORT_FAILED', message, { transient: !opts.permanent, cause: opts.cause });
+    this.permanent = opts.permanent ?? false;
+    this.retryAfterMs = opts.retryAfterMs;
+    this.delivered = opts.delivered ?? 0;
+    this.failed = opts.failed;
+  }
+}
+
+/** HTTP statuses worth retrying (the OTLP spec's list plus 408/409 as SDKs do). */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status === 502 || status === 503 || status === 504 || status >= 500;
+}
+
+/** `Retry-After` as seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const date = Date.parse(v);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
