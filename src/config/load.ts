@@ -44,7 +44,11 @@ export interface PipelineConfig {
 export interface ServiceConfig {
   extensions: string[];
   pipelines: Map<string, PipelineConfig>;
-  telemetry: { logs: { level: 'debug' | 'info' | 'warn' | 'error' } };
+  telemetry: {
+    logs: { level: 'debug' | 'info' | 'warn' | 'error' };
+    metrics: { address: string | undefined };
+    traces: { endpoint: string | undefined; encoding: 'proto' | 'json'; headers: Record<string, string> };
+  };
   processing: { page_size: number };
   ingest: { max_backlog: number };
 }

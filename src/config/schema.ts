@@ -168,6 +168,12 @@ class DurationSchema extends Schema<number> {
     super();
   }
   protected parsePresent(value: unknown, path: Path, ctx: ParseContext): number | undefined {
+    // A bare 0 is unambiguous; any other bare number lacks its unit.
+    if (value === 0) return 0;
+    if (typeof value === 'number') {
+      ctx.error(path, `${describePath(path)} must be ${this.expected}: write the unit, e.g. ${value}s or ${value}ms`);
+      return undefined;
+    }
     if (typeof value !== 'string') return wrongType(ctx, path, this.expected, value);
     const ms = parseDuration(value);
     if (ms === undefined) return wrongType(ctx, path, this.expected, value);

@@ -22,7 +22,17 @@ const componentIds = s.array(s.string({ minLength: 1, patternHint: 'component id
 const serviceSchema = s.object({
   extensions: componentIds.default([]),
   pipelines: s.record(s.object({ receivers: componentIds, processors: componentIds.default([]), exporters: componentIds })).optional(),
-  telemetry: s.object({ logs: s.object({ level: s.enumOf(LOG_LEVELS).default('info') }) }),
+  telemetry: s.object({
+    logs: s.object({ level: s.enumOf(LOG_LEVELS).default('info') }),
+    /** vigil's own metrics in the Prometheus text format at http://<address>/metrics; off when absent. */
+    metrics: s.object({ address: s.endpoint().optional() }),
+    /** vigil's own traces (pages processed, exports) sent over OTLP/HTTP; off when absent. */
+    traces: s.object({
+      endpoint: s.url(['http:', 'https:']).optional(),
+      encoding: s.enumOf(['proto', 'json'] as const).default('proto'),
+      headers: s.record(s.string()).default({}),
+    }),
+  }),
   /** Records a pipeline reads from one partition's ingest log per page (one atomic commit each). */
   processing: s.object({ page_size: s.int({ min: 1, max: 100_000 }).default(DEFAULT_PAGE_SIZE) }),
   /** Records waiting in one pipeline's ingest log beyond which receivers refuse with a retryable answer. */
@@ -70,7 +80,11 @@ export function readService(raw: unknown, defined: Defined, registry: Registry, 
   return {
     extensions,
     pipelines,
-    telemetry: { logs: { level: parsed?.telemetry?.logs?.level ?? 'info' } },
+    telemetry: {
+      logs: { level: parsed?.telemetry?.logs?.level ?? 'info' },
+      metrics: { address: parsed?.telemetry?.metrics?.address },
+      traces: { endpoint: parsed?.telemetry?.traces?.endpoint, encoding: parsed?.telemetry?.traces?.encoding ?? 'proto', headers: parsed?.telemetry?.traces?.headers ?? {} },
+    },
     processing: { page_size: parsed?.processing?.page_size ?? DEFAULT_PAGE_SIZE },
     ingest: { max_backlog: parsed?.ingest?.max_backlog ?? DEFAULT_MAX_BACKLOG },
   };

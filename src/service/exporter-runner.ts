@@ -6,6 +6,7 @@
  * permanently, goes to the dead letters in the same step that moves the cursor past it. Each
  * exporter has its own runner and cursor, so a slow or dead one never holds up the others or ingest.
  */
+import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import type { Exporter } from '../component.ts';
 import { DEFAULT_DELIVERY, ExportError, type DeliverySettings } from '../exporters/delivery.ts';
 import { errorMessage } from '../errors.ts';
@@ -32,6 +33,8 @@ export interface ExporterRunnerOptions {
   delivery?: DeliverySettings;
   clock?: Clock;
   random?: () => number;
+  /** vigil's own tracing; a no-op tracer when absent. */
+  tracer?: Tracer;
 }
 
 export interface ExporterStats {
@@ -107,12 +110,16 @@ export class ExporterRunner {
       return 'retry';
     }
     if (entries.length === 0) return 'empty';
+    const span = this.opts.tracer?.startSpan('vigil.export', { attributes: { 'vigil.pipeline': pipeline, 'vigil.exporter': exporterId, 'vigil.entries': entries.length } });
     try {
       await exporter.export(entries);
       await this.confirm(entries, entries.length, []);
       return 'delivered';
     } catch (err) {
-      return this.handleFailure(entries, err);
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
+      return await this.handleFailure(entries, err);
+    } finally {
+      span?.end();
     }
   }
 

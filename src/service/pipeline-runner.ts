@@ -4,6 +4,7 @@
  * time, so the chain always sees the state the previous page committed. A failing partition is
  * logged and retried with backoff; it never stops the others (DESIGN 3.3).
  */
+import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
 import { errorMessage, isVigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -23,14 +24,19 @@ export interface PipelineRunnerOptions {
   pageSize?: number;
   /** Called after each committed page (wakes the exporters). */
   onCommit?: () => void;
+  /** vigil's own tracing; a no-op tracer when absent. */
+  tracer?: Tracer;
 }
 
 export interface PipelineStats {
   pages: number;
   entries: number;
   occurrences: number;
-  workEvents: number;
+  workCreated: number;
+  workUpdated: number;
   failedPages: number;
+  /** Records per diagnostic class. */
+  classified: Record<string, number>;
 }
 
 export class PipelineRunner {
@@ -38,7 +44,7 @@ export class PipelineRunner {
   private readonly abort = new AbortController();
   private readonly failing = new Map<string, { attempts: number; until: number }>();
   private loop: Promise<void> | undefined;
-  readonly stats: PipelineStats = { pages: 0, entries: 0, occurrences: 0, workEvents: 0, failedPages: 0 };
+  readonly stats: PipelineStats = { pages: 0, entries: 0, occurrences: 0, workCreated: 0, workUpdated: 0, failedPages: 0, classified: {} };
 
   constructor(private readonly opts: PipelineRunnerOptions) {}
 
@@ -135,12 +141,30 @@ export class PipelineRunner {
     const { store, pipeline, chain, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
     const entries = await store.readPage(pipeline, partition, pageSize);
     if (entries.length === 0) return false;
-    const page = await lastValueFrom(of(newWorkPage(pipeline, partition, entries)).pipe(chain));
-    await store.commit(page.commit);
+    const span = this.opts.tracer?.startSpan('vigil.page', { attributes: { 'vigil.pipeline': pipeline, 'session.id': partition, 'vigil.entries': entries.length } });
+    let page;
+    try {
+      page = await lastValueFrom(of(newWorkPage(pipeline, partition, entries)).pipe(chain));
+      await store.commit(page.commit);
+      span?.setAttribute('vigil.work_events', page.commit.outbox.length);
+    } catch (err) {
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
+      throw err;
+    } finally {
+      span?.end();
+    }
     this.stats.pages++;
     this.stats.entries += entries.length;
-    this.stats.occurrences += page.items.filter((i) => i.occurrence).length;
-    this.stats.workEvents += page.commit.outbox.length;
+    for (const item of page.items) {
+      if (item.occurrence) this.stats.occurrences++;
+      const cls = item.diagnosis?.classification;
+      if (cls) this.stats.classified[cls] = (this.stats.classified[cls] ?? 0) + 1;
+    }
+    for (const o of page.commit.outbox) {
+      if (o.kind !== 'work') continue;
+      if (o.event.type === 'dev.vigil.work.created') this.stats.workCreated++;
+      else if (o.event.type === 'dev.vigil.work.updated') this.stats.workUpdated++;
+    }
     if (page.commit.outbox.length) this.opts.onCommit?.();
     return true;
   }

@@ -15,6 +15,9 @@ import type { WorkPage } from '../processors/page.ts';
 import type { StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
+import { family, flattenStats, type MetricFamily } from './metrics.ts';
+import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
+import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
 
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -39,6 +42,8 @@ export class Service {
   private readonly pipelines = new Map<string, PipelineParts>();
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
   private stopping: Promise<void> | undefined;
+  private telemetryServer: TelemetryServer | undefined;
+  private selfTracing: SelfTracing | undefined;
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
 
   constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {}
@@ -69,6 +74,9 @@ export class Service {
     const log = opts.logger;
     for (const w of config.warnings) log.warn(`${w.file}:${w.line}:${w.col}: ${w.message}`);
 
+    this.selfTracing = createSelfTracing(config.service.telemetry.traces);
+    const tracer = this.selfTracing.tracer;
+
     const storeFactory = registry.stores.get(config.state.type)!;
     const store = storeFactory.create({ id: `state/${config.state.type}`, logger: log.child({ component: 'state' }) }, config.state.config);
     await store.open();
@@ -96,6 +104,7 @@ export class Service {
             store,
             logger: log.child({ component: eid, pipeline: pid }),
             delivery: deliveryOf(config.exporters.get(eid)!.config),
+            tracer,
           }),
       );
       const runner = new PipelineRunner({
@@ -105,10 +114,17 @@ export class Service {
         logger: log.child({ pipeline: pid }),
         pageSize: opts.pageSize ?? config.service.processing.page_size,
         onCommit: () => exporterRunners.forEach((r) => r.notify()),
+        tracer,
       });
       this.pipelines.set(pid, { runner, exporters: exporterRunners });
       for (const r of exporterRunners) await r.start();
       runner.start();
+    }
+
+    if (config.service.telemetry.metrics.address) {
+      this.telemetryServer = new TelemetryServer(config.service.telemetry.metrics.address, () => this.metrics());
+      await this.telemetryServer.start();
+      log.info('metrics served', { endpoint: `http://${config.service.telemetry.metrics.address}/metrics` });
     }
 
     for (const id of config.service.extensions) {
@@ -193,6 +209,54 @@ export class Service {
     };
   }
 
+  /** vigil's own metrics, read from the components' counters and the store at scrape time. */
+  async metrics(): Promise<MetricFamily[]> {
+    const st = this.store ? await this.store.status().catch(() => undefined) : undefined;
+    const perPipeline = (pick: (s: PipelineRunner['stats']) => number) =>
+      [...this.pipelines].map(([pipeline, p]) => ({ labels: { pipeline }, value: pick(p.runner.stats) }));
+    const perExporter = (pick: (s: ExporterRunner['stats']) => number) =>
+      [...this.pipelines].flatMap(([pipeline, p]) =>
+        p.exporters.map((e, i) => ({ labels: { pipeline, exporter: this.config.service.pipelines.get(pipeline)!.exporters[i]! }, value: pick(e.stats) })),
+      );
+    const outboxLag = (st?.pipelines ?? []).flatMap((p) => p.outbox.exporters.map((e) => ({ labels: { pipeline: p.pipeline, exporter: e.exporter }, value: e.lag })));
+    const ingestLag = (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.partitions.reduce((n, x) => n + x.pending, 0) }));
+    return [
+      family('vigil_up', 'gauge', '1 while the pipelines run.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
+      family('vigil_ingest_records_total', 'counter', 'Records handed to the ingest log by receivers, by outcome.', [
+        { labels: { outcome: 'appended' }, value: this.ingestStats.appended },
+        { labels: { outcome: 'duplicate' }, value: this.ingestStats.duplicates },
+        { labels: { outcome: 'refused' }, value: this.ingestStats.refused },
+      ]),
+      family(
+        'vigil_receiver_counter',
+        'counter',
+        "Each receiver's own counters (requests, accepted, refused, rejected, irrelevant, ...) by signal and protocol; `key` names the counter.",
+        [...this.receivers].flatMap(([receiver, r]) => flattenStats(r.stats?.(), ['signal', 'protocol'], { receiver })),
+      ),
+      family('vigil_ingest_backlog', 'gauge', 'Records waiting in the ingest log per pipeline.', ingestLag),
+      family('vigil_pages_total', 'counter', 'Pages processed and committed.', perPipeline((s) => s.pages)),
+      family('vigil_page_failures_total', 'counter', 'Page processing attempts that failed and are retried.', perPipeline((s) => s.failedPages)),
+      family(
+        'vigil_classified_total',
+        'counter',
+        'Records classified, by diagnostic class.',
+        [...this.pipelines].flatMap(([pipeline, p]) => Object.entries(p.runner.stats.classified).map(([classification, value]) => ({ labels: { pipeline, classification }, value }))),
+      ),
+      family('vigil_occurrences_total', 'counter', 'Failure occurrences counted.', perPipeline((s) => s.occurrences)),
+      family('vigil_work_events_total', 'counter', 'Work events created, by type.', [
+        ...perPipeline((s) => s.workCreated).map((x) => ({ ...x, labels: { ...x.labels, type: 'created' } })),
+        ...perPipeline((s) => s.workUpdated).map((x) => ({ ...x, labels: { ...x.labels, type: 'updated' } })),
+      ]),
+      family('vigil_groups', 'gauge', 'Occurrence groups in the store.', st ? [{ labels: {}, value: st.groups }] : []),
+      family('vigil_open_work', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
+      family('vigil_exporter_sent_total', 'counter', 'Outbox entries an exporter delivered.', perExporter((s) => s.exported)),
+      family('vigil_exporter_failed_attempts_total', 'counter', 'Delivery attempts that failed (and were retried or dead-lettered).', perExporter((s) => s.failedAttempts)),
+      family('vigil_exporter_dead_lettered_total', 'counter', 'Outbox entries given up on and kept as dead letters.', perExporter((s) => s.deadLettered)),
+      family('vigil_outbox_lag', 'gauge', 'Outbox entries waiting for each exporter.', outboxLag),
+      family('vigil_dead_letters', 'gauge', 'Dead letters kept in the store.', st ? [{ labels: {}, value: st.deadLetters.total }] : []),
+    ];
+  }
+
   /** Stops accepting, drains pipelines and exporters, closes everything. Idempotent. */
   shutdown(): Promise<void> {
     this.stopping ??= this.shutdownInner();
@@ -221,6 +285,8 @@ export class Service {
     for (const [id, e] of this.exporters) await settle(id, () => e.shutdown());
     this.state = 'stopped';
     for (const [id, x] of this.extensions) await settle(id, () => x.shutdown());
+    if (this.telemetryServer) await settle('metrics server', () => this.telemetryServer!.shutdown());
+    if (this.selfTracing) await settle('self tracing', () => this.selfTracing!.shutdown());
     if (this.store) await settle('state store', () => this.store!.close());
     log.info('vigil stopped');
   }
