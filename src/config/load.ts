@@ -49,6 +49,7 @@ export interface ServiceConfig {
     metrics: { address: string | undefined };
     traces: { endpoint: string | undefined; encoding: 'proto' | 'json'; headers: Record<string, string> };
   };
+  drain_timeout: number;
   processing: { page_size: number };
   ingest: { max_backlog: number };
 }

@@ -10,6 +10,7 @@ import type { ParseContext, Path } from './schema.ts';
 import { closest, describePath, s } from './schema.ts';
 
 export const DEFAULT_PAGE_SIZE = 256;
+export const DEFAULT_DRAIN_TIMEOUT = 15_000;
 export const DEFAULT_MAX_BACKLOG = 100_000;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const PIPELINE_NAME = /^[A-Za-z0-9_.-]+$/;
@@ -33,6 +34,8 @@ const serviceSchema = s.object({
       headers: s.record(s.string()).default({}),
     }),
   }),
+  /** How long a shutdown (SIGINT/SIGTERM) may take to process and deliver what was accepted; the rest waits for the next start. */
+  drain_timeout: s.duration().default(DEFAULT_DRAIN_TIMEOUT),
   /** Records a pipeline reads from one partition's ingest log per page (one atomic commit each). */
   processing: s.object({ page_size: s.int({ min: 1, max: 100_000 }).default(DEFAULT_PAGE_SIZE) }),
   /** Records waiting in one pipeline's ingest log beyond which receivers refuse with a retryable answer. */
@@ -85,6 +88,7 @@ export function readService(raw: unknown, defined: Defined, registry: Registry, 
       metrics: { address: parsed?.telemetry?.metrics?.address },
       traces: { endpoint: parsed?.telemetry?.traces?.endpoint, encoding: parsed?.telemetry?.traces?.encoding ?? 'proto', headers: parsed?.telemetry?.traces?.headers ?? {} },
     },
+    drain_timeout: parsed?.drain_timeout ?? DEFAULT_DRAIN_TIMEOUT,
     processing: { page_size: parsed?.processing?.page_size ?? DEFAULT_PAGE_SIZE },
     ingest: { max_backlog: parsed?.ingest?.max_backlog ?? DEFAULT_MAX_BACKLOG },
   };

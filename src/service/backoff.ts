@@ -12,12 +12,15 @@ export function backoffDelay(policy: BackoffPolicy, attempt: number, random: () 
   return Math.round(capped / 2 + (random() * capped) / 2);
 }
 
-/** Resolves after `ms`, or at once when the signal aborts; the timer never keeps the process alive. */
+/**
+ * Resolves after `ms`, or at once when the signal aborts. The timer keeps the process alive on
+ * purpose: a shutdown that drains with backoff must not be cut short by an empty event loop.
+ * Every loop that sleeps is aborted on shutdown, which clears its timer.
+ */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const t = setTimeout(done, ms);
-    t.unref();
     function done() {
       signal?.removeEventListener('abort', done);
       clearTimeout(t);
@@ -55,7 +58,6 @@ export class Wakeup {
         resolve();
       };
       t = setTimeout(finish, timeoutMs);
-      t.unref();
       this.waiter = finish;
       signal?.addEventListener('abort', finish, { once: true });
     });

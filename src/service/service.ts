@@ -19,8 +19,8 @@ import { family, flattenStats, type MetricFamily } from './metrics.ts';
 import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
+import { backoffDelay, sleep } from './backoff.ts';
 
-const SHUTDOWN_DRAIN_MS = 10_000;
 
 export interface ServiceOptions {
   logger: Logger;
@@ -44,12 +44,14 @@ export class Service {
   private stopping: Promise<void> | undefined;
   private telemetryServer: TelemetryServer | undefined;
   private selfTracing: SelfTracing | undefined;
+  /** Whether the exporter and pipeline runners run (they wait for a reachable store). */
+  private processing = false;
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
 
   constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {}
 
   get isReady(): boolean {
-    return this.state === 'running';
+    return this.state === 'running' && this.processing && (this.store?.isAvailable?.() ?? true);
   }
 
   /** Starts everything; on a failure, stops what had started and rethrows. */
@@ -117,8 +119,18 @@ export class Service {
         tracer,
       });
       this.pipelines.set(pid, { runner, exporters: exporterRunners });
-      for (const r of exporterRunners) await r.start();
-      runner.start();
+    }
+
+    // Processing needs the store. A networked store that is not reachable yet keeps connecting in
+    // the background: the receivers start anyway and answer retryably until it is (DESIGN 1).
+    if (store.isAvailable?.() ?? true) {
+      await this.startProcessing();
+    } else {
+      log.warn('the state store is not reachable yet; receivers answer retryably and processing starts once it connects', { store: config.state.type });
+      store.whenReady!().then(
+        () => this.startProcessing(true),
+        () => undefined,
+      );
     }
 
     if (config.service.telemetry.metrics.address) {
@@ -148,6 +160,27 @@ export class Service {
       await receiver.start();
       this.receivers.set(id, receiver);
     }
+  }
+
+  /**
+   * Registers the exporters' cursors, then starts exporter and pipeline runners. At start a failure
+   * is a startup error; once running (`retry`, the store connected late) a transient one is retried.
+   */
+  private async startProcessing(retry = false): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      if (this.state === 'stopping' || this.state === 'stopped') return;
+      try {
+        for (const [, p] of this.pipelines) for (const r of p.exporters) await r.start();
+        break;
+      } catch (err) {
+        if (!retry || !(isVigilError(err) && err.transient)) throw err;
+        this.opts.logger.warn('cannot start processing yet; retrying', { error: errorMessage(err) });
+        await sleep(backoffDelay({ initial: 200, max: 5000 }, attempt));
+      }
+    }
+    for (const [, p] of this.pipelines) p.runner.start();
+    this.processing = true;
+    if (retry) this.opts.logger.info('the state store is reachable: processing started', { store: this.config.state.type });
   }
 
   private isUsed(kind: 'exporters', id: string): boolean {
@@ -266,7 +299,10 @@ export class Service {
   private async shutdownInner(): Promise<void> {
     const log = this.opts.logger;
     this.state = 'stopping';
-    const deadline = Date.now() + SHUTDOWN_DRAIN_MS;
+    // Pipelines get two thirds of the drain time, exporters deliver until the end of it.
+    const drainMs = this.config.service.drain_timeout;
+    const deadline = Date.now() + Math.round((drainMs * 2) / 3);
+    const exportDeadline = Date.now() + drainMs;
     const settle = async (what: string, fn: () => Promise<void>) => {
       try {
         await fn();
@@ -275,13 +311,17 @@ export class Service {
       }
     };
     for (const [id, r] of this.receivers) await settle(id, () => r.shutdown());
+    // Runners that never started (the store never became reachable) have nothing to drain.
+    const started = this.processing;
     for (const [, p] of this.pipelines) {
+      if (!started) continue;
       await settle('pipeline drain', async () => {
         await p.runner.stop();
         await p.runner.drain(deadline);
       });
     }
-    for (const [, p] of this.pipelines) for (const e of p.exporters) await settle('exporter drain', () => e.drain(deadline + 5000));
+    // In parallel: a dead exporter must not use up the others' drain time.
+    if (started) await Promise.all([...this.pipelines.values()].flatMap((p) => p.exporters.map((e) => settle('exporter drain', () => e.drain(exportDeadline)))));
     for (const [id, e] of this.exporters) await settle(id, () => e.shutdown());
     this.state = 'stopped';
     for (const [id, x] of this.extensions) await settle(id, () => x.shutdown());
