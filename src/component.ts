@@ -54,9 +54,14 @@ export interface ExtensionSettings extends ComponentSettings {
   status(): Promise<unknown>;
 }
 
-/** An exporter delivers outbox entries; a thrown error means "not delivered, retry". */
+/**
+ * An exporter delivers outbox entries; resolving means all were confirmed by the receiving side,
+ * throwing (an ExportError) says how far it got and whether to retry. An exporter that delivers
+ * one entry at a time reports each confirmation through `progress(n)` (the first n entries are
+ * confirmed), so a crash mid-batch repeats only what was not confirmed.
+ */
 export interface Exporter extends Lifecycle {
-  export(entries: OutboxEntry[]): Promise<void>;
+  export(entries: OutboxEntry[], progress?: (delivered: number) => Promise<void>): Promise<void>;
 }
 
 export interface Factory<Cfg, Settings, Instance> {

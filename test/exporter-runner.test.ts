@@ -128,6 +128,30 @@ describe('exporter runner', () => {
     assert.equal(r.stats.deadLettered, 1);
   });
 
+  test('progress confirms entries one by one: a failure later in the batch repeats only the unconfirmed', async () => {
+    const store = await storeWith(['a', 'b', 'c']);
+    const calls: string[][] = [];
+    let attempt = 0;
+    const exporter: Exporter = {
+      async start() {},
+      async shutdown() {},
+      async export(entries, progress) {
+        calls.push(entries.map((e) => e.id));
+        attempt++;
+        for (let i = 0; i < entries.length; i++) {
+          if (attempt === 1 && entries[i]!.id === 'c') throw new ExportError('down', { delivered: i });
+          await progress?.(i + 1);
+        }
+      },
+    };
+    const r = runner(store, exporter, fakeClock(), delivery());
+    assert.equal(await r.deliverBatch(), 'retry');
+    assert.deepEqual((await store.readOutbox('logs', 'x', 10)).map((e) => e.id), ['c'], 'a and b were confirmed as they went');
+    assert.equal(await r.deliverBatch(), 'delivered');
+    assert.deepEqual(calls, [['a', 'b', 'c'], ['c']]);
+    assert.equal(r.stats.exported, 3);
+  });
+
   test('retries forever when max_elapsed_time is 0', async () => {
     const store = await storeWith(['a']);
     const clock = fakeClock();

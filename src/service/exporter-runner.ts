@@ -111,23 +111,30 @@ export class ExporterRunner {
     }
     if (entries.length === 0) return 'empty';
     const span = this.opts.tracer?.startSpan('vigil.export', { attributes: { 'vigil.pipeline': pipeline, 'vigil.exporter': exporterId, 'vigil.entries': entries.length } });
+    let confirmed = 0;
+    const progress = async (delivered: number) => {
+      if (delivered <= confirmed) return;
+      await this.confirm(entries.slice(confirmed), delivered - confirmed, []);
+      confirmed = delivered;
+    };
     try {
-      await exporter.export(entries);
-      await this.confirm(entries, entries.length, []);
+      await exporter.export(entries, progress);
+      if (confirmed < entries.length) await this.confirm(entries.slice(confirmed), entries.length - confirmed, []);
       return 'delivered';
     } catch (err) {
       span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
-      return await this.handleFailure(entries, err);
+      return await this.handleFailure(entries.slice(confirmed), err, confirmed);
     } finally {
       span?.end();
     }
   }
 
-  private async handleFailure(entries: OutboxEntry[], err: unknown): Promise<BatchResult> {
+  /** `entries` starts after the `alreadyConfirmed` entries the exporter reported through progress. */
+  private async handleFailure(entries: OutboxEntry[], err: unknown, alreadyConfirmed = 0): Promise<BatchResult> {
     const { pipeline, exporterId, logger } = this.opts;
     const retry = this.delivery.retry_on_failure;
     const e = err instanceof ExportError ? err : new ExportError(errorMessage(err), { cause: err });
-    const delivered = Math.min(Math.max(0, e.delivered), entries.length);
+    const delivered = Math.min(Math.max(0, e.delivered - alreadyConfirmed), entries.length);
     const rest = entries.slice(delivered);
     const failed = rest.slice(0, Math.max(1, e.failed ?? rest.length));
     this.stats.failedAttempts++;

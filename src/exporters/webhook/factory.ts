@@ -68,12 +68,14 @@ export const webhookExporterFactory: ExporterFactory<WebhookExporterConfig> = {
     }
     return {
       async start() {},
-      async export(entries) {
+      async export(entries, progress) {
         for (let i = 0; i < entries.length; i++) {
           const entry = entries[i]!;
           if (!isWorkEntry(entry)) continue;
           try {
             await post(entry);
+            // Confirm each accepted event at once: a crash later in the batch must not repeat it.
+            await progress?.(i + 1);
           } catch (err) {
             const e = err as ExportError;
             throw new ExportError(e.message, { permanent: e.permanent, retryAfterMs: e.retryAfterMs, delivered: i, failed: 1, cause: e.cause });
