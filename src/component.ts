@@ -38,6 +38,12 @@ export interface ComponentSettings {
 export interface ReceiverSettings extends ComponentSettings {
   /** One consumer per signal this receiver feeds; absent when no pipeline of that signal uses it. */
   consumers: Partial<Record<Signal, IngestConsumer>>;
+  /**
+   * Signals some pipeline forwards downstream: for these the receiver attaches each received
+   * record to its event (`forward`) and also hands over the records it would otherwise count as
+   * irrelevant, marked `forwardOnly`.
+   */
+  forward?: Partial<Record<Signal, boolean>>;
 }
 
 export interface ProcessorSettings extends ComponentSettings {

@@ -34,7 +34,19 @@ export interface AgentEvent {
    * `error.type`), kept beside the reference payload so classifiers can use it.
    */
   evidence?: Evidence;
+  /**
+   * The received record itself, kept when a pipeline forwards telemetry downstream (an
+   * `otlphttp` exporter with `forward: true`).
+   */
+  forward?: ForwardRecord;
+  /**
+   * True for records kept only to be forwarded (successful spans, empty logs): pipelines that do
+   * not forward never store them, so their write rate follows the failure rate.
+   */
+  forwardOnly?: boolean;
 }
+
+import type { ForwardRecord } from './forward.ts';
 
 export type EventSource = 'otlp.logs' | 'otlp.traces' | 'jsonl' | 'journal';
 

@@ -19,6 +19,7 @@ import { family, flattenStats, type MetricFamily } from './metrics.ts';
 import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
+import { forwardRecords } from '../processors/forward/operator.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 
 
@@ -96,6 +97,7 @@ export class Service {
         const c = config.processors.get(id)!;
         return registry.processors.get(c.type)!.create({ id, logger: log.child({ component: id }), pipeline: pid, store }, c.config);
       });
+      if (this.forwards(pid)) processors.push(forwardRecords());
       const chain: OperatorFunction<WorkPage, WorkPage> = (source) => processors.reduce((page$, op) => page$.pipe(op), source);
       const exporterRunners = p.exporters.map(
         (eid) =>
@@ -151,12 +153,14 @@ export class Service {
 
     for (const [id, c] of config.receivers) {
       const consumers: Partial<Record<Signal, IngestConsumer>> = {};
+      const forward: Partial<Record<Signal, boolean>> = {};
       for (const signal of ['traces', 'logs'] as const) {
         const targets = [...config.service.pipelines.values()].filter((p) => p.signal === signal && p.receivers.includes(id)).map((p) => p.id);
         if (targets.length) consumers[signal] = this.consumerFor(targets);
+        if (targets.some((pid) => this.forwards(pid))) forward[signal] = true;
       }
       if (Object.keys(consumers).length === 0) continue;
-      const receiver = registry.receivers.get(c.type)!.create({ id, logger: log.child({ component: id }), consumers }, c.config);
+      const receiver = registry.receivers.get(c.type)!.create({ id, logger: log.child({ component: id }), consumers, forward }, c.config);
       await receiver.start();
       this.receivers.set(id, receiver);
     }
@@ -192,6 +196,11 @@ export class Service {
    * else append durably to every target pipeline and wake its runner. Resolves only after the
    * store committed the append, which is when a receiver may acknowledge.
    */
+  /** Whether a pipeline has an exporter that forwards received telemetry. */
+  private forwards(pipelineId: string): boolean {
+    return this.config.service.pipelines.get(pipelineId)!.exporters.some((eid) => (this.config.exporters.get(eid)?.config as { forward?: boolean } | undefined)?.forward === true);
+  }
+
   private consumerFor(pipelineIds: string[]): IngestConsumer {
     const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
     return async (events: AgentEvent[]) => {
@@ -210,7 +219,7 @@ export class Service {
           }
         }
         for (const pid of pipelineIds) {
-          const r = await store.append(pid, events);
+          const r = await store.append(pid, this.forwards(pid) ? events : withoutForwarding(events));
           appended = Math.max(appended, r.appended);
           duplicates = Math.max(duplicates, r.duplicates);
           this.pipelines.get(pid)?.runner.notify();
@@ -330,4 +339,14 @@ export class Service {
     if (this.store) await settle('state store', () => this.store!.close());
     log.info('vigil stopped');
   }
+}
+
+/** Events as a pipeline that does not forward stores them: no forward-only records, no received copies. */
+function withoutForwarding(events: AgentEvent[]): AgentEvent[] {
+  if (!events.some((e) => e.forward || e.forwardOnly)) return events;
+  return events.filter((e) => !e.forwardOnly).map((e) => {
+    if (!e.forward) return e;
+    const { forward: _forward, ...rest } = e;
+    return rest;
+  });
 }
