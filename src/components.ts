@@ -14,6 +14,8 @@ import { recurrenceFactory } from './processors/recurrence/factory.ts';
 import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
 import { otlpReceiverFactory } from './receivers/otlp/factory.ts';
 import { memoryStoreFactory } from './store/memory.ts';
+import { redisStoreFactory } from './store/redis/factory.ts';
+import { sqliteStoreFactory } from './store/sqlite/factory.ts';
 
 export function components(): Registry {
   return makeRegistry({
@@ -21,6 +23,6 @@ export function components(): Registry {
     processors: [classifyFactory, recurrenceFactory],
     exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],
-    stores: [memoryStoreFactory],
+    stores: [memoryStoreFactory, sqliteStoreFactory, redisStoreFactory],
   });
 }

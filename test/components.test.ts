@@ -21,6 +21,8 @@ const minimal: Record<string, unknown> = {
   'receivers/otlp': { protocols: { http: { endpoint: '127.0.0.1:0' } } },
   'receivers/jsonl': { include: [join(tempDir(), 'none-*.jsonl')] },
   'extensions/health_check': { endpoint: '127.0.0.1:0' },
+  'stores/sqlite': { path: join(tempDir(), 'state.db') },
+  'stores/redis': { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0' },
 };
 
 describe('every registered component', () => {

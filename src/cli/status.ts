@@ -26,7 +26,9 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       extra = body;
     } else {
       const store = registry.stores.get(cfg.state.type)!.create({ id: `state/${cfg.state.type}`, logger: createLogger({ level: 'error' }) }, cfg.state.config);
-      await store.open();
+      // Read-only: status may run beside a running vigil (SQLite WAL readers do not block its
+      // writer; Redis is only read) and must not create state where there is none.
+      await store.open({ readOnly: true });
       try {
         status = await store.status();
       } finally {
@@ -46,7 +48,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
 }
 
 export function formatStatus(st: StoreStatus): string {
-  const lines: string[] = [`store: ${st.store}`, `groups: ${st.groups}  open work: ${st.openWork}`];
+  const lines: string[] = [`store: ${st.store}${st.location ? ` at ${st.location}` : ''}`, `groups: ${st.groups}  open work: ${st.openWork}`];
   for (const p of st.pipelines) {
     lines.push(`pipeline ${p.pipeline}:`);
     if (!p.partitions.length) lines.push('  no partitions yet');

@@ -84,6 +84,7 @@ export class PipelineRunner {
   }
 
   private busy: Promise<boolean> | undefined;
+  private backlogFailures = 0;
 
   /** One page from each partition with a backlog; true when any page committed. Rounds never overlap. */
   private async runRound(ignoreBackoff: boolean): Promise<boolean> {
@@ -102,10 +103,14 @@ export class PipelineRunner {
     try {
       backlog = await store.backlog(pipeline);
     } catch (err) {
-      logger.warn('cannot read the ingest backlog; retrying', { pipeline, error: errorMessage(err) });
-      await sleep(500, this.abort.signal);
+      // The store is down (e.g. Redis restarting): back off, and say so once per outage.
+      this.backlogFailures++;
+      if (this.backlogFailures === 1) logger.warn('cannot read the ingest backlog; retrying with backoff', { pipeline, error: errorMessage(err) });
+      await sleep(backoffDelay({ initial: 200, max: 5000 }, this.backlogFailures), this.abort.signal);
       return false;
     }
+    if (this.backlogFailures > 0) logger.info('the ingest backlog is readable again', { pipeline });
+    this.backlogFailures = 0;
     let progressed = false;
     const now = Date.now();
     for (const { partition } of backlog) {

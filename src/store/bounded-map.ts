@@ -17,6 +17,10 @@ export class BoundedMap<K, V> {
     }
   }
 
+  delete(key: K): void {
+    this.map.delete(key);
+  }
+
   get size(): number {
     return this.map.size;
   }

@@ -9,6 +9,7 @@ import { VigilError } from '../errors.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
+import { PageBases } from './page-bases.ts';
 import { RecentFailures } from './recent-failures.ts';
 import { MAX_DEAD_LETTERS, type AppendResult, type LogEntry, type PageCommit, type PartitionBacklog, type StateStore, type StoreStatus } from './types.ts';
 
@@ -43,6 +44,7 @@ export class MemoryStore implements StateStore {
   private readonly outboxes = new Map<string, Outbox>();
   private readonly recent = new RecentFailures();
   private readonly dead = new Map<string, DeadLetter[]>();
+  private readonly bases = new PageBases();
   private closed = false;
 
   constructor(private readonly cfg: MemoryStoreConfig = { dedupe_window: 24 * 3_600_000, max_seen_ids: 1_000_000 }, private readonly now: () => number = Date.now) {
@@ -105,7 +107,10 @@ export class MemoryStore implements StateStore {
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
     this.check();
-    return structuredClone(this.logs.get(pipeline)?.get(partition)?.entries.slice(0, limit) ?? []);
+    const log = this.logs.get(pipeline)?.get(partition);
+    const page = structuredClone(log?.entries.slice(0, limit) ?? []);
+    this.bases.remember(pipeline, partition, page[page.length - 1]?.id, log?.cursor ? String(log.cursor) : '');
+    return page;
   }
 
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
@@ -142,8 +147,9 @@ export class MemoryStore implements StateStore {
     const cursor = Number(c.cursor);
     if (!log) throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
     // Validate everything before writing anything: the commit is all or nothing.
-    if (cursor <= log.cursor) {
-      throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was already committed past ${c.cursor}`, { transient: true });
+    const base = this.bases.take(c.pipeline, c.partition, c.cursor);
+    if (cursor <= log.cursor || (base !== undefined && base !== (log.cursor ? String(log.cursor) : ''))) {
+      throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${log.cursor})`, { transient: true });
     }
     for (const g of c.groups) {
       const stored = this.groups.get(g.groupKey)?.version ?? 0;

@@ -24,7 +24,11 @@ export interface PartitionBacklog {
 export interface PageCommit {
   pipeline: string;
   partition: string;
-  /** Id of the last log entry of the page: the new partition cursor. */
+  /**
+   * Id of the last log entry of the page: the new partition cursor. A store refuses the commit
+   * with VIGIL_STORE_CONFLICT when the cursor is not past the stored one, or when (for a page it
+   * handed out) the stored cursor moved since the page was read: another writer counted part of it.
+   */
   cursor: string;
   /**
    * New group states. Each carries `version = stored version + 1` (0 → 1 for a new group); a store
@@ -62,6 +66,8 @@ export const MAX_DEAD_LETTERS = 10_000;
 
 export interface StoreStatus {
   store: string;
+  /** Where the state lives (file path, Redis URL with the password masked), for operators. */
+  location?: string;
   pipelines: PipelineStatus[];
   groups: number;
   openWork: number;

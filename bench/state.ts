@@ -1,0 +1,264 @@
+/**
+ * `npm run bench:state`: events/s through classify → recurrence → commit for each store (memory,
+ * sqlite, redis; `--cluster` adds a three-master Redis Cluster), Redis round trips and commands
+ * per page, then a long run (default 1,000,000 events over 100,000 groups) per durable store
+ * reporting the process's RSS as it goes: it must stay flat (trimmed logs, no per-event memory).
+ *
+ *   npm run bench:state -- [--events 50000] [--groups 5000] [--partitions 20] [--page 256] [--cluster]
+ *                          [--long 1000000] [--long-groups 100000] [--long-partitions 1000]
+ *                          [--long-stores sqlite,redis]
+ *
+ * Redis runs on a private `redis-server` started here (no persistence), so command counts are
+ * this benchmark's own. Records are appended in batches as receivers would and processed page by
+ * page as the pipeline runner does, with the real processor factories.
+ */
+import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaultsOf } from '../src/config/schema.ts';
+import { createLogger } from '../src/logger.ts';
+import type { AgentEvent } from '../src/model/event.ts';
+import { classifyFactory } from '../src/processors/classify/factory.ts';
+import { newWorkPage, type WorkPage } from '../src/processors/page.ts';
+import { recurrenceFactory } from '../src/processors/recurrence/factory.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import { RedisStore } from '../src/store/redis/store.ts';
+import { SqliteStore } from '../src/store/sqlite/store.ts';
+import type { StateStore } from '../src/store/types.ts';
+import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
+import { tempDir } from '../test/helpers/vigil-process.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    events: { type: 'string', default: '50000' },
+    groups: { type: 'string', default: '5000' },
+    long: { type: 'string', default: '1000000' },
+    'long-groups': { type: 'string', default: '100000' },
+    'long-stores': { type: 'string', default: 'sqlite,redis' },
+    partitions: { type: 'string', default: '20' },
+    'long-partitions': { type: 'string', default: '200' },
+    page: { type: 'string', default: '256' },
+    cluster: { type: 'boolean', default: false },
+  },
+});
+const PAGE = Number(args.page);
+let PARTITIONS = Number(args.partitions);
+const PIPELINE = 'logs';
+const logger = createLogger({ level: 'error' });
+
+/** A failure name per group made of letters only: digits would be masked by the fingerprint. */
+function groupName(k: number): string {
+  let s = '';
+  do {
+    s += String.fromCharCode(97 + (k % 26));
+    k = Math.floor(k / 26);
+  } while (k > 0);
+  return s[0]!.toUpperCase() + s.slice(1);
+}
+
+function makeEvent(i: number, groups: number): AgentEvent {
+  const g = (i * 7919) % groups;
+  return {
+    eventId: `ev-${i}`,
+    kind: 'execution.completed',
+    payload: { state: 'error', outcome: { error: `Traceback (most recent call last):\n  File "job.py", line 1\n${groupName(g)}Error: step failed` } },
+    partition: `session-${i % PARTITIONS}`,
+    time: Date.UTC(2026, 0, 1) + i * 1000,
+    service: 'bench-agent',
+    source: 'jsonl',
+  };
+}
+
+function chainFor(store: StateStore): OperatorFunction<WorkPage, WorkPage> {
+  const settings = { id: 'bench', logger, pipeline: PIPELINE, store };
+  const classify = classifyFactory.create(settings, defaultsOf(classifyFactory.schema));
+  const recurrence = recurrenceFactory.create(settings, defaultsOf(recurrenceFactory.schema));
+  return (page$) => page$.pipe(classify, recurrence);
+}
+
+interface Measure {
+  appendMs: number;
+  processMs: number;
+  pages: number;
+  events: number;
+  /** Redis round trips and commands while processing (not appending). */
+  trips: number;
+  commands: number;
+}
+
+/** Reads the Redis counters; zeros for other stores. */
+type Counters = () => { trips: number; commands: number };
+
+/** Processes every partition until drained, as the pipeline runner does (one page at a time). */
+async function drain(store: StateStore, chain: OperatorFunction<WorkPage, WorkPage>, m: Measure): Promise<void> {
+  for (;;) {
+    const backlog = await store.backlog(PIPELINE);
+    if (backlog.length === 0) return;
+    for (const { partition } of backlog) {
+      const entries = await store.readPage(PIPELINE, partition, PAGE);
+      if (!entries.length) continue;
+      const page = await lastValueFrom(of(newWorkPage(PIPELINE, partition, entries)).pipe(chain));
+      await store.commit(page.commit);
+      m.pages++;
+      m.events += entries.length;
+    }
+  }
+}
+
+/** Appends `total` events in receiver-sized batches, processing every `every` events. */
+async function run(store: StateStore, total: number, groups: number, every: number, counters: Counters, onProgress?: (done: number) => void): Promise<Measure> {
+  const chain = chainFor(store);
+  await store.registerExporter(PIPELINE, 'bench');
+  const m: Measure = { appendMs: 0, processMs: 0, pages: 0, events: 0, trips: 0, commands: 0 };
+  const BATCH = 100;
+  for (let done = 0; done < total; ) {
+    const upto = Math.min(total, done + every);
+    let t = performance.now();
+    for (; done < upto; done += BATCH) {
+      const batch: AgentEvent[] = [];
+      for (let i = done; i < Math.min(upto, done + BATCH); i++) batch.push(makeEvent(i, groups));
+      await store.append(PIPELINE, batch);
+    }
+    done = upto;
+    m.appendMs += performance.now() - t;
+    t = performance.now();
+    const before = counters();
+    await drain(store, chain, m);
+    m.processMs += performance.now() - t;
+    const after = counters();
+    m.trips += after.trips - before.trips;
+    m.commands += after.commands - before.commands;
+    // An exporter that keeps up: the outbox is delivered and trimmed as in a real deployment.
+    for (;;) {
+      const out = await store.readOutbox(PIPELINE, 'bench', 1000);
+      if (out.length === 0) break;
+      await store.ackOutbox(PIPELINE, 'bench', out[out.length - 1]!.seq);
+    }
+    onProgress?.(done);
+  }
+  return m;
+}
+
+/** Redis: round trips (the store's count of sequential waits) and commands sent (pipelined ones included). */
+function countersOf(store: StateStore): Counters {
+  if (!(store instanceof RedisStore)) return () => ({ trips: 0, commands: 0 });
+  let commands = 0;
+  const client = store.client as unknown as { sendCommand: (...a: unknown[]) => unknown };
+  const original = client.sendCommand.bind(client);
+  client.sendCommand = (...a: unknown[]) => {
+    commands++;
+    return original(...a);
+  };
+  return () => ({ trips: store.counters.roundTrips, commands });
+}
+
+const redisConfig = (url: string, cluster?: RedisCluster) => ({
+  url,
+  key_prefix: 'bench:',
+  cluster: { enabled: !!cluster, nodes: cluster?.nodes ?? [] },
+  dedupe_window: 24 * 3_600_000,
+  connect_timeout: 5000,
+  command_timeout: 30_000,
+});
+
+async function main(): Promise<void> {
+  const events = Number(args.events);
+  const groups = Number(args.groups);
+  const redis = await RedisServer.start();
+  const cluster = args.cluster ? await RedisCluster.start() : undefined;
+  const stores: Array<[string, () => StateStore]> = [
+    ['memory', () => new MemoryStore()],
+    ['sqlite', () => new SqliteStore({ path: join(tempDir('vigil-bench-'), 'state.db'), synchronous: 'full', busy_timeout: 5000, dedupe_window: 24 * 3_600_000 }, logger)],
+    ['redis', () => new RedisStore(redisConfig(redis.url), logger)],
+  ];
+  if (cluster) stores.push(['redis-cluster', () => new RedisStore(redisConfig(cluster.url, cluster), logger)]);
+
+  console.log(`vigil state benchmark: ${events.toLocaleString()} events, ${groups.toLocaleString()} groups, ${PARTITIONS} partitions, pages of ${PAGE}`);
+  console.log(`node ${process.version}, ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit)\n`);
+  const rows: Array<Record<string, string | number>> = [];
+  let baseline: { append: number; process: number } | undefined;
+  try {
+    // Warm up the JIT on a throwaway run so the first store measured is not penalised.
+    const warm = new MemoryStore();
+    await run(warm, 10_000, 1000, 10_000, countersOf(warm));
+    for (const [name, make] of stores) {
+      const store = make();
+      await store.open();
+      await store.whenReady?.();
+      const counters = countersOf(store);
+      // Append everything in receiver batches, then process the backlog in full pages.
+      const m = await run(store, events, groups, events, counters);
+      const append = events / (m.appendMs / 1000);
+      const processRate = m.events / (m.processMs / 1000);
+      baseline ??= { append, process: processRate };
+      const row: Record<string, string | number> = {
+        store: name,
+        'append ev/s': Math.round(append),
+        'classify→recurrence→commit ev/s': Math.round(processRate),
+        'vs memory': `${(processRate / baseline.process).toFixed(2)}×`,
+        pages: m.pages,
+      };
+      if (store instanceof RedisStore) {
+        // While processing: backlog polls, page reads, revision/group/turn loads and the commit.
+        row['round trips/page'] = (m.trips / m.pages).toFixed(2);
+        row['commands/page'] = (m.commands / m.pages).toFixed(2);
+      }
+      rows.push(row);
+      await store.close();
+    }
+    console.table(rows);
+
+    const long = Number(args.long);
+    const longGroups = Number(args['long-groups']);
+    if (long > 0) {
+      PARTITIONS = Number(args['long-partitions']);
+      console.log(`\nlong run: ${long.toLocaleString()} events over ${longGroups.toLocaleString()} groups and ${PARTITIONS} partitions, appended and processed in turns (RSS of this process)`);
+      const longRows: Array<Record<string, string | number>> = [];
+      for (const name of String(args['long-stores']).split(',').filter(Boolean)) {
+        const make = stores.find(([n]) => n === name)?.[1];
+        if (!make) throw new Error(`unknown store '${name}' for --long-stores`);
+        const store = make();
+        await store.open();
+        await store.whenReady?.();
+        globalThis.gc?.();
+        const start = process.memoryUsage().rss;
+        let peak = start;
+        const marks: string[] = [];
+        const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 100);
+        const t = performance.now();
+        // Chunks of one full page per partition: the log never holds more than one chunk.
+        const chunk = PAGE * PARTITIONS;
+        const m = await run(store, long, longGroups, chunk, countersOf(store), (done) => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+          process.stderr.write(`\r  ${name}: ${done.toLocaleString()} events, ${Math.round(done / ((performance.now() - t) / 1000))} ev/s, RSS ${mb(process.memoryUsage().rss)}   `);
+          if (done % (long / 4) < chunk) marks.push(`${(done / 1e6).toFixed(2)}M: ${mb(process.memoryUsage().rss)}`);
+        });
+        clearInterval(timer);
+        const st = await store.status();
+        longRows.push({
+          store: name,
+          'events/s (append + process)': Math.round(long / ((performance.now() - t) / 1000)),
+          groups: st.groups,
+          'RSS at start': mb(start),
+          'RSS along the run': marks.join(', '),
+          'peak RSS': mb(peak),
+          'log left': st.pipelines.flatMap((p) => p.partitions).reduce((n, p) => n + p.pending, 0),
+          'outbox left': st.pipelines.reduce((n, p) => n + p.outbox.size, 0),
+        });
+        void m;
+        await store.close();
+      }
+      process.stderr.write('\n');
+      console.table(longRows);
+    }
+  } finally {
+    await redis.stop();
+    await cluster?.stop();
+  }
+}
+
+function mb(bytes: number): string {
+  return `${Math.round(bytes / 1024 / 1024)} MiB`;
+}
+
+await main();

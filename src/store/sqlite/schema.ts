@@ -1,0 +1,86 @@
+/**
+ * The SQLite store's tables (DESIGN 2). One file holds everything; every commit is one
+ * transaction over these tables. `ingest_log.seq` is AUTOINCREMENT so a sequence number is never
+ * reused after trimming: a partition cursor compares sequence numbers, and a reused one could hide
+ * a new entry behind an old cursor.
+ */
+export const SCHEMA_VERSION = 1;
+
+export const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS ingest_log (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  pipeline TEXT NOT NULL,
+  partition TEXT NOT NULL,
+  event TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ingest_log_by_partition ON ingest_log (pipeline, partition, seq);
+
+CREATE TABLE IF NOT EXISTS partition_cursors (
+  pipeline TEXT NOT NULL,
+  partition TEXT NOT NULL,
+  cursor INTEGER NOT NULL,
+  PRIMARY KEY (pipeline, partition)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS seen_events (
+  pipeline TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  expires INTEGER NOT NULL,
+  PRIMARY KEY (pipeline, event_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS seen_events_by_expiry ON seen_events (expires);
+
+CREATE TABLE IF NOT EXISTS groups (
+  group_key TEXT PRIMARY KEY,
+  version INTEGER NOT NULL,
+  open_work INTEGER NOT NULL,
+  state TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS turns (
+  pipeline TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  expires INTEGER NOT NULL,
+  PRIMARY KEY (pipeline, turn_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS turns_by_expiry ON turns (expires);
+
+CREATE TABLE IF NOT EXISTS revisions (
+  execution_id TEXT PRIMARY KEY,
+  revision TEXT NOT NULL,
+  expires INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS revisions_by_expiry ON revisions (expires);
+
+CREATE TABLE IF NOT EXISTS outbox (
+  pipeline TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  item TEXT NOT NULL,
+  PRIMARY KEY (pipeline, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox_heads (pipeline TEXT PRIMARY KEY, last_seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS exporter_cursors (
+  pipeline TEXT NOT NULL,
+  exporter TEXT NOT NULL,
+  cursor INTEGER NOT NULL,
+  PRIMARY KEY (pipeline, exporter)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS dead_letters (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  pipeline TEXT NOT NULL,
+  exporter TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  letter TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dead_letters_by_exporter ON dead_letters (pipeline, exporter, id);
+
+CREATE TABLE IF NOT EXISTS recent_failures (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time INTEGER NOT NULL,
+  failure TEXT NOT NULL
+);
+`;

@@ -1,0 +1,424 @@
+/**
+ * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every append and every
+ * page commit is one transaction, fsynced before it resolves (`synchronous: full`), so what a
+ * receiver acknowledged survives a crash and a commit is all or nothing. better-sqlite3 is
+ * synchronous: each call runs to completion on the event loop, which also makes this process the
+ * only writer between two awaits.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { VigilError } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import type { AgentEvent } from '../../model/event.ts';
+import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
+import { PageBases } from '../page-bases.ts';
+import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
+import {
+  MAX_DEAD_LETTERS,
+  type AppendResult,
+  type LogEntry,
+  type OpenOptions,
+  type PageCommit,
+  type PartitionBacklog,
+  type PipelineStatus,
+  type RecentFailure,
+  type StateStore,
+  type StoreStatus,
+} from '../types.ts';
+import { sqliteError } from './errors.ts';
+import { SCHEMA, SCHEMA_VERSION } from './schema.ts';
+
+export interface SqliteStoreConfig {
+  path: string;
+  synchronous: 'full' | 'normal';
+  busy_timeout: number;
+  dedupe_window: number;
+}
+
+/** How long pendingCount answers from its last count (it runs on every ingest request). */
+const PENDING_CACHE_MS = 200;
+/** Expired dedupe ids, turns and revisions are deleted at most this often, in bounded chunks. */
+const PURGE_EVERY_MS = 60_000;
+const PURGE_CHUNK = 10_000;
+
+type Db = Database.Database;
+type Stmt = Database.Statement;
+
+export class SqliteStore implements StateStore {
+  readonly kind = 'sqlite';
+  readonly file: string;
+  private db: Db | undefined;
+  private q!: ReturnType<typeof prepare>;
+  private readonly pending = new Map<string, { at: number; count: number }>();
+  private lastPurge = 0;
+  private readonly bases = new PageBases();
+
+  constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
+    this.file = resolve(cfg.path);
+  }
+
+  async open(opts: OpenOptions = {}): Promise<void> {
+    if (this.db) return;
+    let db: Db | undefined;
+    try {
+      if (!opts.readOnly) mkdirSync(dirname(this.file), { recursive: true });
+      db = new Database(this.file, { timeout: this.cfg.busy_timeout, readonly: !!opts.readOnly, fileMustExist: !!opts.readOnly });
+      if (!opts.readOnly) {
+        db.pragma('journal_mode = WAL');
+        db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
+        db.exec(SCHEMA);
+        this.checkVersion(db, true);
+      } else {
+        this.checkVersion(db, false);
+      }
+      this.q = prepare(db);
+    } catch (err) {
+      db?.close();
+      if ((err as { code?: string }).code === 'SQLITE_CANTOPEN' && opts.readOnly) {
+        throw new VigilError('VIGIL_STORE_UNAVAILABLE', `no vigil state at '${this.file}' (SQLite database missing); has vigil run with this configuration?`, { cause: err });
+      }
+      throw sqliteError(err, this.file, 'open the state store', this.cfg.busy_timeout);
+    }
+    this.db = db;
+    this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
+  }
+
+  private checkVersion(db: Db, write: boolean): void {
+    const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
+    if (!row) {
+      if (write) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', String(SCHEMA_VERSION));
+      return;
+    }
+    if (Number(row.value) !== SCHEMA_VERSION) {
+      throw new VigilError(
+        'VIGIL_STORE_CORRUPT',
+        `SQLite database '${this.file}' has state schema version ${row.value}; this vigil reads version ${SCHEMA_VERSION}`,
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    const db = this.db;
+    this.db = undefined;
+    db?.close();
+  }
+
+  /** Runs `fn` on the open database, turning SQLite errors into VigilErrors that name the file. */
+  private run<T>(what: string, fn: (db: Db) => T): T {
+    const db = this.db;
+    if (!db) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
+    try {
+      return fn(db);
+    } catch (err) {
+      throw sqliteError(err, this.file, what, this.cfg.busy_timeout);
+    }
+  }
+
+  async append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
+    const now = this.now();
+    const result = this.run('append to the ingest log', (db) =>
+      db
+        .transaction(() => {
+          let appended = 0;
+          let duplicates = 0;
+          for (const event of events) {
+            const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
+            if (seen && seen.expires > now) {
+              duplicates++;
+              continue;
+            }
+            this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
+            this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
+            appended++;
+          }
+          return { appended, duplicates };
+        })
+        .immediate(),
+    );
+    const cached = this.pending.get(pipeline);
+    if (cached) cached.count += result.appended;
+    this.purge(now);
+    return result;
+  }
+
+  /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
+  private purge(now: number): void {
+    if (now - this.lastPurge < PURGE_EVERY_MS) return;
+    this.lastPurge = now;
+    this.run('purge expired entries', () => {
+      this.q.purgeSeen.run(now, PURGE_CHUNK);
+      this.q.purgeTurns.run(now, PURGE_CHUNK);
+      this.q.purgeRevisions.run(now, PURGE_CHUNK);
+    });
+  }
+
+  async pendingCount(pipeline: string): Promise<number> {
+    const now = Date.now();
+    const cached = this.pending.get(pipeline);
+    if (cached && now - cached.at < PENDING_CACHE_MS) return cached.count;
+    const count = this.run('count the backlog', () => (this.q.pendingCount.get(pipeline) as { n: number }).n);
+    this.pending.set(pipeline, { at: now, count });
+    return count;
+  }
+
+  async backlog(pipeline: string): Promise<PartitionBacklog[]> {
+    return this.run('read the backlog', () =>
+      (this.q.backlog.all(pipeline) as Array<{ partition: string; pending: number }>).map((r) => ({ partition: r.partition, pending: r.pending })),
+    );
+  }
+
+  async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
+    return this.run('read a page of the ingest log', () => {
+      const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
+      const page = (this.q.readPage.all(pipeline, partition, base, limit) as Array<{ seq: number; event: string }>).map((r) => ({
+        id: String(r.seq),
+        event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
+      }));
+      this.bases.remember(pipeline, partition, page[page.length - 1]?.id, String(base));
+      return page;
+    });
+  }
+
+  async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
+    return this.run('load groups', () => {
+      const out = new Map<string, GroupState>();
+      for (const k of keys) {
+        const row = this.q.groupGet.get(k) as { state: string } | undefined;
+        if (row) out.set(k, parseJson<GroupState>(row.state, this.file, 'group'));
+      }
+      return out;
+    });
+  }
+
+  async loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>> {
+    return this.run('load turns', () => {
+      const out = new Map<string, number>();
+      for (const t of turnIds) {
+        const row = this.q.turnGet.get(pipeline, t) as { created: number } | undefined;
+        if (row) out.set(t, row.created);
+      }
+      return out;
+    });
+  }
+
+  async lookupRevisions(executionIds: readonly string[]): Promise<Map<string, string>> {
+    return this.run('look up revisions', () => {
+      const out = new Map<string, string>();
+      for (const id of executionIds) {
+        const row = this.q.revisionGet.get(id) as { revision: string } | undefined;
+        if (row) out.set(id, row.revision);
+      }
+      return out;
+    });
+  }
+
+  async commit(c: PageCommit): Promise<void> {
+    const cursor = Number(c.cursor);
+    if (!Number.isSafeInteger(cursor) || cursor <= 0) {
+      throw new VigilError('VIGIL_STORE_CORRUPT', `commit for partition '${c.partition}' carries an invalid cursor '${c.cursor}'`);
+    }
+    const now = this.now();
+    const base = this.bases.take(c.pipeline, c.partition, c.cursor);
+    this.run('commit a page', (db) =>
+      db
+        .transaction(() => {
+          const q = this.q;
+          // Validate everything before writing anything: the transaction is all or nothing anyway,
+          // but a conflict should not even start writing.
+          const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+          if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
+            throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+          }
+          const at = stored?.cursor ?? 0;
+          if (cursor <= at || (base !== undefined && base !== String(at))) {
+            throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, { transient: true });
+          }
+          for (const g of c.groups) {
+            const v = (q.groupVersion.get(g.groupKey) as { version: number } | undefined)?.version ?? 0;
+            if (v !== g.version - 1) {
+              throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, { transient: true });
+            }
+          }
+          for (const g of c.groups) q.groupPut.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
+          const keep = now + this.cfg.dedupe_window;
+          for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
+          for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
+          if (c.outbox.length) {
+            let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+            for (const o of c.outbox) q.outboxInsert.run(c.pipeline, ++seq, JSON.stringify(o));
+            q.outboxHeadPut.run(c.pipeline, seq);
+          }
+          if (c.failures.length) {
+            for (const f of c.failures) q.failureInsert.run(f.time, JSON.stringify(f));
+            q.failureTrim.run(RECENT_FAILURES_MAX);
+          }
+          // The processed entries go; the log keeps only the backlog.
+          q.logTrim.run(c.pipeline, c.partition, cursor);
+          q.cursorPut.run(c.pipeline, c.partition, cursor);
+        })
+        .immediate(),
+    );
+    this.pending.delete(c.pipeline);
+  }
+
+  async registerExporter(pipeline: string, exporter: string): Promise<void> {
+    this.run('register an exporter', () => this.q.exporterRegister.run(pipeline, exporter));
+  }
+
+  async readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]> {
+    return this.run('read the outbox', () =>
+      (this.q.outboxRead.all(pipeline, pipeline, exporter, limit) as Array<{ seq: number; item: string }>).map((r) => ({
+        ...parseJson<OutboxItem>(r.item, this.file, 'outbox entry'),
+        seq: r.seq,
+      })),
+    );
+  }
+
+  async ackOutbox(pipeline: string, exporter: string, seq: number, dead: Array<{ entry: OutboxEntry; reason: string }> = []): Promise<void> {
+    const now = this.now();
+    this.run('advance an exporter cursor', (db) =>
+      db
+        .transaction(() => {
+          const q = this.q;
+          for (const d of dead) {
+            const letter: DeadLetter = { pipeline, exporter, entry: d.entry, reason: d.reason, time: now };
+            q.deadInsert.run(pipeline, exporter, now, JSON.stringify(letter));
+          }
+          if (dead.length) q.deadTrim.run(pipeline, exporter, pipeline, exporter, MAX_DEAD_LETTERS);
+          q.exporterAdvance.run(pipeline, exporter, seq);
+          const min = (q.exporterMin.get(pipeline) as { m: number | null }).m;
+          if (min !== null) q.outboxTrim.run(pipeline, min);
+        })
+        .immediate(),
+    );
+  }
+
+  async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
+    return this.run('list dead letters', () => {
+      const rows = (pipeline === undefined ? this.q.deadList.all(limit) : this.q.deadListPipeline.all(pipeline, limit)) as Array<{ letter: string }>;
+      return rows.map((r) => parseJson<DeadLetter>(r.letter, this.file, 'dead letter'));
+    });
+  }
+
+  async status(): Promise<StoreStatus> {
+    return this.run('read the status', (db) => {
+      const q = this.q;
+      const pipelines = (q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline);
+      const out: PipelineStatus[] = pipelines.map((pipeline) => {
+        const last = (q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+        return {
+          pipeline,
+          partitions: (q.partitions.all(pipeline, pipeline) as Array<{ partition: string; cursor: number | null; pending: number }>).map((p) => ({
+            partition: p.partition,
+            cursor: p.cursor ? String(p.cursor) : null,
+            pending: p.pending,
+          })),
+          outbox: {
+            size: (q.outboxSize.get(pipeline) as { n: number }).n,
+            exporters: (q.exporters.all(pipeline) as Array<{ exporter: string; cursor: number }>).map((e) => ({
+              exporter: e.exporter,
+              cursor: e.cursor,
+              lag: last - e.cursor,
+            })),
+          },
+        };
+      });
+      const groups = db.prepare('SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM groups').get() as { n: number; open: number };
+      const recent = (db.prepare('SELECT failure FROM recent_failures ORDER BY time DESC, id ASC LIMIT ?').all(RECENT_FAILURES_MAX) as Array<{ failure: string }>).map(
+        (r) => parseJson<RecentFailure>(r.failure, this.file, 'recent failure'),
+      );
+      const deadTotal = (db.prepare('SELECT COUNT(*) AS n FROM dead_letters').get() as { n: number }).n;
+      const newest = (q.deadList.all(5) as Array<{ letter: string }>).map((r) => parseJson<DeadLetter>(r.letter, this.file, 'dead letter'));
+      return {
+        store: this.kind,
+        location: this.file,
+        pipelines: out,
+        groups: groups.n,
+        openWork: groups.open,
+        recentFailures: recent,
+        deadLetters: { total: deadTotal, newest },
+      };
+    });
+  }
+}
+
+function parseJson<T>(text: string, file: string, what: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch (err) {
+    throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${file}' holds an unreadable ${what}`, { cause: err });
+  }
+}
+
+/** Every statement the store runs, prepared once per connection. */
+function prepare(db: Db) {
+  const p = (sql: string): Stmt => db.prepare(sql);
+  return {
+    seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
+    seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
+    logInsert: p('INSERT INTO ingest_log (pipeline, partition, event) VALUES (?, ?, ?)'),
+    logAny: p('SELECT 1 FROM ingest_log WHERE pipeline = ? AND partition = ? LIMIT 1'),
+    logTrim: p('DELETE FROM ingest_log WHERE pipeline = ? AND partition = ? AND seq <= ?'),
+    pendingCount: p('SELECT COUNT(*) AS n FROM ingest_log WHERE pipeline = ?'),
+    backlog: p('SELECT partition, COUNT(*) AS pending FROM ingest_log WHERE pipeline = ? GROUP BY partition ORDER BY MIN(seq)'),
+    readPage: p('SELECT seq, event FROM ingest_log WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    cursorGet: p('SELECT cursor FROM partition_cursors WHERE pipeline = ? AND partition = ?'),
+    cursorPut: p('INSERT INTO partition_cursors (pipeline, partition, cursor) VALUES (?, ?, ?) ON CONFLICT (pipeline, partition) DO UPDATE SET cursor = excluded.cursor'),
+    groupGet: p('SELECT state FROM groups WHERE group_key = ?'),
+    groupVersion: p('SELECT version FROM groups WHERE group_key = ?'),
+    groupPut: p(
+      `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
+       ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
+    ),
+    turnGet: p('SELECT created FROM turns WHERE pipeline = ? AND turn_id = ?'),
+    turnAdd: p(
+      `INSERT INTO turns (pipeline, turn_id, created, expires) VALUES (?, ?, ?, ?)
+       ON CONFLICT (pipeline, turn_id) DO UPDATE SET created = created + excluded.created, expires = excluded.expires`,
+    ),
+    revisionGet: p('SELECT revision FROM revisions WHERE execution_id = ?'),
+    revisionPut: p(
+      `INSERT INTO revisions (execution_id, revision, expires) VALUES (?, ?, ?)
+       ON CONFLICT (execution_id) DO UPDATE SET revision = excluded.revision, expires = excluded.expires`,
+    ),
+    outboxHead: p('SELECT last_seq FROM outbox_heads WHERE pipeline = ?'),
+    outboxHeadPut: p('INSERT INTO outbox_heads (pipeline, last_seq) VALUES (?, ?) ON CONFLICT (pipeline) DO UPDATE SET last_seq = excluded.last_seq'),
+    outboxInsert: p('INSERT INTO outbox (pipeline, seq, item) VALUES (?, ?, ?)'),
+    outboxRead: p(
+      `SELECT seq, item FROM outbox WHERE pipeline = ?
+         AND seq > COALESCE((SELECT cursor FROM exporter_cursors WHERE pipeline = ? AND exporter = ?), 0)
+       ORDER BY seq LIMIT ?`,
+    ),
+    outboxTrim: p('DELETE FROM outbox WHERE pipeline = ? AND seq <= ?'),
+    outboxSize: p('SELECT COUNT(*) AS n FROM outbox WHERE pipeline = ?'),
+    exporterRegister: p('INSERT INTO exporter_cursors (pipeline, exporter, cursor) VALUES (?, ?, 0) ON CONFLICT DO NOTHING'),
+    exporterAdvance: p(
+      `INSERT INTO exporter_cursors (pipeline, exporter, cursor) VALUES (?, ?, ?)
+       ON CONFLICT (pipeline, exporter) DO UPDATE SET cursor = MAX(cursor, excluded.cursor)`,
+    ),
+    exporterMin: p('SELECT MIN(cursor) AS m FROM exporter_cursors WHERE pipeline = ?'),
+    exporters: p('SELECT exporter, cursor FROM exporter_cursors WHERE pipeline = ? ORDER BY exporter'),
+    deadInsert: p('INSERT INTO dead_letters (pipeline, exporter, time, letter) VALUES (?, ?, ?, ?)'),
+    deadTrim: p(
+      `DELETE FROM dead_letters WHERE pipeline = ? AND exporter = ? AND id <= COALESCE(
+         (SELECT id FROM dead_letters WHERE pipeline = ? AND exporter = ? ORDER BY id DESC LIMIT 1 OFFSET ?), -1)`,
+    ),
+    deadList: p('SELECT letter FROM dead_letters ORDER BY time DESC, id DESC LIMIT ?'),
+    deadListPipeline: p('SELECT letter FROM dead_letters WHERE pipeline = ? ORDER BY time DESC, id DESC LIMIT ?'),
+    failureInsert: p('INSERT INTO recent_failures (time, failure) VALUES (?, ?)'),
+    failureTrim: p('DELETE FROM recent_failures WHERE id NOT IN (SELECT id FROM recent_failures ORDER BY time DESC, id ASC LIMIT ?)'),
+    purgeSeen: p('DELETE FROM seen_events WHERE (pipeline, event_id) IN (SELECT pipeline, event_id FROM seen_events WHERE expires <= ? LIMIT ?)'),
+    purgeTurns: p('DELETE FROM turns WHERE (pipeline, turn_id) IN (SELECT pipeline, turn_id FROM turns WHERE expires <= ? LIMIT ?)'),
+    purgeRevisions: p('DELETE FROM revisions WHERE execution_id IN (SELECT execution_id FROM revisions WHERE expires <= ? LIMIT ?)'),
+    pipelines: p(
+      `SELECT pipeline FROM partition_cursors UNION SELECT pipeline FROM ingest_log UNION SELECT pipeline FROM outbox_heads
+       UNION SELECT pipeline FROM exporter_cursors ORDER BY pipeline`,
+    ),
+    partitions: p(
+      `SELECT partition, MAX(cursor) AS cursor, SUM(pending) AS pending FROM (
+         SELECT partition, cursor, 0 AS pending FROM partition_cursors WHERE pipeline = ?
+         UNION ALL SELECT partition, NULL, COUNT(*) FROM ingest_log WHERE pipeline = ? GROUP BY partition
+       ) GROUP BY partition ORDER BY partition`,
+    ),
+  };
+}

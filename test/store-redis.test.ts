@@ -1,0 +1,219 @@
+/**
+ * The Redis store against real servers: the machine's Redis (REDIS_URL) and a three-master Redis
+ * Cluster started by the test on local ports.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { isVigilError, type VigilError } from '../src/errors.ts';
+import { memoryLogger } from '../src/logger.ts';
+import type { GroupState, OutboxItem } from '../src/model/work.ts';
+import { RedisStore, type RedisStoreConfig } from '../src/store/redis/store.ts';
+import type { PageCommit, StateStore } from '../src/store/types.ts';
+import { event } from './helpers/pages.ts';
+import { deletePrefix, REDIS_URL, RedisCluster, RedisServer, uniquePrefix } from './helpers/redis-server.ts';
+import { freePort, waitFor } from './helpers/vigil-process.ts';
+import { storeConformance } from './helpers/store-conformance.ts';
+
+function config(url: string, prefix: string, cluster?: { nodes: string[] }): RedisStoreConfig {
+  return {
+    url,
+    key_prefix: prefix,
+    cluster: { enabled: !!cluster, nodes: cluster?.nodes ?? [] },
+    dedupe_window: 24 * 3_600_000,
+    connect_timeout: 2000,
+    command_timeout: 5000,
+  };
+}
+
+const prefixes: string[] = [];
+after(async () => {
+  for (const p of prefixes) await deletePrefix(REDIS_URL, p);
+});
+
+const configs = new WeakMap<StateStore, RedisStoreConfig>();
+function make(cfg: RedisStoreConfig, now?: () => number): RedisStore {
+  const store = new RedisStore(cfg, undefined, now);
+  configs.set(store, cfg);
+  return store;
+}
+const reopen = async (store: StateStore) => make(configs.get(store)!);
+
+storeConformance(
+  'redis (single node)',
+  async (opts) => {
+    const prefix = uniquePrefix('conf');
+    prefixes.push(prefix);
+    return make(config(REDIS_URL, prefix), opts?.now);
+  },
+  { reopen },
+);
+
+describe('redis cluster', () => {
+  let cluster: RedisCluster;
+  before(async () => {
+    cluster = await RedisCluster.start();
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+  storeConformance('redis (cluster of three masters)', async (opts) => make(config(cluster.url, uniquePrefix('cluster'), { nodes: cluster.nodes }), opts?.now), {
+    reopen,
+  });
+});
+
+const group = (key: string, version: number): GroupState => ({
+  groupKey: key,
+  count: version,
+  firstSeen: 0,
+  lastSeen: version,
+  lastDecision: 'BurstCoalesced',
+  openWorkId: null,
+  workGeneration: 0,
+  version,
+});
+const work = (id: string): OutboxItem => ({ kind: 'forward', id, signal: 'logs', record: { id } });
+const commitOf = (partition: string, cursor: string, extra: Partial<PageCommit> = {}): PageCommit => ({
+  pipeline: 'logs',
+  partition,
+  cursor,
+  groups: [],
+  turns: [],
+  revisions: [],
+  outbox: [],
+  failures: [],
+  ...extra,
+});
+
+describe('redis store: round trips, faults and connections', () => {
+  let cluster: RedisCluster;
+  before(async () => {
+    cluster = await RedisCluster.start();
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  for (const mode of ['single node', 'cluster'] as const) {
+    test(`${mode}: round trips per page do not grow with the page`, async () => {
+      const cfg = mode === 'cluster' ? config(cluster.url, uniquePrefix('rt'), { nodes: cluster.nodes }) : config(REDIS_URL, uniquePrefix('rt'));
+      if (mode === 'single node') prefixes.push(cfg.key_prefix);
+      const store = new RedisStore(cfg);
+      await store.open();
+      try {
+        const trips = async (fn: () => Promise<unknown>) => {
+          const before = store.counters.roundTrips;
+          await fn();
+          return store.counters.roundTrips - before;
+        };
+        const sizes = [1, 200];
+        const measured = [];
+        for (const n of sizes) {
+          const partition = `p${n}`;
+          const events = Array.from({ length: n }, (_, i) => event({ id: `${partition}-${i}`, time: i, partition }));
+          const append = await trips(() => store.append('logs', events));
+          let page: Awaited<ReturnType<RedisStore['readPage']>> = [];
+          const read = await trips(async () => (page = await store.readPage('logs', partition, 256)));
+          const keys = page.map((_, i) => `g-${partition}-${i}`);
+          const load = await trips(() => store.loadGroups(keys));
+          const commit = await trips(() =>
+            store.commit(
+              commitOf(partition, page[page.length - 1]!.id, {
+                groups: keys.map((k) => group(k, 1)),
+                outbox: keys.map((k) => work(k)),
+                turns: keys.map((k) => ({ turnId: k, created: 1 })),
+                revisions: keys.map((k) => ({ executionId: k, revision: 'r' })),
+                failures: keys.map((k, i) => ({ time: i, partition, groupKey: k, occurrenceId: k, signature: 'E', decision: 'BurstCoalesced' })),
+              }),
+            ),
+          );
+          measured.push({ append, read, load, commit });
+        }
+        assert.deepEqual(measured[1], measured[0], `page of 1 vs page of 200: ${JSON.stringify(measured)}`);
+        assert.ok(measured[0]!.commit <= (mode === 'cluster' ? 3 : 1), JSON.stringify(measured));
+      } finally {
+        await store.close();
+      }
+    });
+  }
+
+  test('cluster: a crash between the state step and the cursor step neither loses nor double-counts the page', async () => {
+    const cfg = config(cluster.url, uniquePrefix('crash'), { nodes: cluster.nodes });
+    const crashed = new RedisStore(cfg);
+    await crashed.open();
+    await crashed.registerExporter('logs', 'file');
+    await crashed.append('logs', ['e1', 'e2', 'e3'].map((id, i) => event({ id, time: i, partition: 'S' })));
+    const page = await crashed.readPage('logs', 'S', 2);
+    crashed.faults.betweenCommitSteps = () => {
+      throw new Error('simulated crash');
+    };
+    const pageCommit = commitOf('S', page[1]!.id, { groups: [group('g', 1)], outbox: [work('w1')] });
+    await assert.rejects(crashed.commit(pageCommit), /simulated crash/);
+    await crashed.close();
+
+    const restarted = new RedisStore(cfg);
+    await restarted.open();
+    try {
+      // The state counted e1 and e2: the next page starts after them, and the cursor caught up.
+      assert.deepEqual((await restarted.readPage('logs', 'S', 10)).map((e) => e.event.eventId), ['e3']);
+      const st = await restarted.status();
+      assert.equal(st.pipelines.find((p) => p.pipeline === 'logs')!.partitions.find((p) => p.partition === 'S')!.cursor, page[1]!.id);
+      // Replaying the same commit (a runner that did not see it succeed) is refused and changes nothing.
+      await assert.rejects(restarted.commit(pageCommit), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT'));
+      assert.equal((await restarted.loadGroups(['g'])).get('g')!.version, 1);
+      assert.deepEqual((await restarted.readOutbox('logs', 'file', 10)).map((o) => o.id), ['w1'], 'the work event is there once');
+      assert.equal(await restarted.pendingCount('logs'), 1);
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  test('unreachable at open: opens anyway, refuses retryably with the URL masked, connects with AUTH when the server comes', async () => {
+    const port = await freePort();
+    const logger = memoryLogger();
+    const store = new RedisStore({ ...config(`redis://vigil:s3cret-pw@127.0.0.1:${port}/0`, uniquePrefix('late')), connect_timeout: 500 }, logger);
+    let server: RedisServer | undefined;
+    await store.open();
+    try {
+      assert.equal(store.isAvailable(), false);
+      const refused = await store.append('logs', [event({ id: 'x', time: 1 })]).then(
+        () => assert.fail('append must fail while redis is down'),
+        (err: unknown) => err,
+      );
+      assert.ok(isVigilError(refused, 'VIGIL_STORE_UNAVAILABLE') && refused.transient, String(refused));
+      assert.match(refused.message, new RegExp(`redis://vigil:\\*\\*\\*@127\\.0\\.0\\.1:${port}/0`));
+      const logged = JSON.stringify(logger.entries);
+      assert.match(logged, /unreachable/);
+      assert.doesNotMatch(logged + refused.message, /s3cret-pw/);
+
+      server = await RedisServer.start({ port, password: 's3cret-pw', user: 'vigil' });
+      await store.whenReady();
+      assert.deepEqual(await store.append('logs', [event({ id: 'x', time: 1 })]), { appended: 1, duplicates: 0 });
+      const reader = new RedisStore({ ...config(`redis://vigil:wrong@127.0.0.1:${port}/0`, uniquePrefix('late')), connect_timeout: 500 });
+      await assert.rejects(reader.open({ readOnly: true }), (err: unknown) => isVigilError(err, 'VIGIL_STORE_UNAVAILABLE') && !/wrong/.test((err as Error).message));
+    } finally {
+      await store.close();
+      await server?.stop();
+    }
+  });
+
+  test('lost mid-run (SIGKILL of an appendonly redis): refuses retryably, resumes with everything acknowledged', async () => {
+    const server = await RedisServer.start({ durable: true });
+    const store = new RedisStore(config(server.url, uniquePrefix('lost')));
+    await store.open();
+    try {
+      await store.append('logs', [event({ id: 'a', time: 1, partition: 'L' }), event({ id: 'b', time: 2, partition: 'L' })]);
+      const [a] = await store.readPage('logs', 'L', 1);
+      await store.commit(commitOf('L', a!.id, { groups: [group('g', 1)] }));
+      await server.kill();
+      await assert.rejects(store.append('logs', [event({ id: 'c', time: 3, partition: 'L' })]), (err: unknown) => isVigilError(err, 'VIGIL_STORE_UNAVAILABLE') && (err as VigilError).transient);
+      await server.start();
+      await waitFor(() => (store.isAvailable() ? true : undefined), 'the store to reconnect');
+      assert.deepEqual(await store.append('logs', [event({ id: 'c', time: 3, partition: 'L' }), event({ id: 'b', time: 2, partition: 'L' })]), { appended: 1, duplicates: 1 });
+      assert.deepEqual((await store.readPage('logs', 'L', 10)).map((e) => e.event.eventId), ['b', 'c']);
+      assert.equal((await store.loadGroups(['g'])).get('g')!.version, 1);
+    } finally {
+      await store.close();
+      await server.stop();
+    }
+  });
+});

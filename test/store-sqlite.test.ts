@@ -1,0 +1,130 @@
+/** The SQLite store on real files: the conformance suite, then locks and damaged files. */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { closeSync, copyFileSync, existsSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { isVigilError } from '../src/errors.ts';
+import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
+import type { StateStore } from '../src/store/types.ts';
+import { storeConformance } from './helpers/store-conformance.ts';
+import { event } from './helpers/pages.ts';
+import { freePort, ROOT, spawnVigil, tempDir, waitFor, writeConfig } from './helpers/vigil-process.ts';
+
+const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
+
+storeConformance('sqlite', async (opts) => new SqliteStore(config(join(tempDir(), 'state.db')), undefined, opts?.now), {
+  reopen: async (store: StateStore) => new SqliteStore(config((store as SqliteStore).file)),
+});
+
+describe('sqlite store: locks, damage, status beside a running vigil', () => {
+  test('a lock held by another process beyond busy_timeout is a retryable error naming the file', async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore({ ...config(file), busy_timeout: 200 });
+    await store.open();
+    const holder = spawn(
+      process.execPath,
+      ['-e', `const db = require('better-sqlite3')(${JSON.stringify(file)}); db.exec('BEGIN EXCLUSIVE'); db.exec("INSERT INTO meta VALUES ('lock', 'held')"); console.log('locked'); setInterval(() => {}, 1000);`],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await new Promise<void>((resolve) => holder.stdout!.on('data', (d: Buffer) => d.toString().includes('locked') && resolve()));
+      const err = await store.append('logs', [event({ id: 'x', time: 1 })]).then(
+        () => assert.fail('append must fail while another process holds the write lock'),
+        (e: unknown) => e,
+      );
+      assert.ok(isVigilError(err, 'VIGIL_STORE_UNAVAILABLE') && err.transient, String(err));
+      assert.ok(err.message.includes(file), err.message);
+      assert.match(err.message, /locked by another process/);
+    } finally {
+      holder.kill('SIGKILL');
+      await new Promise((r) => holder.once('exit', r));
+    }
+    // The holder died mid-transaction: its write is rolled back and the store goes on.
+    assert.deepEqual(await store.append('logs', [event({ id: 'x', time: 1 })]), { appended: 1, duplicates: 0 });
+    await store.close();
+  });
+
+  test('a damaged file is a clear error naming it, at open and from `vigil run`', async () => {
+    const dir = tempDir();
+    const good = join(dir, 'state.db');
+    const store = new SqliteStore(config(good));
+    await store.open();
+    await store.append('logs', [event({ id: 'x', time: 1 })]);
+    await store.close();
+    const damaged = join(dir, 'damaged.db');
+    copyFileSync(good, damaged);
+    const fd = openSync(damaged, 'r+');
+    writeSync(fd, Buffer.from('this is not a database, just garbage written over the header'), 0, undefined, 0);
+    closeSync(fd);
+    const broken = new SqliteStore(config(damaged));
+    await assert.rejects(broken.open(), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CORRUPT') && err.message.includes(damaged));
+
+    const cfg = writeConfig(
+      dir,
+      `receivers:\n  otlp: { protocols: { http: { endpoint: 127.0.0.1:${await freePort()} } } }\nexporters:\n  debug: {}\nstate:\n  sqlite: { path: ${damaged} }\nservice:\n  pipelines:\n    logs: { receivers: [otlp], exporters: [debug] }\n`,
+    );
+    const vigil = spawnVigil(['run', '-c', cfg]);
+    assert.equal(await vigil.exited, 1);
+    assert.ok(vigil.stderr().includes(damaged), vigil.stderr());
+    assert.match(vigil.stderr(), /VIGIL_STORE_CORRUPT/);
+  });
+
+  test('`vigil status` reads the file while vigil writes it, and names a missing file', async () => {
+    const dir = tempDir();
+    const [otlp, health] = [await freePort(), await freePort()];
+    const file = join(dir, 'state', 'vigil.db');
+    const cfg = writeConfig(
+      dir,
+      `receivers:
+  otlp: { protocols: { http: { endpoint: 127.0.0.1:${otlp} } } }
+processors:
+  classify: {}
+  recurrence: {}
+exporters:
+  file/work: { path: ${join(dir, 'work.jsonl')} }
+extensions:
+  health_check: { endpoint: 127.0.0.1:${health} }
+state:
+  sqlite: { path: ${file} }
+service:
+  extensions: [health_check]
+  pipelines:
+    logs: { receivers: [otlp], processors: [classify, recurrence], exporters: [file/work] }
+`,
+    );
+    const missing = spawnVigil(['status', '-c', cfg]);
+    assert.equal(await missing.exited, 1);
+    assert.ok(missing.stderr().includes(file), missing.stderr());
+    assert.ok(!existsSync(file), 'status creates nothing');
+
+    const vigil = spawnVigil(['run', '-c', cfg]);
+    try {
+      await waitFor(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${vigil.stderr()}`);
+      const body = (uid: string, time: number) =>
+        JSON.stringify({
+          resourceLogs: [
+            {
+              resource: { attributes: [{ key: 'service.name', value: { stringValue: 'status-agent' } }] },
+              scopeLogs: [{ logRecords: [{ timeUnixNano: `${time}000000`, severityNumber: 17, body: { stringValue: 'KeyError: missing key' }, attributes: [{ key: 'session.id', value: { stringValue: 'st' } }, { key: 'log.record.uid', value: { stringValue: uid } }] }] }],
+            },
+          ],
+        });
+      for (const [uid, time] of [['s1', 1_000], ['s2', 2_000]] as const) {
+        const res = await fetch(`http://127.0.0.1:${otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(uid, time) });
+        assert.equal(res.status, 200);
+      }
+      const out = await waitFor(async () => {
+        const status = spawnVigil(['status', '-c', cfg]);
+        if ((await status.exited) !== 0) throw new Error(status.stderr());
+        return /open work: 1/.test(status.stdout()) && /partition st: cursor \d+, lag 0/.test(status.stdout()) ? status.stdout() : undefined;
+      }, 'status to show the processed partition');
+      assert.match(out, /store: sqlite/);
+      assert.match(out, /groups: 1/);
+      assert.match(out, /exporter file\/work: outbox cursor 1, lag 0/);
+    } finally {
+      vigil.child.kill('SIGTERM');
+      assert.equal(await vigil.exited, 0, vigil.stderr());
+    }
+  });
+});
