@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
+import protobuf from 'protobufjs';
+import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import type { IngestConsumer, IngestResult, Signal } from '../src/component.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { VigilError, isVigilError } from '../src/errors.ts';
@@ -133,13 +135,16 @@ describe('OTLP/HTTP receiver: accepting', () => {
       assert.equal(res.headers.get('content-type'), 'application/json');
       assert.deepEqual(await res.json(), {});
     }
-    // trace.json: an OK span (not relevant); logs.json: one stderr event; events.json: not relevant.
-    assert.equal(h.events.length, 1);
+    // trace.json: an OK span; logs.json: INFO text without a failure marker; events.json: an
+    // application event. All accepted, none needed by the chain.
+    assert.equal(h.events.length, 0);
     const stats = h.receiver.stats();
     assert.deepEqual(
-      [stats.traces.requests, stats.traces.accepted, stats.traces.irrelevant, stats.logs.accepted, stats.logs.appended],
-      [1, 1, 1, 2, 1],
+      [stats.traces.requests, stats.traces.accepted, stats.traces.irrelevant, stats.logs.accepted, stats.logs.irrelevant, stats.logs.appended],
+      [1, 1, 1, 2, 2, 0],
     );
+    assert.deepEqual(stats.logs.protocols['http-json'].requests, 2);
+    assert.deepEqual(stats.logs.protocols['http-protobuf'].requests, 0);
   });
 
   test('a span with a wrong type is rejected alone: partial success, the rest accepted', async () => {
@@ -318,10 +323,7 @@ describe('OTLP/HTTP receiver: refusals', () => {
     }
   });
 
-  test('unsupported content types → 415; protobuf says it arrives later', async () => {
-    const proto = await post(h.url('/v1/traces'), 'x', { 'content-type': 'application/x-protobuf' });
-    assert.equal(proto.status, 415);
-    assert.match((await statusBody(proto)).message, /protobuf.*later version/);
+  test('unsupported content types → 415', async () => {
     const text = await post(h.url('/v1/traces'), 'x', { 'content-type': 'text/plain' });
     assert.equal(text.status, 415);
     await text.body?.cancel();
@@ -429,17 +431,17 @@ describe('OTLP receiver: lifecycle and config', () => {
     await assert.rejects(post(url, ERROR_LOG));
   });
 
-  test('grpc is accepted in config but only warned about at start', async () => {
+  test('http and grpc are both served when configured, without warnings', async () => {
     const logger = memoryLogger();
     const receiver = createOtlpReceiver(
       { id: 'otlp', logger, consumers: {} },
-      { protocols: { http: { endpoint: '127.0.0.1:0' }, grpc: { endpoint: '127.0.0.1:4317' } }, max_request_body_size: 1024 },
+      { protocols: { http: { endpoint: '127.0.0.1:0' }, grpc: { endpoint: '127.0.0.1:0' } }, max_request_body_size: 1024 },
     );
     await receiver.start();
     try {
-      const warning = logger.entries.find((e) => e.level === 'warn');
-      assert.match(String(warning?.msg), /OTLP\/gRPC is not available in this version/);
+      assert.equal(logger.entries.filter((e) => e.level === 'warn').length, 0);
       assert.ok(receiver.address());
+      assert.ok(receiver.grpcAddress()!.port > 0);
     } finally {
       await receiver.shutdown();
     }
@@ -467,4 +469,109 @@ describe('OTLP receiver: lifecycle and config', () => {
     assert.equal(otlpReceiverFactory.type, 'otlp');
     assert.deepEqual(otlpReceiverFactory.signals, ['traces', 'logs']);
   });
+});
+
+describe('OTLP/HTTP receiver: protobuf bodies', () => {
+  const otlp = (root0214 as any).opentelemetry.proto;
+  const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
+  const hex = (h: string) => Buffer.from(h, 'hex');
+  /** google.rpc.Status read with a schema of our own (field numbers from the spec). */
+  const Status = protobuf.Root.fromJSON({
+    nested: {
+      Status: { fields: { code: { type: 'int32', id: 1 }, message: { type: 'string', id: 2 }, details: { rule: 'repeated', type: 'Any', id: 3 } } },
+      Any: { fields: { typeUrl: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+    },
+  }).lookupType('Status');
+
+  const encodeTraces = (spans: object[]) =>
+    Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] }, scopeSpans: [{ spans }] }] })).finish());
+  const errorSpan = (id: string) => ({ traceId: hex(TRACE_ID), spanId: hex(id), name: 'run job', endTimeUnixNano: '1700000000000000000', status: { code: 2, message: 'ValueError: bad input' } });
+  const postProto = (url: string, body: Buffer, headers: Record<string, string> = {}) => post(url, body, { 'content-type': 'application/x-protobuf', ...headers });
+
+  async function protoStatus(res: Response): Promise<{ code: number; message: string }> {
+    assert.equal(res.headers.get('content-type'), 'application/x-protobuf');
+    return Status.decode(new Uint8Array(await res.arrayBuffer())) as unknown as { code: number; message: string };
+  }
+
+  let h: Harness;
+  after(() => h.stop());
+
+  test('a valid request → 200 with an empty protobuf response; gzip too; counted as http-protobuf', async () => {
+    h = await startReceiver({ config: { max_request_body_size: 256 * 1024, auth: { bearer_token: TOKEN } } });
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const res = await postProto(h.url('/v1/traces'), encodeTraces([errorSpan('0000000000000001'), { ...errorSpan('0000000000000002'), status: { code: 1 } }]), auth);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/x-protobuf');
+    assert.equal((await res.arrayBuffer()).byteLength, 0);
+    const gz = await postProto(h.url('/v1/traces'), gzipSync(encodeTraces([errorSpan('0000000000000003')])), { ...auth, 'content-encoding': 'gzip' });
+    assert.equal(gz.status, 200);
+    await gz.body?.cancel();
+    assert.deepEqual(h.events.map((e) => e.eventId), [`${TRACE_ID}:0000000000000001`, `${TRACE_ID}:0000000000000003`]);
+    assert.deepEqual(h.events[0]!.payload, { state: 'error', outcome: { error: 'ValueError: bad input', output: [] } });
+    const stats = h.receiver.stats().traces;
+    assert.deepEqual(
+      [stats.protocols['http-protobuf'].requests, stats.protocols['http-protobuf'].accepted, stats.protocols['http-protobuf'].irrelevant, stats.protocols['http-json'].requests],
+      [2, 3, 1, 0],
+    );
+  });
+
+  test('a span with a wrong wire type → 200 with a protobuf partial_success; the rest accepted', async () => {
+    const before = h.events.length;
+    // Append a span whose name (field 5) is a varint: well-formed protobuf, wrong type.
+    const good = encodeTraces([errorSpan('0000000000000004')]);
+    const badSpan = Buffer.concat([Buffer.from([0x0a, 16]), hex(TRACE_ID), Buffer.from([0x12, 8]), hex('0000000000000005'), Buffer.from([0x28, 0x07])]);
+    const scopeSpans = Buffer.concat([Buffer.from([0x12, badSpan.length]), badSpan]);
+    const resourceSpans = Buffer.concat([Buffer.from([0x12, scopeSpans.length]), scopeSpans]);
+    const body = Buffer.concat([good, Buffer.from([0x0a, resourceSpans.length]), resourceSpans]);
+    const res = await postProto(h.url('/v1/traces'), body, { authorization: `Bearer ${TOKEN}` });
+    assert.equal(res.status, 200);
+    const decoded = otlp.collector.trace.v1.ExportTraceServiceResponse.decode(new Uint8Array(await res.arrayBuffer()));
+    assert.equal(Number(decoded.partialSuccess.rejectedSpans), 1);
+    assert.match(decoded.partialSuccess.errorMessage, /resourceSpans\[1\]\.scopeSpans\[0\]\.spans\[0\]\.name: wire type VARINT, expected LEN/);
+    assert.deepEqual(h.events.slice(before).map((e) => e.spanId), ['0000000000000004']);
+  });
+
+  test('a truncated protobuf → 400 with a protobuf google.rpc.Status', async () => {
+    const body = encodeTraces([errorSpan('0000000000000006')]);
+    const res = await postProto(h.url('/v1/traces'), body.subarray(0, body.length - 4), { authorization: `Bearer ${TOKEN}` });
+    assert.equal(res.status, 400);
+    const status = await protoStatus(res);
+    assert.equal(status.code, 3);
+    assert.match(status.message, /not a valid protobuf ExportTraceServiceRequest: truncated/);
+  });
+
+  test('a missing token → 401, a gzip bomb → 413, both answered in protobuf', async () => {
+    const unauthorized = await postProto(h.url('/v1/logs'), Buffer.alloc(0));
+    assert.equal(unauthorized.status, 401);
+    assert.equal((await protoStatus(unauthorized)).code, 16);
+    const bomb = gzipSync(Buffer.alloc(20 * 1024 * 1024));
+    const res = await postProto(h.url('/v1/logs'), bomb, { authorization: `Bearer ${TOKEN}`, 'content-encoding': 'gzip' });
+    assert.equal(res.status, 413);
+    assert.match((await protoStatus(res)).message, /decompressed request body exceeds max_request_body_size/);
+    const stats = h.receiver.stats().logs.protocols['http-protobuf'];
+    assert.deepEqual([stats.requests, stats.refused], [2, 2]);
+  });
+
+  for (const [code, status] of [
+    ['VIGIL_STORE_UNAVAILABLE', 503],
+    ['VIGIL_INGEST_BACKPRESSURE', 429],
+  ] as const) {
+    test(`${code} → ${status} with Retry-After and a protobuf Status`, async () => {
+      const refusing = await startReceiver({
+        consumers: {
+          traces: async () => {
+            throw new VigilError(code, 'not now', { transient: true });
+          },
+        },
+      });
+      try {
+        const res = await postProto(refusing.url('/v1/traces'), encodeTraces([errorSpan('0000000000000007')]));
+        assert.equal(res.status, status);
+        assert.equal(res.headers.get('retry-after'), '1');
+        assert.match((await protoStatus(res)).message, /retry later/);
+      } finally {
+        await refusing.stop();
+      }
+    });
+  }
 });

@@ -6,7 +6,7 @@
  *   otlp:
  *     protocols:
  *       http: { endpoint: 127.0.0.1:4318 }
- *       grpc: { endpoint: 127.0.0.1:4317 }   # accepted, not served yet
+ *       grpc: { endpoint: 127.0.0.1:4317 }
  *     max_request_body_size: 4MiB
  *     auth: { bearer_token: ${env:VIGIL_OTLP_TOKEN} }
  * ```
@@ -21,15 +21,15 @@ export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
 
 export interface OtlpReceiverConfig {
   protocols: {
-    /** OTLP/HTTP (JSON for now). Enabled with its default when no protocol is configured. */
+    /** OTLP/HTTP, protobuf and JSON bodies. Enabled with its default when no protocol is configured. */
     http?: { endpoint: string };
-    /** OTLP/gRPC: accepted in the config, not served in this version (a warning says so at start). */
+    /** OTLP/gRPC, served when configured. */
     grpc?: { endpoint: string };
   };
-  /** Largest request body accepted, in bytes (wire and decompressed). */
+  /** Largest request body (HTTP) or message (gRPC) accepted, in bytes, on the wire and decompressed. */
   max_request_body_size: number;
   auth?: {
-    /** When set, requests must carry `Authorization: Bearer <token>`. */
+    /** When set, requests must carry `Authorization: Bearer <token>` (HTTP header, gRPC metadata). */
     bearer_token?: string;
   };
 }

@@ -1,24 +1,27 @@
 /**
- * The `otlp` receiver: OTLP/HTTP with JSON bodies in this version (protobuf bodies and gRPC come
- * later and will feed the same normalized records, mapping and ingest path).
+ * The `otlp` receiver: OTLP/HTTP (protobuf and JSON bodies) and OTLP/gRPC, both feeding the same
+ * normalized records, mapping, counters and ingest path.
  */
 import type { Lifecycle, ReceiverFactory, ReceiverSettings } from '../../component.ts';
 import { otlpConfigSchema, httpEndpointOf } from './config.ts';
 import type { OtlpReceiverConfig } from './config.ts';
+import { OtlpGrpcServer } from './grpc.ts';
 import { OtlpHttpServer } from './http.ts';
-import { emptyReceiverStats } from './ingest.ts';
+import { OtlpCounters } from './ingest.ts';
 import type { OtlpReceiverStats } from './ingest.ts';
 
-/** The receiver instance: a Lifecycle with counters and the bound HTTP address. */
+/** The receiver instance: a Lifecycle with counters and the bound addresses. */
 export interface OtlpReceiver extends Lifecycle {
-  /** Per-signal counters since creation (a copy). */
+  /** Counters per signal, in total and per protocol, since creation (a copy). */
   stats(): OtlpReceiverStats;
   /** The bound OTLP/HTTP address once started (useful with port 0); undefined otherwise. */
   address(): { host: string; port: number } | undefined;
+  /** The bound OTLP/gRPC address once started; undefined otherwise. */
+  grpcAddress(): { host: string; port: number } | undefined;
 }
 
 export interface OtlpReceiverOptions {
-  /** How long shutdown waits for in-flight requests (default SHUTDOWN_GRACE_MS). */
+  /** How long shutdown waits for in-flight requests (default 5 s). */
   shutdownGraceMs?: number;
   /** Clock for records without any timestamp (default Date.now). */
   now?: () => number;
@@ -26,53 +29,50 @@ export interface OtlpReceiverOptions {
 
 export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpReceiverConfig, options: OtlpReceiverOptions = {}): OtlpReceiver {
   const { id, logger, consumers } = settings;
-  const stats = emptyReceiverStats();
-  const endpoint = httpEndpointOf(config);
-  const http =
-    endpoint === undefined
-      ? undefined
-      : new OtlpHttpServer({
-          id,
-          endpoint,
-          maxBodySize: config.max_request_body_size,
-          bearerToken: config.auth?.bearer_token,
-          consumers,
-          logger,
-          stats,
-          shutdownGraceMs: options.shutdownGraceMs,
-          now: options.now,
-        });
+  const counters = new OtlpCounters();
+  const common = {
+    id,
+    bearerToken: config.auth?.bearer_token,
+    consumers,
+    logger,
+    counters,
+    shutdownGraceMs: options.shutdownGraceMs,
+    now: options.now,
+  };
+  const httpEndpoint = httpEndpointOf(config);
+  const http = httpEndpoint === undefined ? undefined : new OtlpHttpServer({ ...common, endpoint: httpEndpoint, maxBodySize: config.max_request_body_size });
+  const grpcEndpoint = config.protocols.grpc?.endpoint;
+  const grpc = grpcEndpoint === undefined ? undefined : new OtlpGrpcServer({ ...common, endpoint: grpcEndpoint, maxMessageSize: config.max_request_body_size });
   let started = false;
+
+  const stop = async () => {
+    await Promise.all([http?.shutdown(), grpc?.shutdown()]);
+  };
 
   return {
     async start() {
       if (started) return;
       started = true;
-      if (config.protocols.grpc) {
-        logger.warn(
-          `OTLP/gRPC is not available in this version of vigil (it will be added later); ` +
-            `receiver '${id}' does not listen on ${config.protocols.grpc.endpoint}` +
-            (http ? '; OTLP/HTTP is served' : '; add protocols.http to receive OTLP/HTTP'),
-          { receiver: id },
-        );
-      }
       try {
         await http?.start();
+        await grpc?.start();
       } catch (err) {
         started = false;
+        await stop();
         throw err;
       }
     },
     async shutdown() {
-      await http?.shutdown();
-      logger.debug('OTLP receiver stopped', { receiver: id, stats: structuredClone(stats) });
+      await stop();
+      logger.debug('OTLP receiver stopped', { receiver: id, stats: counters.snapshot() });
     },
-    stats: () => structuredClone(stats),
+    stats: () => counters.snapshot(),
     address: () => http?.address(),
+    grpcAddress: () => grpc?.address(),
   };
 }
 
-/** The factory's create returns the full receiver (stats, address) to callers that know the type. */
+/** The factory's create returns the full receiver (stats, addresses) to callers that know the type. */
 export interface OtlpReceiverFactory extends ReceiverFactory<OtlpReceiverConfig> {
   create(settings: ReceiverSettings, config: OtlpReceiverConfig): OtlpReceiver;
 }

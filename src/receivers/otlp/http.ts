@@ -1,7 +1,9 @@
 /**
  * The OTLP/HTTP transport (OTLP specification, "OTLP/HTTP"): POST /v1/traces and /v1/logs with
- * JSON bodies, optionally gzip-compressed. Answers 200 only after the records are durably appended;
- * refusals carry a google.rpc.Status JSON body and, when retrying can help, `Retry-After`.
+ * binary protobuf (`application/x-protobuf`) or JSON (`application/json`) bodies, optionally
+ * gzip-compressed. Answers 200 only after the records are durably appended, in the encoding of the
+ * request (an Export*ServiceResponse, with `partial_success` when records were rejected); refusals
+ * carry a google.rpc.Status body in that encoding and, when retrying can help, `Retry-After`.
  *
  * Bodies are bounded on the wire and after decompression: the Content-Length is checked before
  * reading, and streamed bytes (wire and inflated) are counted, so a gzip bomb is refused after at
@@ -18,8 +20,9 @@ import { VigilError, errorMessage } from '../../errors.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
-import type { DecodedSignal, OtlpReceiverStats } from './ingest.ts';
+import type { DecodedSignal, ExportOutcome, OtlpCounters, OtlpProtocol } from './ingest.ts';
 import { decodeLogsJson, decodeTracesJson } from './json.ts';
+import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
 
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -31,6 +34,20 @@ export const DISCARD_GRACE_MS = 2_000;
 export const RETRY_AFTER_SECONDS = 1;
 
 const PATHS: Record<string, Signal> = { '/v1/traces': 'traces', '/v1/logs': 'logs' };
+
+/** The two OTLP/HTTP body encodings. */
+type Encoding = 'json' | 'protobuf';
+const MEDIA_TYPES: Record<string, Encoding> = { 'application/json': 'json', 'application/x-protobuf': 'protobuf' };
+const PROTOCOLS: Record<Encoding, OtlpProtocol> = { json: 'http-json', protobuf: 'http-protobuf' };
+
+/**
+ * Decoders by encoding and signal; each throws VIGIL_PAYLOAD_INVALID for a body it cannot read.
+ * Spans that cannot be relevant are validated but not built (see TraceDecodeOptions).
+ */
+const DECODERS: Record<Encoding, { [S in Signal]: (body: Buffer) => Extract<DecodedSignal, { signal: S }>['decoded'] }> = {
+  json: { traces: (body) => decodeTracesJson(body, { skipUnremarkable: true }), logs: decodeLogsJson },
+  protobuf: { traces: (body) => decodeTracesProtobuf(body, { skipUnremarkable: true }), logs: decodeLogsProtobuf },
+};
 
 /** google.rpc.Code values used in Status bodies. */
 const RPC = {
@@ -62,7 +79,7 @@ export interface OtlpHttpServerOptions {
   consumers: Partial<Record<Signal, IngestConsumer>>;
   logger: Logger;
   /** Counters, shared with the receiver. */
-  stats: OtlpReceiverStats;
+  counters: OtlpCounters;
   shutdownGraceMs?: number;
   now?: () => number;
 }
@@ -173,31 +190,34 @@ export class OtlpHttpServer {
     this.handle(req, res).catch((err: unknown) => {
       // Last line of defence: nothing escapes to crash the process.
       this.options.logger.warn('OTLP/HTTP request failed', { path: safePath(req.url), error: errorMessage(err) });
-      this.refuse(res, req, undefined, new Refused(500, RPC.INTERNAL, 'internal error'));
+      this.refuse(res, req, undefined, encodingOf(req), new Refused(500, RPC.INTERNAL, 'internal error'));
     });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = safePath(req.url);
+    // Answers use the request's encoding when it is one of OTLP's, JSON otherwise.
+    const encoding = encodingOf(req);
     const signal = PATHS[path];
     if (!signal) {
-      return this.refuse(res, req, undefined, new Refused(404, RPC.NOT_FOUND, `no OTLP endpoint at ${path}; use POST /v1/traces or POST /v1/logs`));
+      return this.refuse(res, req, undefined, encoding, new Refused(404, RPC.NOT_FOUND, `no OTLP endpoint at ${path}; use POST /v1/traces or POST /v1/logs`));
     }
-    const stats = this.options.stats[signal];
-    stats.requests++;
+    const { counters } = this.options;
+    const protocol = encoding ? PROTOCOLS[encoding] : undefined;
+    counters.add(signal, protocol, { requests: 1 });
     try {
-      const consumer = this.checkRequest(req, signal);
+      const { consumer, encoding: bodyEncoding } = this.checkRequest(req, signal, encoding);
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
-        input = signal === 'traces' ? { signal, decoded: decodeTracesJson(body) } : { signal, decoded: decodeLogsJson(body) };
+        input = signal === 'traces' ? { signal, decoded: DECODERS[bodyEncoding].traces(body) } : { signal, decoded: DECODERS[bodyEncoding].logs(body) };
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
         throw err;
       }
-      let outcome;
+      let outcome: ExportOutcome;
       try {
-        outcome = await exportDecoded(input, consumer, stats, { now: this.options.now });
+        outcome = await exportDecoded(input, consumer, counters, PROTOCOLS[bodyEncoding], { now: this.options.now });
       } catch (err) {
         const refusal = refusalOf(err);
         if (refusal.reason === 'backpressure') {
@@ -208,25 +228,33 @@ export class OtlpHttpServer {
         }
         throw new Refused(500, RPC.INTERNAL, refusal.message);
       }
-      const rejectedKey = signal === 'traces' ? 'rejectedSpans' : 'rejectedLogRecords';
-      const response =
-        outcome.rejected > 0 || outcome.errorMessage !== ''
-          ? { partialSuccess: { [rejectedKey]: String(outcome.rejected), errorMessage: outcome.errorMessage } }
-          : {};
-      this.send(res, 200, response);
+      this.answer(res, signal, bodyEncoding, outcome);
       if (outcome.rejected > 0) {
-        this.options.logger.warn('OTLP export partially rejected', { signal, rejected: outcome.rejected, reason: truncate(outcome.errorMessage, 500) });
+        this.options.logger.warn('OTLP export partially rejected', { signal, protocol, rejected: outcome.rejected, reason: truncate(outcome.errorMessage, 500) });
       }
-      this.options.logger.debug('OTLP export accepted', { signal, ...outcome, errorMessage: undefined, totals: { ...stats } });
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
-      stats.refused++;
-      this.refuse(res, req, signal, err);
+      counters.add(signal, protocol, { refused: 1 });
+      this.refuse(res, req, signal, encoding, err);
     }
   }
 
-  /** Method, auth, pipeline, content type and declared size; returns the signal's consumer. */
-  private checkRequest(req: IncomingMessage, signal: Signal): IngestConsumer {
+  /** 200 with the export response: empty, or `partialSuccess` when records were rejected or something was bounded. */
+  private answer(res: ServerResponse, signal: Signal, encoding: Encoding, outcome: ExportOutcome): void {
+    if (encoding === 'protobuf') {
+      this.sendBytes(res, 200, encodeExportResponse(outcome.rejected, outcome.errorMessage));
+      return;
+    }
+    const rejectedKey = signal === 'traces' ? 'rejectedSpans' : 'rejectedLogRecords';
+    const response =
+      outcome.rejected > 0 || outcome.errorMessage !== ''
+        ? { partialSuccess: { [rejectedKey]: String(outcome.rejected), errorMessage: outcome.errorMessage } }
+        : {};
+    this.send(res, 200, response);
+  }
+
+  /** Method, auth, pipeline, content type and declared size; returns the signal's consumer and the body's encoding. */
+  private checkRequest(req: IncomingMessage, signal: Signal, encoding: Encoding | undefined): { consumer: IngestConsumer; encoding: Encoding } {
     const { id, consumers, maxBodySize } = this.options;
     if (this.stopping) throw new Refused(503, RPC.UNAVAILABLE, `receiver '${id}' is shutting down`, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     if (req.method !== 'POST') throw new Refused(405, RPC.UNIMPLEMENTED, `method ${req.method ?? ''} is not allowed; use POST`, { Allow: 'POST' });
@@ -236,16 +264,16 @@ export class OtlpHttpServer {
     const consumer = consumers[signal];
     if (!consumer) throw new Refused(404, RPC.NOT_FOUND, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
 
-    const contentType = (req.headers['content-type'] ?? '').toLowerCase();
-    const [mediaType = '', ...params] = contentType.split(';').map((p) => p.trim());
-    if (mediaType === 'application/x-protobuf') {
-      throw new Refused(415, RPC.INVALID_ARGUMENT, 'OTLP/HTTP protobuf (application/x-protobuf) is not supported in this version; it arrives in a later version. Send application/json (OTLP/JSON)');
-    }
-    if (mediaType !== 'application/json') {
-      throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported content type '${truncate(mediaType || '(none)', 100)}'; send application/json (OTLP/JSON)`);
+    const [mediaType = '', ...params] = (req.headers['content-type'] ?? '').toLowerCase().split(';').map((p) => p.trim());
+    if (encoding === undefined) {
+      throw new Refused(
+        415,
+        RPC.INVALID_ARGUMENT,
+        `unsupported content type '${truncate(mediaType || '(none)', 100)}'; send application/x-protobuf (OTLP/protobuf) or application/json (OTLP/JSON)`,
+      );
     }
     const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    if (encoding === 'json' && charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported charset '${truncate(charset, 40)}'; OTLP/JSON is UTF-8`);
     }
     contentEncoding(req); // refuses unsupported encodings before reading
@@ -253,7 +281,7 @@ export class OtlpHttpServer {
     if (declared !== undefined && Number(declared) > maxBodySize) {
       throw new Refused(413, RPC.INVALID_ARGUMENT, `request body of ${declared} bytes exceeds max_request_body_size (${maxBodySize} bytes)`);
     }
-    return consumer;
+    return { consumer, encoding };
   }
 
   /** Constant-time comparison of hashes, so neither the token nor its length leaks through timing. */
@@ -263,7 +291,7 @@ export class OtlpHttpServer {
     return timingSafeEqual(given, this.expectedToken!) && m !== null;
   }
 
-  private refuse(res: ServerResponse, req: IncomingMessage, signal: Signal | undefined, refused: Refused): void {
+  private refuse(res: ServerResponse, req: IncomingMessage, signal: Signal | undefined, encoding: Encoding | undefined, refused: Refused): void {
     this.options.logger.warn('OTLP/HTTP request refused', {
       status: refused.status,
       code: REFUSAL_CODES[refused.status],
@@ -271,21 +299,38 @@ export class OtlpHttpServer {
       path: safePath(req.url),
       reason: refused.message,
     });
-    this.send(res, refused.status, { code: refused.rpcCode, message: refused.message }, refused.headers);
+    if (encoding === 'protobuf') this.sendBytes(res, refused.status, encodeStatus(refused.rpcCode, refused.message), refused.headers);
+    else this.send(res, refused.status, { code: refused.rpcCode, message: refused.message }, refused.headers);
     if (!req.complete) discardRest(req, this.options.maxBodySize);
   }
 
   private send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+    this.write(res, status, 'application/json', Buffer.from(JSON.stringify(body), 'utf8'), headers);
+  }
+
+  private sendBytes(res: ServerResponse, status: number, body: Buffer, headers: Record<string, string> = {}): void {
+    this.write(res, status, 'application/x-protobuf', body, headers);
+  }
+
+  private write(res: ServerResponse, status: number, contentType: string, body: Buffer, headers: Record<string, string>): void {
     if (res.headersSent || res.destroyed) return;
-    const text = JSON.stringify(body);
     res.writeHead(status, {
-      'Content-Type': 'application/json',
-      'Content-Length': String(Buffer.byteLength(text)),
+      'Content-Type': contentType,
+      'Content-Length': String(body.length),
       ...(this.stopping ? { Connection: 'close' } : {}),
       ...headers,
     });
-    res.end(text);
+    res.end(body);
   }
+}
+
+/** The OTLP encoding named by the Content-Type header; undefined for any other media type. */
+function encodingOf(req: IncomingMessage): Encoding | undefined {
+  const header = req.headers['content-type'];
+  if (header === undefined) return undefined;
+  const semicolon = header.indexOf(';');
+  const mediaType = (semicolon < 0 ? header : header.slice(0, semicolon)).trim().toLowerCase();
+  return MEDIA_TYPES[mediaType];
 }
 
 /** `gzip` or identity; any other Content-Encoding is refused with 415. */

@@ -1,7 +1,8 @@
 /**
  * The protocol-independent half of an OTLP export: decoded records → AgentEvents → durable append,
- * with the partial-success accounting and the counters. The HTTP transport (and later gRPC) only
- * reads bodies, decodes them and turns the outcome or the refusal into its own answer.
+ * with the partial-success accounting and the counters. The transports (OTLP/HTTP with JSON or
+ * protobuf bodies, OTLP/gRPC) only read requests, decode them and turn the outcome or the refusal
+ * into their own answers.
  */
 import type { IngestConsumer, Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
@@ -10,17 +11,21 @@ import type { MapOptions } from './mapping.ts';
 import { summarize } from './normalized.ts';
 import type { DecodeStats, DecodedLogs, DecodedTraces } from './normalized.ts';
 
-/** Counters of one signal, kept on the receiver instance. */
-export interface OtlpSignalStats {
-  /** Export requests received for the signal. */
+/** The wire protocols of the receiver, as counted in its stats. */
+export type OtlpProtocol = 'http-json' | 'http-protobuf' | 'grpc';
+export const OTLP_PROTOCOLS: readonly OtlpProtocol[] = ['http-json', 'http-protobuf', 'grpc'];
+
+/** Counts of one signal (over one protocol, or over all of them). */
+export interface OtlpCounts {
+  /** Export requests received. */
   requests: number;
-  /** Requests refused as a whole (4xx/5xx answers); nothing from them was kept. */
+  /** Requests refused as a whole (HTTP 4xx/5xx, gRPC non-OK); nothing from them was kept. */
   refused: number;
   /** Records accepted (relevant and not relevant). */
   accepted: number;
   /** Records rejected individually (OTLP partial success). */
   rejected: number;
-  /** Accepted records that the chain does not need (successful spans, empty log records). */
+  /** Accepted records that the chain does not need (successful spans, unremarkable logs): counted, not stored. */
   irrelevant: number;
   /** Events durably appended by the consumer, and those it already had (redeliveries). */
   appended: number;
@@ -30,21 +35,48 @@ export interface OtlpSignalStats {
   truncatedValues: number;
 }
 
+/**
+ * Counts of one signal: the totals, and the same counts per protocol. The totals also hold HTTP
+ * requests refused before their encoding was known (a content type that is neither JSON nor
+ * protobuf), which no protocol counts.
+ */
+export interface OtlpSignalStats extends OtlpCounts {
+  protocols: Record<OtlpProtocol, OtlpCounts>;
+}
+
 export type OtlpReceiverStats = Record<Signal, OtlpSignalStats>;
 
+function zeroCounts(): OtlpCounts {
+  return { requests: 0, refused: 0, accepted: 0, rejected: 0, irrelevant: 0, appended: 0, duplicates: 0, droppedAttributes: 0, truncatedValues: 0 };
+}
+
 export function emptyReceiverStats(): OtlpReceiverStats {
-  const zero = (): OtlpSignalStats => ({
-    requests: 0,
-    refused: 0,
-    accepted: 0,
-    rejected: 0,
-    irrelevant: 0,
-    appended: 0,
-    duplicates: 0,
-    droppedAttributes: 0,
-    truncatedValues: 0,
+  const signal = (): OtlpSignalStats => ({
+    ...zeroCounts(),
+    protocols: { 'http-json': zeroCounts(), 'http-protobuf': zeroCounts(), grpc: zeroCounts() },
   });
-  return { traces: zero(), logs: zero() };
+  return { traces: signal(), logs: signal() };
+}
+
+/** The receiver's counters, shared by its transports. */
+export class OtlpCounters {
+  private readonly stats = emptyReceiverStats();
+
+  /** Adds `delta` to the signal's totals and, when the protocol is known, to that protocol's counts. */
+  add(signal: Signal, protocol: OtlpProtocol | undefined, delta: Partial<OtlpCounts>): void {
+    const total = this.stats[signal];
+    const perProtocol = protocol ? total.protocols[protocol] : undefined;
+    for (const key of Object.keys(delta) as Array<keyof OtlpCounts>) {
+      const n = delta[key]!;
+      total[key] += n;
+      if (perProtocol) perProtocol[key] += n;
+    }
+  }
+
+  /** A copy of the counts. */
+  snapshot(): OtlpReceiverStats {
+    return structuredClone(this.stats);
+  }
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */
@@ -68,7 +100,8 @@ export type DecodedSignal = { signal: 'traces'; decoded: DecodedTraces } | { sig
 export async function exportDecoded(
   input: DecodedSignal,
   consumer: IngestConsumer,
-  stats: OtlpSignalStats,
+  counters: OtlpCounters,
+  protocol: OtlpProtocol,
   options: MapOptions = {},
 ): Promise<ExportOutcome> {
   const decodeStats: DecodeStats = input.decoded.stats;
@@ -76,18 +109,22 @@ export async function exportDecoded(
   const result = mapped.events.length > 0 ? await consumer(mapped.events) : { appended: 0, duplicates: 0 };
 
   const rejected = decodeStats.rejected + mapped.rejected;
-  stats.accepted += mapped.relevant + mapped.irrelevant;
-  stats.irrelevant += mapped.irrelevant;
-  stats.rejected += rejected;
-  stats.appended += result.appended;
-  stats.duplicates += result.duplicates;
-  stats.droppedAttributes += decodeStats.droppedAttributes;
-  stats.truncatedValues += decodeStats.truncatedValues + decodeStats.truncatedDepth;
+  // Spans the decoder validated but did not build (skipUnremarkable) are accepted and not relevant.
+  const irrelevant = mapped.irrelevant + (input.signal === 'traces' ? input.decoded.skipped : 0);
+  counters.add(input.signal, protocol, {
+    accepted: mapped.relevant + irrelevant,
+    irrelevant,
+    rejected,
+    appended: result.appended,
+    duplicates: result.duplicates,
+    droppedAttributes: decodeStats.droppedAttributes,
+    truncatedValues: decodeStats.truncatedValues + decodeStats.truncatedDepth,
+  });
   return {
     rejected,
     errorMessage: summarize(decodeStats, mapped.messages),
     relevant: mapped.relevant,
-    irrelevant: mapped.irrelevant,
+    irrelevant,
     appended: result.appended,
     duplicates: result.duplicates,
   };

@@ -105,6 +105,27 @@ export interface DecodeStats {
 export interface DecodedTraces {
   groups: NormalizedTraces[];
   stats: DecodeStats;
+  /**
+   * Spans validated but not materialized (with `skipUnremarkable`): accepted, and certainly not
+   * relevant to the chain. Not in `groups`.
+   */
+  skipped: number;
+}
+
+export interface TraceDecodeOptions {
+  /**
+   * Validate every span (same rejections, same bound counts) but materialize only the spans that
+   * can be relevant: status ERROR, an `exception` event or an `error.type` attribute (and, to
+   * count their distinct keys, spans with more attributes than the cap). The others are counted
+   * in `skipped`. This is the receiver's cheap relevance test (DESIGN 1) moved before
+   * the cost of building records nobody will read; mapping applies the full test to the rest.
+   */
+  skipUnremarkable?: boolean;
+}
+
+/** Whether a span can become an event (the first test of mapping/spans.ts): what skipUnremarkable keeps. */
+export function isRemarkableSpan(statusCode: number, hasExceptionEvent: boolean, hasErrorType: boolean): boolean {
+  return statusCode === 2 || hasExceptionEvent || hasErrorType;
 }
 
 export interface DecodedLogs {
@@ -170,8 +191,15 @@ export function truncateUtf8(text: string, maxBytes: number): { text: string; tr
   };
 }
 
-/** Nanoseconds (decimal string) to milliseconds; undefined for 0 (unset in OTLP). */
+/** Nanoseconds to milliseconds; undefined for 0 (unset in OTLP). */
 export function nanosToMs(nanos: bigint): number | undefined {
   if (nanos === 0n) return undefined;
   return Number(nanos / 1_000_000n) + Number(nanos % 1_000_000n) / 1e6;
+}
+
+/** The same for a canonical decimal string (no leading zeros), without BigInt arithmetic; equal results. */
+export function decimalNanosToMs(nanos: string): number | undefined {
+  if (nanos === '0') return undefined;
+  if (nanos.length <= 6) return Number(nanos) / 1e6;
+  return Number(nanos.slice(0, -6)) + Number(nanos.slice(-6)) / 1e6;
 }

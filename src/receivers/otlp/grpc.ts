@@ -1,0 +1,254 @@
+/**
+ * The OTLP/gRPC transport (OTLP specification, "OTLP/gRPC"): the unary `Export` methods of
+ * `opentelemetry.proto.collector.trace.v1.TraceService` and `...logs.v1.LogsService`. Messages are
+ * taken as raw bytes (identity (de)serializers) and decoded by protobuf.ts into the same records as
+ * OTLP/HTTP; gzip (and deflate) message compression is handled by @grpc/grpc-js, whose receive
+ * limit (`max_request_body_size`) applies to the decompressed message too, so a compression bomb is
+ * refused with RESOURCE_EXHAUSTED before it is inflated past the limit.
+ *
+ * Answers: OK with an Export*ServiceResponse (with `partial_success` when records were rejected)
+ * only after the durable append; INVALID_ARGUMENT for a malformed message; UNAUTHENTICATED without
+ * the bearer token in the `authorization` metadata; UNIMPLEMENTED for a signal no pipeline
+ * consumes; RESOURCE_EXHAUSTED (over the ingest limit) and UNAVAILABLE (store unavailable, shutting
+ * down) with a google.rpc.RetryInfo in the status details, which OTLP clients need to retry a
+ * RESOURCE_EXHAUSTED at all.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus } from '@grpc/grpc-js';
+import type { ServerInterceptor, ServerUnaryCall, ServiceDefinition, StatusObject, sendUnaryData } from '@grpc/grpc-js';
+import type { IngestConsumer, Signal } from '../../component.ts';
+import { parseEndpoint } from '../../config/schema.ts';
+import { VigilError, errorMessage } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import { exportDecoded, refusalOf } from './ingest.ts';
+import type { DecodedSignal, OtlpCounters } from './ingest.ts';
+import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
+
+/** How long shutdown waits for in-flight calls before cancelling them. */
+export const GRPC_SHUTDOWN_GRACE_MS = 5_000;
+/** Seconds a refused client is asked to wait (google.rpc.RetryInfo.retry_delay). */
+export const GRPC_RETRY_AFTER_SECONDS = 1;
+
+/** The full method names of the two export methods, by signal. */
+export const EXPORT_METHODS: Record<Signal, string> = {
+  traces: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+  logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
+};
+const SIGNAL_OF_METHOD = new Map<string, Signal>(Object.entries(EXPORT_METHODS).map(([signal, path]) => [path, signal as Signal]));
+
+export interface OtlpGrpcServerOptions {
+  /** Component id, for messages and logs. */
+  id: string;
+  /** `host:port` to listen on (port 0 picks a free port, see address()). */
+  endpoint: string;
+  /** Largest message accepted, compressed or not, in bytes. */
+  maxMessageSize: number;
+  bearerToken?: string;
+  consumers: Partial<Record<Signal, IngestConsumer>>;
+  logger: Logger;
+  /** Counters, shared with the receiver. */
+  counters: OtlpCounters;
+  shutdownGraceMs?: number;
+  now?: () => number;
+}
+
+/** A refusal decided by vigil: a gRPC status code and message, with RetryInfo when retrying helps. */
+class Refused extends Error {
+  constructor(
+    readonly code: GrpcStatus,
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
+}
+
+const identity = (b: Buffer): Buffer => b;
+
+function serviceDefinition(path: string): ServiceDefinition {
+  return {
+    Export: {
+      path,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  };
+}
+
+export class OtlpGrpcServer {
+  private server: Server | undefined;
+  private port: number | undefined;
+  private host: string | undefined;
+  private stopping = false;
+  private closing: Promise<void> | undefined;
+  private readonly expectedToken: Buffer | undefined;
+
+  constructor(private readonly options: OtlpGrpcServerOptions) {
+    this.expectedToken = options.bearerToken === undefined ? undefined : sha256(options.bearerToken);
+  }
+
+  /** Binds the endpoint; rejects with VIGIL_LISTEN_FAILED naming the endpoint and the key to change. */
+  async start(): Promise<void> {
+    if (this.server) return;
+    const { id, endpoint, maxMessageSize } = this.options;
+    const parsed = parseEndpoint(endpoint);
+    if (!parsed) throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4317; change protocols.grpc.endpoint`);
+    const server = new Server({
+      'grpc.max_receive_message_length': maxMessageSize,
+      interceptors: [this.countingInterceptor()],
+    });
+    server.addService(serviceDefinition(EXPORT_METHODS.traces), { Export: this.handler('traces') });
+    server.addService(serviceDefinition(EXPORT_METHODS.logs), { Export: this.handler('logs') });
+    const address = formatHostPort(parsed.host, parsed.port);
+    this.port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
+        if (!err) return resolve(port);
+        const text = err.message;
+        const why = /EADDRINUSE/.test(text)
+          ? 'the address is already in use'
+          : /EACCES/.test(text)
+            ? 'permission denied (ports below 1024 need privileges)'
+            : /EADDRNOTAVAIL/.test(text)
+              ? 'the address is not available on this host'
+              : text;
+        reject(
+          new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}' could not listen for OTLP/gRPC on ${endpoint}: ${why}; change protocols.grpc.endpoint of receiver '${id}'`, {
+            cause: err,
+          }),
+        );
+      });
+    });
+    this.host = parsed.host;
+    this.server = server;
+    this.options.logger.info('OTLP/gRPC receiver listening', { endpoint: formatHostPort(parsed.host, this.port) });
+  }
+
+  /** The bound address, once started. */
+  address(): { host: string; port: number } | undefined {
+    if (!this.server || this.port === undefined || this.host === undefined) return undefined;
+    return { host: this.host, port: this.port };
+  }
+
+  /** Stops accepting, lets in-flight calls finish (bounded), then cancels the rest. Idempotent. */
+  shutdown(): Promise<void> {
+    this.closing ??= this.close();
+    return this.closing;
+  }
+
+  private async close(): Promise<void> {
+    this.stopping = true;
+    const server = this.server;
+    if (!server) return;
+    const grace = this.options.shutdownGraceMs ?? GRPC_SHUTDOWN_GRACE_MS;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, grace);
+      timer.unref();
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * Counts every call to an export method, and every call that ends without an OK status: the
+   * refusals vigil's handler sends, and the ones gRPC sends itself before the handler runs (a
+   * message over the size limit, a bad compression), which only end the call (onCancel).
+   */
+  private countingInterceptor(): ServerInterceptor {
+    return (method, call) => {
+      const signal = SIGNAL_OF_METHOD.get(method.path);
+      if (!signal) return new ServerInterceptingCall(call);
+      const { counters } = this.options;
+      counters.add(signal, 'grpc', { requests: 1 });
+      let ended = false;
+      const end = (ok: boolean) => {
+        if (ended) return;
+        ended = true;
+        if (!ok) counters.add(signal, 'grpc', { refused: 1 });
+      };
+      return new ServerInterceptingCall(call, {
+        start: (next) => next({ onCancel: () => end(false) }),
+        sendStatus: (status, next) => {
+          end(status.code === GrpcStatus.OK);
+          next(status);
+        },
+      });
+    };
+  }
+
+  private handler(signal: Signal) {
+    return (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): void => {
+      this.export(signal, call).then(
+        (response) => callback(null, response),
+        (err: unknown) => callback(this.statusOf(signal, err)),
+      );
+    };
+  }
+
+  private async export(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>): Promise<Buffer> {
+    const { id, consumers, counters } = this.options;
+    if (this.stopping) throw new Refused(GrpcStatus.UNAVAILABLE, `receiver '${id}' is shutting down`, GRPC_RETRY_AFTER_SECONDS);
+    if (this.expectedToken && !this.authorized(call.metadata)) {
+      throw new Refused(GrpcStatus.UNAUTHENTICATED, 'missing or wrong bearer token (metadata authorization: Bearer <token>)');
+    }
+    const consumer = consumers[signal];
+    if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
+    let input: DecodedSignal;
+    try {
+      input =
+        signal === 'traces'
+          ? { signal, decoded: decodeTracesProtobuf(call.request, { skipUnremarkable: true }) }
+          : { signal, decoded: decodeLogsProtobuf(call.request) };
+    } catch (err) {
+      if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
+      throw err;
+    }
+    let outcome;
+    try {
+      outcome = await exportDecoded(input, consumer, counters, 'grpc', { now: this.options.now });
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (refusal.reason === 'backpressure') throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, refusal.message, GRPC_RETRY_AFTER_SECONDS);
+      if (refusal.reason === 'unavailable') throw new Refused(GrpcStatus.UNAVAILABLE, refusal.message, GRPC_RETRY_AFTER_SECONDS);
+      throw new Refused(GrpcStatus.INTERNAL, refusal.message);
+    }
+    if (outcome.rejected > 0) {
+      this.options.logger.warn('OTLP export partially rejected', { signal, protocol: 'grpc', rejected: outcome.rejected, reason: outcome.errorMessage.slice(0, 500) });
+    }
+    return encodeExportResponse(outcome.rejected, outcome.errorMessage);
+  }
+
+  /** The status of a refused call, with a google.rpc.Status (and RetryInfo) in `grpc-status-details-bin`. */
+  private statusOf(signal: Signal, err: unknown): Partial<StatusObject> {
+    const refused = err instanceof Refused ? err : new Refused(GrpcStatus.INTERNAL, `internal error: ${errorMessage(err)}`);
+    this.options.logger.warn('OTLP/gRPC request refused', { code: GrpcStatus[refused.code], signal, reason: refused.message });
+    const metadata = new Metadata();
+    metadata.set('grpc-status-details-bin', encodeStatus(refused.code, refused.message, refused.retryAfterSeconds));
+    return { code: refused.code, details: refused.message, metadata };
+  }
+
+  /** Constant-time comparison of hashes, so neither the token nor its length leaks through timing. */
+  private authorized(metadata: Metadata): boolean {
+    const values = metadata.get('authorization');
+    const header = values.length === 1 && typeof values[0] === 'string' ? values[0] : '';
+    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    const given = sha256(m ? m[1]! : '');
+    return timingSafeEqual(given, this.expectedToken!) && m !== null;
+  }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+function formatHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}

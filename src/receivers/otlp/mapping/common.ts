@@ -1,0 +1,172 @@
+/**
+ * What span, log and agent-event mapping share: reading attributes, the event context (partition,
+ * service, revision), exception evidence, and the reference payload shapes the classifier reads
+ * (DESIGN 3.1): failed executions, stderr of successful ones, tool results, model-request failures.
+ */
+import type { AgentEvent, Evidence } from '../../../model/event.ts';
+import type { AttributeValue, Attributes } from '../normalized.ts';
+
+/** The partition of records that name no session, conversation or service instance. */
+export const DEFAULT_PARTITION = 'default';
+/** The service of records whose resource has no `service.name` (the OpenTelemetry default). */
+export const UNKNOWN_SERVICE = 'unknown_service';
+
+/**
+ * Session keys in the order they decide the partition, each read on the record and then on its
+ * resource: OpenTelemetry `session.id`, GenAI `gen_ai.conversation.id`, Codex's `conversation.id`,
+ * MCP's `mcp.session.id`. A resource's `service.instance.id` (one agent process, which may hold
+ * many sessions) comes after all of them.
+ */
+export const SESSION_KEYS: readonly string[] = ['session.id', 'gen_ai.conversation.id', 'conversation.id', 'mcp.session.id'];
+
+/** An event without its kind, payload and evidence: identity and context. */
+export type EventBase = Omit<AgentEvent, 'kind' | 'payload' | 'evidence'>;
+
+/** An attribute as non-empty text: strings as they are, numbers and booleans printed. */
+export function text(v: AttributeValue | undefined): string | undefined {
+  if (typeof v === 'string') return v === '' ? undefined : v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+/** The first of `keys` that `attrs` has as text. */
+export function firstText(attrs: Attributes, keys: readonly string[]): string | undefined {
+  for (const key of keys) {
+    const v = text(attrs[key]);
+    if (v !== undefined) return v;
+  }
+  return undefined;
+}
+
+/** An integer attribute (a number, or a string of digits as agent CLIs send them). */
+export function integer(v: AttributeValue | undefined): number | undefined {
+  if (typeof v === 'number' && Number.isInteger(v)) return v;
+  if (typeof v === 'string' && /^-?\d{1,15}$/.test(v.trim())) return Number(v.trim());
+  return undefined;
+}
+
+/** A boolean attribute: true/false, or the strings "true"/"false" that agent CLIs send. */
+export function flag(v: AttributeValue | undefined): boolean | undefined {
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'string') {
+    const t = v.trim().toLowerCase();
+    if (t === 'true') return true;
+    if (t === 'false') return false;
+  }
+  return undefined;
+}
+
+/** Partition, service and revision: the record's own attributes first, then its resource's. */
+export function contextOf(record: Attributes, resource: Attributes): { partition: string; service: string; revision: string | undefined } {
+  let partition: string | undefined;
+  for (const key of SESSION_KEYS) {
+    partition = text(record[key]) ?? text(resource[key]);
+    if (partition !== undefined) break;
+  }
+  return {
+    partition: partition ?? text(resource['service.instance.id']) ?? DEFAULT_PARTITION,
+    service: text(resource['service.name']) ?? UNKNOWN_SERVICE,
+    revision: text(record['vigil.revision']) ?? text(record['service.version']) ?? text(resource['vigil.revision']) ?? text(resource['service.version']),
+  };
+}
+
+export type ExceptionEvidence = Pick<Evidence, 'exceptionType' | 'exceptionMessage' | 'stacktrace'>;
+
+/** `exception.type`, `exception.message` and `exception.stacktrace` of a span event or log record. */
+export function exceptionOf(attrs: Attributes): ExceptionEvidence {
+  return compact({
+    exceptionType: text(attrs['exception.type']),
+    exceptionMessage: text(attrs['exception.message']),
+    stacktrace: text(attrs['exception.stacktrace']),
+  });
+}
+
+/** The stacktrace (a Python one ends with its `Type: message` line), else `Type: message`. */
+export function exceptionTextOf(e: ExceptionEvidence): string | undefined {
+  if (e.stacktrace && e.stacktrace.trim() !== '') return e.stacktrace;
+  if (e.exceptionType && e.exceptionMessage) return `${e.exceptionType}: ${e.exceptionMessage}`;
+  return e.exceptionType ?? e.exceptionMessage;
+}
+
+/** A failed execution (ExecutionFailure by the reference rules, signature from `error`). */
+export function failedExecution(error: string): Record<string, unknown> {
+  return { state: 'error', outcome: { error, output: [] } };
+}
+
+/** A successful execution that wrote `text` to stderr (RecoveredError, StderrWarning or Uncertain). */
+export function stderrOutput(text: string): Record<string, unknown> {
+  return { state: 'ok', outcome: { output: [{ name: 'stderr', text }] } };
+}
+
+/** A tool result in the reference shape (`tool.result` with `type: tool_result`). */
+export interface ToolResult {
+  status: 'error' | 'skipped' | 'ok';
+  error?: string;
+  content?: string;
+  reason?: string;
+  tool_name?: string;
+  call_id?: string;
+}
+
+export function toolResultPayload(result: ToolResult): Record<string, unknown> {
+  return compact({ type: 'tool_result', ...result });
+}
+
+/**
+ * A failed model request, for the classifier (a failed execution whose error is the provider's
+ * text) and for the provider watchdog (`model_request`, DESIGN 3.4). Unknown fields are null so
+ * the shape is stable.
+ */
+export interface ModelRequestFailure {
+  provider: string | undefined;
+  model: string | undefined;
+  errorType: string | undefined;
+  httpStatus: number | undefined;
+  error: string;
+  attempt?: number | undefined;
+  requestId?: string | undefined;
+}
+
+export function modelRequestPayload(f: ModelRequestFailure): Record<string, unknown> {
+  const modelRequest: Record<string, unknown> = {
+    provider: f.provider ?? null,
+    model: f.model ?? null,
+    error_type: f.errorType ?? null,
+    http_status: f.httpStatus ?? null,
+    error: f.error,
+  };
+  if (f.attempt !== undefined) modelRequest.attempt = f.attempt;
+  if (f.requestId !== undefined) modelRequest.request_id = f.requestId;
+  return { ...failedExecution(f.error), model_request: modelRequest };
+}
+
+/**
+ * The HTTP status of a provider error: the attribute when present, else the status the SDKs put
+ * at the start of their messages (TypeScript `429 {...}`, Python `Error code: 429 - {...}`).
+ */
+export function httpStatusOf(attribute: AttributeValue | undefined, message: string | undefined): number | undefined {
+  const fromAttribute = integer(attribute);
+  if (fromAttribute !== undefined) return fromAttribute;
+  if (message === undefined) return undefined;
+  const m = /^\s*(?:Error code:\s*)?([1-5]\d\d)\b/.exec(message);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** An event with its fields in reading order (id, kind, payload, context, evidence), undefined fields dropped. */
+export function agentEvent(base: EventBase, kind: string, payload: Record<string, unknown>, evidence?: Evidence): AgentEvent {
+  const { eventId, ...context } = base;
+  const event: AgentEvent = { eventId, kind, payload, ...context, evidence: evidence && compact(evidence) };
+  compact(event);
+  if (event.evidence && Object.keys(event.evidence).length === 0) delete event.evidence;
+  return event;
+}
+
+export function isPlainObject(v: unknown): v is Record<string, AttributeValue> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Deletes the keys whose value is undefined; returns the same object. */
+export function compact<T extends object>(o: T): T {
+  for (const k of Object.keys(o) as Array<keyof T>) if (o[k] === undefined) delete o[k];
+  return o;
+}

@@ -1,0 +1,150 @@
+/**
+ * Spans → AgentEvents, following the OpenTelemetry GenAI semantic conventions (operation from
+ * `gen_ai.operation.name`, else the first word of the span name) and a few older shapes still sent
+ * by instrumentations (Vercel AI SDK `ai.toolCall` / `ai.*.doGenerate`, OpenInference span kinds):
+ *
+ * - `execute_tool`: a `tool.result` whose status is `error` when the span's status is ERROR or it
+ *   recorded an exception event; successful tool calls are not relevant.
+ * - `chat`, `text_completion`, `generate_content`, `embeddings`: a failed model request when the
+ *   status is ERROR or `error.type` is set, carrying the provider's error text and
+ *   `payload.model_request`; successful requests are not relevant.
+ * - `invoke_agent`: the turn (its trace id is the turn of every event of the trace); the span itself
+ *   only matters when it failed.
+ * - any other span: a failed execution when its status is ERROR; with an exception event but no
+ *   error status, a recovered error (stderr of a successful execution); otherwise not relevant.
+ */
+import type { AgentEvent } from '../../../model/event.ts';
+import type { NormalizedSpan, NormalizedTraces } from '../normalized.ts';
+import {
+  agentEvent,
+  compact,
+  contextOf,
+  exceptionOf,
+  exceptionTextOf,
+  failedExecution,
+  firstText,
+  httpStatusOf,
+  modelRequestPayload,
+  stderrOutput,
+  text,
+  toolResultPayload,
+} from './common.ts';
+import type { EventBase } from './common.ts';
+
+const STATUS_CODE_ERROR = 2;
+
+/** GenAI operations vigil distinguishes. */
+type Operation = 'execute_tool' | 'model_request' | 'invoke_agent' | 'other';
+
+const MODEL_OPERATIONS = new Set(['chat', 'text_completion', 'generate_content', 'embeddings']);
+/** Vercel AI SDK (before v7) provider-call spans: `ai.generateText.doGenerate`, `ai.streamText.doStream`, `ai.embed.doEmbed`, ... */
+const VERCEL_PROVIDER_CALL = /^ai\.[A-Za-z]+\.do(Generate|Stream|Embed)$/;
+const OPENINFERENCE_KINDS: Record<string, Operation> = { TOOL: 'execute_tool', LLM: 'model_request', EMBEDDING: 'model_request', AGENT: 'invoke_agent' };
+
+const TOOL_NAME_KEYS = ['gen_ai.tool.name', 'ai.toolCall.name', 'tool.name'];
+/** `gen_ai.tool.call.id`, Gemini CLI's deprecated `gen_ai.tool.call_id`, Vercel's `ai.toolCall.id`. */
+const TOOL_CALL_ID_KEYS = ['gen_ai.tool.call.id', 'gen_ai.tool.call_id', 'ai.toolCall.id', 'tool_call.id'];
+/** `gen_ai.provider.name`, the deprecated `gen_ai.system`, Vercel's `ai.model.provider`, OpenInference's `llm.provider`/`llm.system`. */
+const PROVIDER_KEYS = ['gen_ai.provider.name', 'gen_ai.system', 'ai.model.provider', 'llm.provider', 'llm.system'];
+const MODEL_KEYS = ['gen_ai.request.model', 'gen_ai.response.model', 'ai.model.id', 'llm.model_name'];
+const HTTP_STATUS_KEYS = ['http.response.status_code', 'http.status_code'];
+const TOOL_RESULT_KEYS = ['gen_ai.tool.call.result', 'ai.toolCall.result', 'output.value'];
+
+/** The event a span becomes, or undefined when the chain does not need it. */
+export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () => number): AgentEvent | undefined {
+  const isError = span.status.code === STATUS_CODE_ERROR;
+  const exception = lastException(span);
+  const errorType = text(span.attributes['error.type']);
+  // The cheap relevance test: most spans end here (the decoders' skipUnremarkable applies it
+  // before building spans at all; see isRemarkableSpan).
+  if (!isError && !exception && errorType === undefined) return undefined;
+  const operation = operationOf(span);
+  if (!isError && !exception && operation !== 'model_request') return undefined;
+
+  const exceptionEvidence = exception ? exceptionOf(exception) : {};
+  const statusMessage = span.status.message || undefined;
+  const evidence = compact({ ...exceptionEvidence, errorType, statusMessage });
+  const base: EventBase = {
+    eventId: `${span.traceId}:${span.spanId}`,
+    ...contextOf(span.attributes, group.resource),
+    time: Math.floor(span.endTimeMs ?? span.startTimeMs ?? now()),
+    operation: span.name || text(span.attributes['gen_ai.tool.name']),
+    traceId: span.traceId,
+    spanId: span.spanId,
+    turnId: span.traceId,
+    source: 'otlp.traces',
+  };
+
+  switch (operation) {
+    case 'execute_tool': {
+      const error = exceptionTextOf(exceptionEvidence) ?? statusMessage ?? errorType ?? '';
+      const payload = toolResultPayload({
+        status: 'error',
+        error,
+        content: firstText(span.attributes, TOOL_RESULT_KEYS),
+        tool_name: toolNameOf(span),
+        call_id: firstText(span.attributes, TOOL_CALL_ID_KEYS),
+      });
+      return agentEvent(base, 'tool.result', payload, evidence);
+    }
+    case 'model_request': {
+      if (!isError && errorType === undefined) break; // an exception the request recovered from
+      const error = statusMessage ?? exceptionEvidence.exceptionMessage ?? errorType ?? exceptionEvidence.exceptionType ?? '';
+      const payload = modelRequestPayload({
+        provider: firstText(span.attributes, PROVIDER_KEYS) ?? firstText(group.resource, PROVIDER_KEYS),
+        model: firstText(span.attributes, MODEL_KEYS),
+        errorType: errorType ?? exceptionEvidence.exceptionType,
+        httpStatus: httpStatusOf(firstHttpStatus(span), error),
+        error,
+      });
+      return agentEvent(base, 'execution.completed', payload, evidence);
+    }
+    case 'invoke_agent':
+      if (!isError) return undefined;
+      break;
+    case 'other':
+      break;
+  }
+
+  const exceptionText = exceptionTextOf(exceptionEvidence);
+  if (isError) return agentEvent(base, 'execution.completed', failedExecution(exceptionText ?? statusMessage ?? errorType ?? ''), evidence);
+  // An exception recorded on a span that still succeeded: the agent recovered from it.
+  if (exceptionText) return agentEvent(base, 'execution.completed', stderrOutput(exceptionText), evidence);
+  return undefined;
+}
+
+/** The GenAI operation of a span: `gen_ai.operation.name`, else the span name's first word, else an older convention. */
+function operationOf(span: NormalizedSpan): Operation {
+  const named = text(span.attributes['gen_ai.operation.name']) ?? span.name.slice(0, nameEnd(span.name));
+  if (named === 'execute_tool') return 'execute_tool';
+  if (named === 'invoke_agent') return 'invoke_agent';
+  if (MODEL_OPERATIONS.has(named)) return 'model_request';
+  if (span.name === 'ai.toolCall') return 'execute_tool';
+  if (VERCEL_PROVIDER_CALL.test(span.name)) return 'model_request';
+  const kind = text(span.attributes['openinference.span.kind']);
+  return (kind && OPENINFERENCE_KINDS[kind.toUpperCase()]) || 'other';
+}
+
+function nameEnd(name: string): number {
+  const space = name.indexOf(' ');
+  return space < 0 ? name.length : space;
+}
+
+/** The attributes of the span's last `exception` event. */
+function lastException(span: NormalizedSpan) {
+  for (let i = span.events.length - 1; i >= 0; i--) {
+    if (span.events[i]!.name === 'exception') return span.events[i]!.attributes;
+  }
+  return undefined;
+}
+
+function toolNameOf(span: NormalizedSpan): string | undefined {
+  const named = firstText(span.attributes, TOOL_NAME_KEYS);
+  if (named) return named;
+  return span.name.startsWith('execute_tool ') ? span.name.slice('execute_tool '.length).trim() || undefined : undefined;
+}
+
+function firstHttpStatus(span: NormalizedSpan) {
+  for (const key of HTTP_STATUS_KEYS) if (span.attributes[key] !== undefined) return span.attributes[key];
+  return undefined;
+}

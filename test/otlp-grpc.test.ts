@@ -1,0 +1,305 @@
+/**
+ * OTLP/gRPC: a raw @grpc/grpc-js client (bytes in, bytes out) against the receiver, with requests
+ * encoded by the independent 0.214 codec. The SDK exporters over gRPC are in otlp-sdk.test.ts.
+ */
+import { test, describe, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { Metadata, credentials, makeGenericClientConstructor, status as GrpcStatus } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
+import type { IngestConsumer, Signal } from '../src/component.ts';
+import { VigilError, isVigilError } from '../src/errors.ts';
+import { memoryLogger } from '../src/logger.ts';
+import type { AgentEvent } from '../src/model/event.ts';
+import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
+import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
+import { EXPORT_METHODS } from '../src/receivers/otlp/grpc.ts';
+import { RETRY_INFO_TYPE_URL } from '../src/receivers/otlp/protobuf.ts';
+
+const otlp = (root0214 as any).opentelemetry.proto;
+const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
+const LogsRequest = otlp.collector.logs.v1.ExportLogsServiceRequest;
+const TRACE_ID = '5b8efff798038103d269b633813fc60c';
+const TOKEN = 'grpc-s3cret';
+const hex = (h: string) => Buffer.from(h, 'hex');
+
+/** google.rpc.Status and RetryInfo, with a schema of our own (field numbers from the spec). */
+const rpc = protobuf.Root.fromJSON({
+  nested: {
+    Status: { fields: { code: { type: 'int32', id: 1 }, message: { type: 'string', id: 2 }, details: { rule: 'repeated', type: 'Any', id: 3 } } },
+    Any: { fields: { typeUrl: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+    RetryInfo: { fields: { retryDelay: { type: 'Duration', id: 1 } } },
+    Duration: { fields: { seconds: { type: 'int64', id: 1 }, nanos: { type: 'int32', id: 2 } } },
+  },
+});
+
+const errorSpan = (id: string, message = 'ValueError: bad input') => ({
+  traceId: hex(TRACE_ID),
+  spanId: hex(id),
+  name: 'run job',
+  endTimeUnixNano: '1700000000000000000',
+  status: { code: 2, message },
+});
+const tracesRequest = (spans: object[]) =>
+  Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] }, scopeSpans: [{ spans }] }] })).finish());
+const logsRequest = (body: string, severityNumber = 17) =>
+  Buffer.from(LogsRequest.encode(LogsRequest.fromObject({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: '1700000000000000000', severityNumber, body: { stringValue: body } }] }] }] })).finish());
+
+const identity = (b: Buffer) => b;
+const method = (path: string) => ({ path, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity });
+const Client = makeGenericClientConstructor({ traces: method(EXPORT_METHODS.traces), logs: method(EXPORT_METHODS.logs) }, 'OtlpExport');
+
+interface Harness {
+  receiver: OtlpReceiver;
+  events: AgentEvent[];
+  call: (signal: Signal, body: Buffer, options?: { token?: string; gzip?: boolean }) => Promise<{ response?: Buffer; error?: ServiceError }>;
+  stop: () => Promise<void>;
+}
+
+const collecting = (events: AgentEvent[]): IngestConsumer => async (batch) => {
+  events.push(...batch);
+  return { appended: batch.length, duplicates: 0 };
+};
+
+async function startReceiver(opts: { config?: Partial<OtlpReceiverConfig>; consumers?: Partial<Record<Signal, IngestConsumer>> } = {}): Promise<Harness> {
+  const events: AgentEvent[] = [];
+  const config: OtlpReceiverConfig = { protocols: { grpc: { endpoint: '127.0.0.1:0' } }, max_request_body_size: 1024 * 1024, ...opts.config };
+  const receiver = createOtlpReceiver({ id: 'otlp', logger: memoryLogger(), consumers: opts.consumers ?? { traces: collecting(events), logs: collecting(events) } }, config, {
+    shutdownGraceMs: 1000,
+  });
+  await receiver.start();
+  const target = `127.0.0.1:${receiver.grpcAddress()!.port}`;
+  const plain = new Client(target, credentials.createInsecure()) as any;
+  const gzip = new Client(target, credentials.createInsecure(), { 'grpc.default_compression_algorithm': 2 }) as any;
+  return {
+    receiver,
+    events,
+    call: (signal, body, options = {}) =>
+      new Promise((resolve) => {
+        const metadata = new Metadata();
+        if (options.token !== undefined) metadata.set('authorization', `Bearer ${options.token}`);
+        (options.gzip ? gzip : plain)[signal](body, metadata, (error: ServiceError | null, response: Buffer) => resolve(error ? { error } : { response }));
+      }),
+    stop: async () => {
+      plain.close();
+      gzip.close();
+      await receiver.shutdown();
+    },
+  };
+}
+
+function retryDelaySeconds(error: ServiceError): number | undefined {
+  const [details] = error.metadata.get('grpc-status-details-bin');
+  if (!details) return undefined;
+  const status = rpc.lookupType('Status').decode(details as Buffer) as any;
+  assert.equal(status.code, error.code);
+  const retry = status.details.find((d: any) => d.typeUrl === RETRY_INFO_TYPE_URL);
+  return retry ? Number((rpc.lookupType('RetryInfo').decode(retry.value) as any).retryDelay.seconds) : undefined;
+}
+
+describe('OTLP/gRPC receiver: accepting', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startReceiver();
+  });
+  after(() => h.stop());
+
+  test('TraceService/Export and LogsService/Export accept, map and answer with an empty response', async () => {
+    const traces = await h.call('traces', tracesRequest([errorSpan('0000000000000001'), { ...errorSpan('0000000000000002'), status: { code: 1 } }]));
+    assert.equal(traces.error, undefined);
+    assert.equal(traces.response!.length, 0);
+    const logs = await h.call('logs', logsRequest('Traceback (most recent call last):\nZeroDivisionError: division by zero'), { gzip: true });
+    assert.equal(logs.error, undefined);
+    assert.deepEqual(
+      h.events.map((e) => [e.source, e.kind]),
+      [
+        ['otlp.traces', 'execution.completed'],
+        ['otlp.logs', 'execution.completed'],
+      ],
+    );
+    const stats = h.receiver.stats();
+    assert.deepEqual([stats.traces.protocols.grpc.requests, stats.traces.protocols.grpc.accepted, stats.traces.protocols.grpc.irrelevant], [1, 2, 1]);
+    assert.deepEqual([stats.logs.protocols.grpc.requests, stats.logs.protocols.grpc.accepted], [1, 1]);
+    assert.equal(stats.traces.protocols['http-json'].requests, 0);
+  });
+
+  test('a record with a wrong wire type → OK with partial_success; the rest accepted', async () => {
+    const good = tracesRequest([errorSpan('0000000000000003')]);
+    const badSpan = Buffer.concat([Buffer.from([0x0a, 16]), hex(TRACE_ID), Buffer.from([0x12, 8]), hex('0000000000000004'), Buffer.from([0x28, 0x07])]);
+    const scopeSpans = Buffer.concat([Buffer.from([0x12, badSpan.length]), badSpan]);
+    const body = Buffer.concat([good, Buffer.from([0x0a, scopeSpans.length + 2, 0x12, scopeSpans.length]), scopeSpans]);
+    const { response, error } = await h.call('traces', body);
+    assert.equal(error, undefined);
+    const decoded = otlp.collector.trace.v1.ExportTraceServiceResponse.decode(response);
+    assert.equal(Number(decoded.partialSuccess.rejectedSpans), 1);
+    assert.match(decoded.partialSuccess.errorMessage, /spans\[0\]\.name: wire type VARINT/);
+    assert.equal(h.events.at(-1)!.spanId, '0000000000000003');
+    assert.equal(h.receiver.stats().traces.protocols.grpc.rejected, 1);
+  });
+});
+
+describe('OTLP/gRPC receiver: refusals', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startReceiver({ config: { max_request_body_size: 64 * 1024 } });
+  });
+  after(() => h.stop());
+
+  test('a truncated protobuf → INVALID_ARGUMENT naming the problem', async () => {
+    const body = tracesRequest([errorSpan('0000000000000001')]);
+    const { error } = await h.call('traces', body.subarray(0, body.length - 5));
+    assert.equal(error?.code, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(error!.details, /not a valid protobuf ExportTraceServiceRequest: truncated/);
+  });
+
+  test('a message over max_request_body_size → RESOURCE_EXHAUSTED', async () => {
+    const { error } = await h.call('logs', logsRequest('x'.repeat(100 * 1024)));
+    assert.equal(error?.code, GrpcStatus.RESOURCE_EXHAUSTED);
+  });
+
+  test('a gzip bomb → RESOURCE_EXHAUSTED quickly, without inflating it all', async () => {
+    const started = performance.now();
+    const { error } = await h.call('logs', Buffer.alloc(32 * 1024 * 1024), { gzip: true });
+    assert.equal(error?.code, GrpcStatus.RESOURCE_EXHAUSTED);
+    assert.match(error!.details, /decompresses to a size larger than 65536/);
+    assert.ok(performance.now() - started < 3000);
+    assert.equal(h.events.length, 0);
+  });
+
+  test('refusals are counted per signal, including the ones gRPC answers itself', () => {
+    const stats = h.receiver.stats();
+    assert.deepEqual([stats.traces.protocols.grpc.requests, stats.traces.protocols.grpc.refused], [1, 1]);
+    assert.deepEqual([stats.logs.protocols.grpc.requests, stats.logs.protocols.grpc.refused], [2, 2]);
+  });
+
+  test('a signal no pipeline consumes → UNIMPLEMENTED saying so', async () => {
+    const only = await startReceiver({ consumers: { traces: collecting([]) } });
+    try {
+      const { error } = await only.call('logs', logsRequest('x'));
+      assert.equal(error?.code, GrpcStatus.UNIMPLEMENTED);
+      assert.match(error!.details, /no pipeline consumes logs from receiver 'otlp'/);
+    } finally {
+      await only.stop();
+    }
+  });
+
+  for (const [code, grpcCode] of [
+    ['VIGIL_INGEST_BACKPRESSURE', GrpcStatus.RESOURCE_EXHAUSTED],
+    ['VIGIL_STORE_UNAVAILABLE', GrpcStatus.UNAVAILABLE],
+  ] as const) {
+    test(`${code} → ${GrpcStatus[grpcCode]} with a RetryInfo in the status details`, async () => {
+      const refusing = await startReceiver({
+        consumers: {
+          logs: async () => {
+            throw new VigilError(code, 'not now', { transient: true });
+          },
+        },
+      });
+      try {
+        const { error } = await refusing.call('logs', logsRequest('Error: boom'));
+        assert.equal(error?.code, grpcCode);
+        assert.match(error!.details, /retry later/);
+        assert.equal(retryDelaySeconds(error!), 1);
+        assert.deepEqual([refusing.receiver.stats().logs.refused, refusing.receiver.stats().logs.accepted], [1, 0]);
+      } finally {
+        await refusing.stop();
+      }
+    });
+  }
+
+  test('a consumer failure that is not transient → INTERNAL, and the server keeps serving', async () => {
+    const failing = await startReceiver({ consumers: { logs: async () => Promise.reject(new Error('bug')) } });
+    try {
+      const { error } = await failing.call('logs', logsRequest('Error: boom'));
+      assert.equal(error?.code, GrpcStatus.INTERNAL);
+      assert.equal(retryDelaySeconds(error!), undefined);
+    } finally {
+      await failing.stop();
+    }
+    const { error } = await h.call('logs', logsRequest('Error: still serving'));
+    assert.equal(error, undefined);
+  });
+});
+
+describe('OTLP/gRPC receiver: bearer token', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startReceiver({ config: { auth: { bearer_token: TOKEN } } });
+  });
+  after(() => h.stop());
+
+  test('missing or wrong token → UNAUTHENTICATED; the right one → OK', async () => {
+    const missing = await h.call('logs', logsRequest('Error: boom'));
+    assert.equal(missing.error?.code, GrpcStatus.UNAUTHENTICATED);
+    for (const token of ['wrong', `${TOKEN}x`, '']) {
+      const { error } = await h.call('logs', logsRequest('Error: boom'), { token });
+      assert.equal(error?.code, GrpcStatus.UNAUTHENTICATED, token);
+    }
+    const ok = await h.call('logs', logsRequest('Error: boom'), { token: TOKEN });
+    assert.equal(ok.error, undefined);
+    assert.equal(h.events.length, 1);
+  });
+});
+
+describe('OTLP/gRPC receiver: lifecycle', () => {
+  test('a port in use → start() rejects with VIGIL_LISTEN_FAILED naming the endpoint and protocols.grpc.endpoint', async () => {
+    const first = await startReceiver();
+    const port = first.receiver.grpcAddress()!.port;
+    const second = createOtlpReceiver(
+      { id: 'otlp/second', logger: memoryLogger(), consumers: {} },
+      { protocols: { grpc: { endpoint: `127.0.0.1:${port}` } }, max_request_body_size: 1024 },
+    );
+    try {
+      await assert.rejects(second.start(), (err: unknown) => {
+        assert.ok(isVigilError(err, 'VIGIL_LISTEN_FAILED'));
+        assert.match(err.message, new RegExp(`OTLP/gRPC on 127\\.0\\.0\\.1:${port}`));
+        assert.match(err.message, /otlp\/second/);
+        assert.match(err.message, /already in use/);
+        assert.match(err.message, /protocols\.grpc\.endpoint/);
+        return true;
+      });
+    } finally {
+      await second.shutdown();
+      await first.stop();
+    }
+  });
+
+  test('when gRPC cannot listen, the HTTP server that started is closed again', async () => {
+    const first = await startReceiver();
+    const port = first.receiver.grpcAddress()!.port;
+    const both = createOtlpReceiver(
+      { id: 'otlp', logger: memoryLogger(), consumers: {} },
+      { protocols: { http: { endpoint: '127.0.0.1:0' }, grpc: { endpoint: `127.0.0.1:${port}` } }, max_request_body_size: 1024 },
+    );
+    try {
+      await assert.rejects(both.start(), /protocols\.grpc\.endpoint/);
+      assert.equal(both.address(), undefined);
+    } finally {
+      await both.shutdown();
+      await first.stop();
+    }
+  });
+
+  test('shutdown lets an in-flight call finish, then refuses; it is idempotent', async () => {
+    let release!: () => void;
+    const h = await startReceiver({
+      consumers: {
+        logs: () =>
+          new Promise((resolve) => {
+            release = () => resolve({ appended: 1, duplicates: 0 });
+          }),
+      },
+    });
+    const pending = h.call('logs', logsRequest('Error: boom'));
+    while (!release) await new Promise((r) => setTimeout(r, 5));
+    const stopping = h.receiver.shutdown();
+    const again = h.receiver.shutdown();
+    setTimeout(() => release(), 50);
+    assert.equal((await pending).error, undefined);
+    await Promise.all([stopping, again]);
+    const after = await h.call('logs', logsRequest('Error: boom'));
+    assert.ok(after.error, 'a call after shutdown fails');
+    await h.stop();
+  });
+});
