@@ -38,6 +38,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
     counters,
     shutdownGraceMs: options.shutdownGraceMs,
     now: options.now,
+    forward: settings.forward ?? {},
   };
   const httpEndpoint = httpEndpointOf(config);
   const http = httpEndpoint === undefined ? undefined : new OtlpHttpServer({ ...common, endpoint: httpEndpoint, maxBodySize: config.max_request_body_size });

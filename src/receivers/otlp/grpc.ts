@@ -50,6 +50,8 @@ export interface OtlpGrpcServerOptions {
   counters: OtlpCounters;
   shutdownGraceMs?: number;
   now?: () => number;
+  /** Signals forwarded downstream: every record is kept (not only the relevant ones). */
+  forward?: Partial<Record<Signal, boolean>>;
 }
 
 /** A refusal decided by vigil: a gRPC status code and message, with RetryInfo when retrying helps. */
@@ -205,7 +207,7 @@ export class OtlpGrpcServer {
     try {
       input =
         signal === 'traces'
-          ? { signal, decoded: decodeTracesProtobuf(call.request, { skipUnremarkable: true }) }
+          ? { signal, decoded: decodeTracesProtobuf(call.request, { skipUnremarkable: this.options.forward?.traces !== true }) }
           : { signal, decoded: decodeLogsProtobuf(call.request) };
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
@@ -213,7 +215,7 @@ export class OtlpGrpcServer {
     }
     let outcome;
     try {
-      outcome = await exportDecoded(input, consumer, counters, 'grpc', { now: this.options.now });
+      outcome = await exportDecoded(input, consumer, counters, 'grpc', { now: this.options.now, forward: this.options.forward?.[signal] === true });
     } catch (err) {
       const refusal = refusalOf(err);
       if (refusal.reason === 'backpressure') throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, refusal.message, GRPC_RETRY_AFTER_SECONDS);

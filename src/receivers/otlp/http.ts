@@ -23,6 +23,7 @@ import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpCounters, OtlpProtocol } from './ingest.ts';
 import { decodeLogsJson, decodeTracesJson } from './json.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
+import type { DecodedLogs, DecodedTraces } from './normalized.ts';
 
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -44,9 +45,9 @@ const PROTOCOLS: Record<Encoding, OtlpProtocol> = { json: 'http-json', protobuf:
  * Decoders by encoding and signal; each throws VIGIL_PAYLOAD_INVALID for a body it cannot read.
  * Spans that cannot be relevant are validated but not built (see TraceDecodeOptions).
  */
-const DECODERS: Record<Encoding, { [S in Signal]: (body: Buffer) => Extract<DecodedSignal, { signal: S }>['decoded'] }> = {
-  json: { traces: (body) => decodeTracesJson(body, { skipUnremarkable: true }), logs: decodeLogsJson },
-  protobuf: { traces: (body) => decodeTracesProtobuf(body, { skipUnremarkable: true }), logs: decodeLogsProtobuf },
+const DECODERS: Record<Encoding, { traces: (body: Buffer, skipUnremarkable: boolean) => DecodedTraces; logs: (body: Buffer) => DecodedLogs }> = {
+  json: { traces: (body, skipUnremarkable) => decodeTracesJson(body, { skipUnremarkable }), logs: decodeLogsJson },
+  protobuf: { traces: (body, skipUnremarkable) => decodeTracesProtobuf(body, { skipUnremarkable }), logs: decodeLogsProtobuf },
 };
 
 /** google.rpc.Code values used in Status bodies. */
@@ -82,6 +83,8 @@ export interface OtlpHttpServerOptions {
   counters: OtlpCounters;
   shutdownGraceMs?: number;
   now?: () => number;
+  /** Signals forwarded downstream: every record is kept (not only the relevant ones). */
+  forward?: Partial<Record<Signal, boolean>>;
 }
 
 /** A refusal decided while reading the request, answered with `status` and a Status body. */
@@ -210,14 +213,16 @@ export class OtlpHttpServer {
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
-        input = signal === 'traces' ? { signal, decoded: DECODERS[bodyEncoding].traces(body) } : { signal, decoded: DECODERS[bodyEncoding].logs(body) };
+        const forwarding = this.options.forward?.[signal] === true;
+        input =
+          signal === 'traces' ? { signal, decoded: DECODERS[bodyEncoding].traces(body, !forwarding) } : { signal, decoded: DECODERS[bodyEncoding].logs(body) };
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
         throw err;
       }
       let outcome: ExportOutcome;
       try {
-        outcome = await exportDecoded(input, consumer, counters, PROTOCOLS[bodyEncoding], { now: this.options.now });
+        outcome = await exportDecoded(input, consumer, counters, PROTOCOLS[bodyEncoding], { now: this.options.now, forward: this.options.forward?.[signal] === true });
       } catch (err) {
         const refusal = refusalOf(err);
         if (refusal.reason === 'backpressure') {

@@ -12,10 +12,13 @@
  * `stderr` item, or `tool.result` with `payload.type == "tool_result"` and a status. Structured
  * evidence (`exception.*`, `error.type`, status, severity) is kept beside it in `evidence`.
  */
-import type { AgentEvent } from '../../model/event.ts';
+import type { AgentEvent, EventSource } from '../../model/event.ts';
+import type { ForwardRecord } from '../../model/forward.ts';
+import { contextOf, text } from './mapping/common.ts';
 import { mapLog } from './mapping/logs.ts';
 import { mapSpan } from './mapping/spans.ts';
-import type { NormalizedLogs, NormalizedTraces } from './normalized.ts';
+import { logContentHash } from './mapping/logs.ts';
+import type { Attributes, NormalizedLogs, NormalizedTraces } from './normalized.ts';
 
 export { DEFAULT_PARTITION, SESSION_KEYS, UNKNOWN_SERVICE } from './mapping/common.ts';
 export { REFERENCE_KINDS, isErrorSeverity, logContentHash } from './mapping/logs.ts';
@@ -23,6 +26,12 @@ export { REFERENCE_KINDS, isErrorSeverity, logContentHash } from './mapping/logs
 export interface MapOptions {
   /** Clock for records that carry no timestamp at all; the record's own time is used otherwise. */
   now?: () => number;
+  /**
+   * The signal is forwarded downstream: each event carries its received record (`forward`), and
+   * records the chain does not need become `forwardOnly` events instead of being dropped. They
+   * still count as irrelevant.
+   */
+  forward?: boolean;
 }
 
 export interface MapResult {
@@ -43,7 +52,13 @@ export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptio
   const result = emptyResult();
   for (const group of groups) {
     group.spans.forEach((span, i) => {
-      collect(result, () => `span ${span.traceId}:${span.spanId} (#${i})`, () => mapSpan(span, group, now));
+      const record: ForwardRecord | undefined = options.forward ? { signal: 'traces', resource: group.resource, scope: group.scope, span } : undefined;
+      collect(
+        result,
+        () => `span ${span.traceId}:${span.spanId} (#${i})`,
+        () => mapSpan(span, group, now),
+        record && (() => forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs ?? now(), 'otlp.traces', record)),
+      );
     });
   }
   return result;
@@ -55,7 +70,15 @@ export function mapLogs(groups: readonly NormalizedLogs[], options: MapOptions =
   const result = emptyResult();
   for (const group of groups) {
     group.logs.forEach((log, i) => {
-      collect(result, () => `log record #${i}`, () => mapLog(log, group, now));
+      const record: ForwardRecord | undefined = options.forward ? { signal: 'logs', resource: group.resource, scope: group.scope, log } : undefined;
+      collect(
+        result,
+        () => `log record #${i}`,
+        () => mapLog(log, group, now),
+        record &&
+          (() =>
+            forwardOnly(text(log.attributes['log.record.uid']) ?? logContentHash(log, group.resource), log.attributes, group.resource, log.timeMs ?? log.observedTimeMs ?? now(), 'otlp.logs', record)),
+      );
     });
   }
   return result;
@@ -65,17 +88,29 @@ function emptyResult(): MapResult {
   return { events: [], relevant: 0, irrelevant: 0, rejected: 0, messages: [] };
 }
 
-function collect(result: MapResult, what: () => string, map: () => AgentEvent | undefined): void {
+/**
+ * Maps one record. With forwarding, a relevant event also carries the received record, and an
+ * irrelevant record becomes a forward-only event (still counted as irrelevant).
+ */
+function collect(result: MapResult, what: () => string, map: () => AgentEvent | undefined, forwardOnlyEvent?: () => AgentEvent): void {
   try {
     const event = map();
     if (event) {
+      if (forwardOnlyEvent) event.forward = forwardOnlyEvent().forward;
       result.events.push(event);
       result.relevant++;
     } else {
+      if (forwardOnlyEvent) result.events.push(forwardOnlyEvent());
       result.irrelevant++;
     }
   } catch (err) {
     result.rejected++;
     result.messages.push(`${what()}: could not be mapped: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** A record kept only to be forwarded: the chain classifies it as normal output. */
+function forwardOnly(eventId: string, attrs: Attributes, resource: Attributes, timeMs: number, source: EventSource, record: ForwardRecord): AgentEvent {
+  const { partition, service } = contextOf(attrs, resource);
+  return { eventId, kind: 'otlp.record', payload: {}, partition, service, time: Math.floor(timeMs), source, forward: record, forwardOnly: true };
 }
