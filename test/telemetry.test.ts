@@ -41,9 +41,11 @@ describe('self-telemetry', () => {
   test('the text format escapes label values and flattens component counters', () => {
     const text = renderMetrics([family('x_total', 'counter', 'help\nline', [{ labels: { a: 'q"u\\o\n' }, value: 2 }])]);
     assert.equal(text, '# HELP x_total help\\nline\n# TYPE x_total counter\nx_total{a="q\\"u\\\\o\\n"} 2\n');
-    assert.deepEqual(flattenStats({ logs: { http: { accepted: 3 } }, total: 1 }, ['signal', 'protocol'], { receiver: 'otlp' }), [
-      { labels: { receiver: 'otlp', signal: 'logs', protocol: 'http', key: 'accepted' }, value: 3 },
-      { labels: { receiver: 'otlp', key: 'total' }, value: 1 },
+    assert.deepEqual(flattenStats({ logs: { accepted: 3, protocols: { grpc: { accepted: 2 }, 'http-json': { accepted: 1 } } }, lines: 7 }, ['signal'], { receiver: 'r' }, { protocols: 'protocol' }), [
+      { labels: { receiver: 'r', signal: 'logs', protocol: 'total', key: 'accepted' }, value: 3 },
+      { labels: { receiver: 'r', signal: 'logs', protocol: 'grpc', key: 'accepted' }, value: 2 },
+      { labels: { receiver: 'r', signal: 'logs', protocol: 'http-json', key: 'accepted' }, value: 1 },
+      { labels: { receiver: 'r', key: 'lines' }, value: 7 },
     ]);
   });
 
@@ -83,7 +85,9 @@ service:
     assert.equal(metricValue(text, 'vigil_groups'), 1);
     assert.equal(metricValue(text, 'vigil_open_work'), 1);
     assert.equal(metricValue(text, 'vigil_outbox_lag', { pipeline: 'logs', exporter: 'file' }), 0);
-    assert.ok((metricValue(text, 'vigil_receiver_counter', { receiver: 'otlp', signal: 'logs', key: 'accepted' }) ?? 0) >= 2 || /vigil_receiver_counter\{receiver="otlp"/.test(text));
+    assert.equal(metricValue(text, 'vigil_receiver_counter', { receiver: 'otlp', signal: 'logs', protocol: 'http-json', key: 'accepted' }), 2);
+    assert.equal(metricValue(text, 'vigil_receiver_counter', { receiver: 'otlp', signal: 'logs', protocol: 'total', key: 'accepted' }), 2);
+    assert.equal(metricValue(text, 'vigil_receiver_counter', { receiver: 'otlp', signal: 'logs', protocol: 'grpc', key: 'accepted' }), 0);
     // Own traces are batched; shutting down flushes them.
     await service.shutdown();
     const names = collector.received

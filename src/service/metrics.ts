@@ -51,17 +51,28 @@ export function renderMetrics(families: MetricFamily[]): string {
 
 /**
  * Counters of a component's `stats()` object as samples: numeric leaves become one sample each,
- * the path to them becomes labels named by `levels` (e.g. ['signal', 'protocol']) and the leaf
- * name the `key` label. Non-numeric leaves are skipped.
+ * the path to them becomes labels named by `levels` (e.g. ['signal']) and the leaf name the `key`
+ * label. A nested map named in `breakdowns` (e.g. `protocols` → label `protocol`) splits the
+ * counters beside it: those become `<label>="total"`, its entries one series per member.
+ * Non-numeric leaves are skipped.
  */
-export function flattenStats(stats: unknown, levels: readonly string[], base: Record<string, string>): Sample[] {
+export function flattenStats(
+  stats: unknown,
+  levels: readonly string[],
+  base: Record<string, string>,
+  breakdowns: Record<string, string> = {},
+): Sample[] {
   const out: Sample[] = [];
   const walk = (value: unknown, depth: number, labels: Record<string, string>) => {
-    if (typeof value === 'number') return;
     if (!value || typeof value !== 'object') return;
-    for (const [k, v] of Object.entries(value)) {
-      if (typeof v === 'number') out.push({ labels: { ...labels, key: k }, value: v });
-      else if (v && typeof v === 'object' && depth < levels.length) walk(v, depth + 1, { ...labels, [levels[depth]!]: k });
+    const entries = Object.entries(value);
+    const split = entries.find(([k, v]) => k in breakdowns && v && typeof v === 'object');
+    const totalLabels = split ? { ...labels, [breakdowns[split[0]]!]: 'total' } : labels;
+    for (const [k, v] of entries) {
+      if (typeof v === 'number') out.push({ labels: { ...totalLabels, key: k }, value: v });
+      else if (split && k === split[0]) {
+        for (const [member, counts] of Object.entries(v as object)) walk(counts, levels.length, { ...labels, [breakdowns[k]!]: member });
+      } else if (v && typeof v === 'object' && depth < levels.length) walk(v, depth + 1, { ...labels, [levels[depth]!]: k });
     }
   };
   walk(stats, 0, base);

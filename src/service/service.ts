@@ -272,8 +272,8 @@ export class Service {
       family(
         'vigil_receiver_counter',
         'counter',
-        "Each receiver's own counters (requests, accepted, refused, rejected, irrelevant, ...) by signal and protocol; `key` names the counter.",
-        [...this.receivers].flatMap(([receiver, r]) => flattenStats(r.stats?.(), ['signal', 'protocol'], { receiver })),
+        "Each receiver's own counters (requests, accepted, refused, rejected, irrelevant, ...) by signal and protocol (protocol=\"total\" sums them); `key` names the counter.",
+        [...this.receivers].flatMap(([receiver, r]) => flattenStats(r.stats?.(), ['signal'], { receiver }, { protocols: 'protocol' })),
       ),
       family('vigil_ingest_backlog', 'gauge', 'Records waiting in the ingest log per pipeline.', ingestLag),
       family('vigil_pages_total', 'counter', 'Pages processed and committed.', perPipeline((s) => s.pages)),
