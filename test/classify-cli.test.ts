@@ -3,6 +3,20 @@ import assert from 'node:assert/strict';
 import { classifyLine } from '../src/processors/classify/classify.ts';
 import { fingerprint } from '../src/processors/classify/fingerprint.ts';
 
+/**
+ * The vigil rules answer like the reference on these rows (same class, signature and reason), with
+ * a v2 fingerprint where the reference has a v1 one.
+ */
+function assertVigil(actual: unknown, expected: Record<string, unknown>): void {
+  const out = actual as Record<string, unknown>;
+  if (expected.fingerprint === null) {
+    assert.deepEqual(out, expected);
+    return;
+  }
+  assert.match(String(out.fingerprint), /^v2:[0-9a-f]{16}$/);
+  assert.deepEqual({ ...out, fingerprint: expected.fingerprint }, expected);
+}
+
 const TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nZeroDivisionError: division by zero\n';
 
 describe('classifyLine: reference events', () => {
@@ -31,7 +45,8 @@ describe('classifyLine: reference events', () => {
     ['extra keys are ignored', { kind: 'chat', payload: {}, id: 7, ts: 'x' }, { classification: 'NormalOutput', signature: null, fingerprint: null }],
   ];
   for (const [name, input, expected] of rows) {
-    test(name, () => assert.deepEqual(classifyLine(JSON.stringify(input), 1), expected));
+    test(name, () => assertVigil(classifyLine(JSON.stringify(input), 1), expected));
+    test(`${name} (reference rules: fingerprint v1 of the signature)`, () => assert.deepEqual(classifyLine(JSON.stringify(input), 1, 'reference'), expected));
   }
 });
 
@@ -66,7 +81,8 @@ describe('classifyLine: raw text', () => {
     ['empty text, success → NormalOutput', { text: '' }, { classification: 'NormalOutput', signature: null, fingerprint: null }],
   ];
   for (const [name, input, expected] of rows) {
-    test(name, () => assert.deepEqual(classifyLine(JSON.stringify(input), 3), expected));
+    test(name, () => assertVigil(classifyLine(JSON.stringify(input), 3), expected));
+    test(`${name} (reference rules: fingerprint v1 of the signature)`, () => assert.deepEqual(classifyLine(JSON.stringify(input), 3, 'reference'), expected));
   }
 });
 
@@ -102,5 +118,40 @@ describe('classifyLine: malformed lines', () => {
 
   test('the line number is the one passed in', () => {
     assert.deepEqual(classifyLine('[]', 12345), { error: 'line 12345: expected a JSON object, got an array' });
+  });
+});
+
+describe('runClassify: JSONL streams', () => {
+  const collect = async (chunks: Array<string | Buffer>) => {
+    const { Readable, PassThrough } = await import('node:stream');
+    const { runClassify } = await import('../src/cli/classify.ts');
+    const out = new PassThrough();
+    const parts: Buffer[] = [];
+    out.on('data', (c: Buffer) => parts.push(c));
+    const code = await runClassify(Readable.from(chunks), out);
+    out.end();
+    return { code, lines: Buffer.concat(parts).toString('utf8').split('\n').filter((l) => l !== '') };
+  };
+
+  test('one result per line, in order; malformed lines get an error and the stream goes on', async () => {
+    const { code, lines } = await collect([
+      '{"text":"ValueError: x","exit_code":1}\n{"te',
+      'xt":"warning: w"}\r\nnot json\n\n',
+      Buffer.from('{"kind":"tool.result","payload":{"type":"tool_result","status":"skipped","reason":"r"}}'),
+    ]);
+    assert.equal(code, 0);
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(parsed.length, 5);
+    assert.equal(parsed[0]!.signature, 'ValueError: x');
+    assert.equal(parsed[1]!.classification, 'StderrWarning');
+    assert.match(String(parsed[2]!.error), /^line 3: not valid JSON/);
+    assert.match(String(parsed[3]!.error), /^line 4: empty line/);
+    assert.deepEqual(parsed[4], { classification: 'SkippedPeerCall', signature: null, fingerprint: null, reason: 'r' });
+  });
+
+  test('a line split across many chunks is classified whole', async () => {
+    const line = JSON.stringify({ text: 'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nKeyError: \'k\'', exit_code: 1 }) + '\n';
+    const { lines } = await collect(line.split('').map((c) => Buffer.from(c)));
+    assert.equal((JSON.parse(lines[0]!) as { signature: string }).signature, "KeyError: 'k'");
   });
 });

@@ -1,11 +1,12 @@
 /**
- * Diagnosis of one event: the reference classification and signature (reference.ts), the
- * fingerprint of the signature (fingerprint.ts) and a bounded excerpt of the text the decision
- * came from. Also the per-line logic of `vigil classify` (DESIGN 4.1).
+ * Diagnosis of one event by either rule set — `vigil` (vigil.ts: detection engine, fingerprint v2)
+ * or `reference` (reference.ts: DESIGN 3.1 exactly, fingerprint v1) — with a bounded excerpt of
+ * the text the decision came from. Also the per-line logic of `vigil classify` (DESIGN 4.1).
  */
-import type { AgentEvent, Diagnosis, Evidence } from '../../model/event.ts';
+import type { AgentEvent, Diagnosis } from '../../model/event.ts';
 import { fingerprint } from './fingerprint.ts';
-import { collapseAndCut, referenceDecision } from './reference.ts';
+import { referenceDecision } from './reference.ts';
+import { vigilDecision } from './vigil.ts';
 
 /** Rule sets of the classify processor: `reference` is DESIGN 3.1 exactly; `vigil` goes further. */
 export const CLASSIFY_RULES = ['vigil', 'reference'] as const;
@@ -16,18 +17,21 @@ export const EXCERPT_MAX_CHARS = 2000;
 const EXCERPT_GAP = '\n…\n';
 
 /**
- * Diagnoses one event. Both rule sets classify with the reference rules. `vigil` adds one thing:
- * when an ExecutionFailure's error text yields no signature by the rules (the reference would fall
- * back to its first line or `ExecutionError`/`ToolError`) and the event carries OpenTelemetry
- * evidence with an `exception.type`, the signature is `type: message` from that evidence.
- * Throws only when reading the event itself throws (e.g. a getter); the operator catches that.
+ * Diagnoses one event. `reference`: DESIGN 3.1's rules exactly (reference.ts) with fingerprint v1
+ * of the signature. `vigil`: the detection engine and OpenTelemetry evidence (vigil.ts) with the
+ * stack-aware fingerprint v2. Throws only when reading the event itself throws (e.g. a getter);
+ * the operator catches that.
  */
 export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Diagnosis {
-  const decision = referenceDecision(event.kind, event.payload);
-  let signature = decision.signature;
-  if (rules === 'vigil' && decision.classification === 'ExecutionFailure' && decision.signatureFrom !== 'rules') {
-    signature = evidenceSignature(event.evidence) ?? signature;
+  if (rules === 'vigil') {
+    const d = vigilDecision(event.kind, event.payload, event.evidence);
+    const diagnosis: Diagnosis = { classification: d.classification, signature: d.signature, fingerprint: d.fingerprint };
+    if (d.reason !== undefined) diagnosis.reason = d.reason;
+    if (d.source !== undefined && d.source !== '') diagnosis.excerpt = excerptOf(d.source);
+    return diagnosis;
   }
+  const decision = referenceDecision(event.kind, event.payload);
+  const signature = decision.signature;
   const diagnosis: Diagnosis = {
     classification: decision.classification,
     signature,
@@ -36,16 +40,6 @@ export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Dia
   if (decision.reason !== undefined) diagnosis.reason = decision.reason;
   if (decision.source !== undefined && decision.source !== '') diagnosis.excerpt = excerptOf(decision.source);
   return diagnosis;
-}
-
-/** `exception.type: exception.message`, collapsed and cut like a signature; undefined without a type. */
-function evidenceSignature(evidence: Evidence | undefined): string | undefined {
-  if (typeof evidence !== 'object' || evidence === null) return undefined;
-  const type = typeof evidence.exceptionType === 'string' ? evidence.exceptionType.trim() : '';
-  if (type === '') return undefined;
-  const message = typeof evidence.exceptionMessage === 'string' ? evidence.exceptionMessage.trim() : '';
-  const signature = collapseAndCut(message ? `${type}: ${message}` : type);
-  return signature || undefined;
 }
 
 /**

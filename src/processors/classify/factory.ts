@@ -9,9 +9,10 @@ export const DEFAULT_CLASSIFY_RULES: ClassifyRules = 'vigil';
 
 const schema = s.object({
   /**
-   * `vigil` (default): the reference rules plus vigil's extensions (today: the OpenTelemetry
-   * exception type and message name a failure whose text has no signature). `reference`: DESIGN
-   * 3.1's rules exactly, the baseline.
+   * `vigil` (default): the detection engine for the formats agents meet (Python, Node.js, JVM,
+   * Rust, Go, C/C++, shells, npm, git, make, perl, tsc), OpenTelemetry evidence and the
+   * stack-aware fingerprint v2. `reference`: DESIGN 3.1's rules exactly with fingerprint v1, the
+   * baseline.
    */
   rules: s.enumOf(CLASSIFY_RULES).default(DEFAULT_CLASSIFY_RULES),
 });

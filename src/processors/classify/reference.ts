@@ -202,7 +202,7 @@ function signatureWithFallback(text: string, fallback: string): Pick<ReferenceDe
  * `{output_type: 'stream', name: 'stderr', text}`) or `stream === 'stderr'`. Its `text` is a string
  * or, as nbformat allows, a list of strings that is joined without a separator.
  */
-function firstStderrText(output: unknown): string | undefined {
+export function firstStderrText(output: unknown): string | undefined {
   if (!Array.isArray(output)) return undefined;
   for (const item of output) {
     const rec = asRecord(item);
@@ -217,7 +217,7 @@ function firstStderrText(output: unknown): string | undefined {
  * Reads a text field: a string as is; a list of strings and of `{type: 'text', text}` content
  * blocks (tool_result content) joined with `joiner`; anything else is empty.
  */
-function textOf(value: unknown, joiner: string): string {
+export function textOf(value: unknown, joiner: string): string {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value)) return '';
   const parts: string[] = [];
@@ -233,6 +233,6 @@ function textOf(value: unknown, joiner: string): string {
 
 const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
-function asRecord(value: unknown): Record<string, unknown> {
+export function asRecord(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : EMPTY;
 }

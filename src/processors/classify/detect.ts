@@ -1,0 +1,156 @@
+/**
+ * The vigil detection engine: frames a text (frame.ts), walks its lines once, lets the format
+ * detectors (formats/*.ts) claim the lines they recognise — a detector that recognises the start
+ * of a block (a traceback, a stack, an npm error block) consumes the whole block, so a 10,000-line
+ * stack costs one pass — and keeps the most telling finding: the highest rank, and among equals
+ * the first (a later stack replaces an earlier one: the last traceback is the one that ended the
+ * program). Texts without a failure are checked for warnings.
+ *
+ * Each line is first tested with one native regular expression (`MARKER`) for anything a detector
+ * could claim, so that ordinary lines (progress, source, prose) cost one regex test and nothing else.
+ */
+import { frameLines, indentOf } from './frame.ts';
+import { Rank, type Finding, type Hit } from './finding.ts';
+import { genericError, isGenericError } from './formats/generic.ts';
+import { goPanic } from './formats/go.ts';
+import { jvmTrace } from './formats/jvm.ts';
+import { makeError } from './formats/make.ts';
+import { assertionFailure, compilerDiagnostic, cxxTerminate, linkerError, sanitizerReport, signalReport, tscDiagnostic } from './formats/native.ts';
+import { nodeError, nodeThrownValue } from './formats/node.ts';
+import { npmError } from './formats/npm.ts';
+import { perlError } from './formats/perl.ts';
+import { isTracebackHeader, pythonSyntaxBlock, pythonTraceback } from './formats/python.ts';
+import { rustcDiagnostic, rustPanic } from './formats/rust.ts';
+import { shellError } from './formats/shell.ts';
+import { isWarningLine } from './formats/warning.ts';
+
+/** Lines longer than this are judged on their first 4 KiB (a signature is 96 characters). */
+const MAX_LINE = 4096;
+
+// The markers of most failure lines: cheap to scan for (few, distinct literals).
+const COMMON_MARKER = /rror|RROR|xception|Throwable|Traceback|File "|anic|ANIC|atal|ATAL|\*\*\*/;
+// The rarer ones, shaped so that most positions of a line are rejected at their first character:
+// the strerror endings after `: `, line starts (`^`, multiline so that a whole text can be
+// scanned too), and a few distinctive words.
+const OTHER_MARKER = new RegExp(
+  [
+    ': (?:command not found|unbound variable|No such file|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|Read-only|No space|Too many|Connection refused|Connection timed out|Network is unreachable|Address already in use|Text file busy|Argument list too long|Broken pipe|Input/output|bad substitution|integer expression|too many arguments|ambiguous redirect|numeric argument)',
+    "^[ \\t]*(?:Can't |Illegal |Undefined subroutine |Not an? [A-Z]+ reference|Global symbol |Bareword |Modification of |Died at |BEGIN failed|Execution of |Compilation failed|CONFLICT \\(|not ok |nothing to commit|no changes added|nothing added|npm |terminate called|thread '|Caused by: |\\[?ERR\\b)",
+    'CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace/breakpoint|node --trace-uncaught',
+  ].join('|'),
+  'm',
+);
+/** Anything a detector could claim, as one native test per line (literal alternatives: linear). */
+const MARKER = new RegExp(`${COMMON_MARKER.source}|${OTHER_MARKER.source}`, 'm');
+
+/** Anything a warning line could hold (warning.ts); a text without one has no warning. */
+const WARNING_MARKER = /warn|Warn|WARN|Note: |Use of uninit|Useless use|Odd number|Deep recursion|Scalar value|Possible |Unquoted string|Found = |Statement unlikely|Reversed |Argument "|Name "|Subroutine /;
+
+/** The outcome of reading a text. */
+export interface Detection {
+  /** The most telling failure, if any. */
+  failure?: Finding;
+  /** True when there is no failure and some line is a warning. */
+  warning: boolean;
+}
+
+/** Reads a text: its most telling failure, else whether it warns. */
+export function detect(text: string): Detection {
+  if (typeof text !== 'string' || text === '') return { warning: false };
+  // One native scan of the whole text: a text without any marker holds no failure.
+  if (!COMMON_MARKER.test(text) && !OTHER_MARKER.test(text)) return { warning: WARNING_MARKER.test(text) && hasWarning(frameLines(text)) };
+  const lines = frameLines(text);
+  let best: Finding | undefined;
+  for (let i = 0; i < lines.length; ) {
+    let line = lines[i]!;
+    if (line.length > MAX_LINE) line = lines[i] = line.slice(0, MAX_LINE);
+    // No marker is shorter than three characters (blank lines, carets, braces end here).
+    if (line.length < 3 || !MARKER.test(line)) {
+      i++;
+      continue;
+    }
+    const hit = detectAt(lines, i, line);
+    if (hit?.finding) best = better(best, hit.finding);
+    i = hit && hit.next > i ? hit.next : i + 1;
+  }
+  if (best) return { failure: best, warning: false };
+  return { warning: WARNING_MARKER.test(text) && hasWarning(lines) };
+}
+
+function better(best: Finding | undefined, f: Finding): Finding {
+  if (!best || f.rank > best.rank) return f;
+  if (f.rank === best.rank && f.rank === Rank.Exception && f.key.kind === 'stack' && best.key.kind === 'stack') return f;
+  return best;
+}
+
+/** Tries the detectors that can start at line `i`, most specific first. */
+function detectAt(lines: string[], i: number, line: string): Hit | undefined {
+  const indent = indentOf(line);
+  let t = line.slice(indent);
+  const end = t.length - 1;
+  if (end >= 0 && (t.charCodeAt(end) === 32 || t.charCodeAt(end) === 9)) t = t.trimEnd();
+  if (t === '') return undefined;
+  const c = t.charCodeAt(0);
+  let hit: Hit | undefined;
+
+  // Block starts, by their first character.
+  switch (c) {
+    case 84 /* T */:
+      if (isTracebackHeader(t)) return pythonTraceback(lines, i);
+      break;
+    case 43 /* + */:
+      if (isTracebackHeader(t)) return pythonTraceback(lines, i);
+      break;
+    case 70 /* F */:
+      if (t.startsWith('File "') && (hit = pythonSyntaxBlock(lines, i))) return hit;
+      break;
+    case 69 /* E */:
+      if (t.startsWith('Exception in thread "') && (hit = jvmTrace(lines, i))) return hit;
+      break;
+    case 67 /* C */:
+      if (indent === 0 && t.startsWith('Caused by: ') && (hit = jvmTrace(lines, i))) return hit;
+      break;
+    case 116 /* t */:
+      if (t.startsWith("thread '") && (hit = rustPanic(lines, i, t))) return hit;
+      if (t.startsWith('terminate called') && (hit = cxxTerminate(lines, i, t))) return hit;
+      break;
+    case 101 /* e */:
+      if ((t.startsWith('error[') || t.startsWith('error: ')) && (hit = rustcDiagnostic(lines, i, t))) return hit;
+      break;
+    case 112 /* p */:
+    case 102 /* f */:
+      if (indent === 0 && (hit = goPanic(lines, i, t))) return hit;
+      break;
+    case 110 /* n */:
+      if (t.startsWith('npm ') && (hit = npmError(lines, i))) return hit;
+      break;
+    case 40 /* ( */:
+      if ((hit = nodeThrownValue(lines, i))) return hit;
+      break;
+  }
+
+  // Exception heads with a stack (V8 `    at fn (file:1:2)`, JVM `\tat pkg.C.m(F.java:1)`).
+  if (indent === 0 && (hit = nodeError(lines, i) ?? jvmTrace(lines, i))) return hit;
+
+  // Single-line diagnostics, by a substring each.
+  if (t.includes('error')) {
+    if ((hit = compilerDiagnostic(i, t))) return hit;
+    if (t.includes('error TS') && (hit = tscDiagnostic(i, t))) return hit;
+  }
+  if ((hit = linkerError(i, t))) return hit;
+  if (t.includes('Sanitizer: ') && (hit = sanitizerReport(i, t))) return hit;
+  if (t.includes('Assertion') && (hit = assertionFailure(i, t))) return hit;
+  if ((t.includes('***') || t.includes('] Error ')) && (hit = makeError(i, t))) return hit;
+  if ((hit = perlError(i, t))) return hit;
+  if ((hit = shellError(i, t))) return hit;
+  if ((hit = signalReport(i, t))) return hit;
+  return genericError(i, t);
+}
+
+function hasWarning(lines: readonly string[]): boolean {
+  for (const line of lines) {
+    const t = line.trim();
+    if (t !== '' && isWarningLine(t) && !isGenericError(t)) return true;
+  }
+  return false;
+}

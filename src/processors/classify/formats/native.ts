@@ -1,0 +1,105 @@
+/**
+ * Compilers, linkers and native runtimes: gcc/clang/javac `file:line[:col]: error: msg` (also
+ * `fatal error:`), tsc `file(line,col): error TS2304: msg` and `file:line:col - error TS2304: msg`,
+ * GNU ld `undefined reference to`, `multiple definition of`, `cannot find -lx`, glibc `Assertion
+ * … failed.`, libstdc++ `terminate called after throwing an instance of 'T'` + `what():`, and the
+ * shell's report of a signal (`Segmentation fault`, `Aborted`, `Killed`, …). A program prefix
+ * (`gcc: error: …`, `cc1: fatal error: …`, argparse's `prog: error: …`) is a tool error; `collect2:
+ * error: ld returned 1 exit status` only wraps the linker's own message.
+ */
+import { diagFile, Rank, type Finding, type Hit } from '../finding.ts';
+
+const MARKERS = [': error: ', ': fatal error: ', ': runtime error: '];
+// `file:12`, `file:12:5`, `C:\x\file.c:12:5`; the file part has no spaces and is not a bare number.
+const LOCATION = /^((?:[A-Za-z]:)?[^\s:]+):(\d+)(?::\d+)?$/;
+// tsc: `src/a.ts(3,5): error TS2304: msg` and `src/a.ts:3:5 - error TS2304: msg`.
+const TSC = /^(.+?)(?:\(\d+,\d+\): | ?:\d+:\d+ - )error (TS\d+): (.*)$/;
+const PROGRAM = /^[\w.+-]+$/;
+const WARNING_CODE = / \[-W[\w=-]+\]$/;
+const SIGNALS = /Segmentation fault|Aborted|Killed|Bus error|Floating point exception|Illegal instruction|Trace\/breakpoint trap/;
+const LINKER = /undefined reference to |multiple definition of |(?:^|\bld: )cannot find -l/;
+
+/** A `…: error: …` line (the caller saw one of the markers in it). */
+export function compilerDiagnostic(i: number, t: string): Hit | undefined {
+  for (const marker of MARKERS) {
+    const at = t.indexOf(marker);
+    if (at <= 0) continue;
+    const prefix = t.slice(0, at);
+    const message = t.slice(at + marker.length);
+    const loc = LOCATION.exec(prefix);
+    if (loc && /\D/.test(loc[1]!)) {
+      const code = WARNING_CODE.exec(message);
+      return hit(i, Rank.Exception, t, 'cc', {
+        kind: 'diag',
+        tool: marker === ': runtime error: ' ? 'ubsan' : 'cc',
+        code: code ? code[0].trim() : '',
+        file: diagFile(loc[1]!),
+        message: code ? message.slice(0, code.index) : message,
+      });
+    }
+    if (PROGRAM.test(prefix)) {
+      // `collect2: error: ld returned 1 exit status` says only that the linker failed above.
+      const rank = prefix === 'collect2' && message.startsWith('ld returned') ? Rank.Wrapper : Rank.Tool;
+      return hit(i, rank, t, 'cc', { kind: 'text', text: t });
+    }
+  }
+  return undefined;
+}
+
+/** tsc diagnostics (the caller saw `error TS` in the line). */
+export function tscDiagnostic(i: number, t: string): Hit | undefined {
+  const m = TSC.exec(t);
+  if (!m) return undefined;
+  return hit(i, Rank.Exception, t, 'tsc', { kind: 'diag', tool: 'tsc', code: m[2]!, file: diagFile(m[1]!), message: m[3]! });
+}
+
+/** GNU ld's own errors (the caller saw `undefined reference to`, `multiple definition of` or `cannot find -l`). */
+export function linkerError(i: number, t: string): Hit | undefined {
+  if (LINKER.test(t)) {
+    return hit(i, Rank.Exception, t, 'cc', { kind: 'text', text: t });
+  }
+  return undefined;
+}
+
+// `==123==ERROR: AddressSanitizer: heap-buffer-overflow on address …`, `WARNING: ThreadSanitizer: data race`.
+const SANITIZER = /^(?:==\d+==ERROR: (?:Address|Leak|Memory|Thread|UndefinedBehavior|Hardware)Sanitizer: |WARNING: ThreadSanitizer: )/;
+
+/** A sanitizer report's headline (the caller saw `Sanitizer`). */
+export function sanitizerReport(i: number, t: string): Hit | undefined {
+  if (!SANITIZER.test(t)) return undefined;
+  return hit(i, Rank.Exception, t, 'cc', { kind: 'text', text: t });
+}
+
+/** glibc's failed assertion: `prog: file.c:5: func: Assertion \`x' failed.` */
+export function assertionFailure(i: number, t: string): Hit | undefined {
+  if (!t.endsWith("' failed.") || !t.includes(': Assertion `')) return undefined;
+  return hit(i, Rank.Tool, t, 'cc', { kind: 'text', text: t });
+}
+
+/** libstdc++: `terminate called after throwing an instance of 'T'` and the `what():` line after it. */
+export function cxxTerminate(lines: readonly string[], i: number, t: string): Hit | undefined {
+  const m = /^terminate called after throwing an instance of '([^']+)'$/.exec(t);
+  if (!m) return undefined;
+  const next = (lines[i + 1] ?? '').trim();
+  const what = next.startsWith('what():') ? next.slice(7).trim() : '';
+  const signature = what ? `${m[1]}: ${what}` : m[1]!;
+  return {
+    finding: { rank: Rank.Exception, line: i, signature, format: 'cc', key: { kind: 'stack', types: [m[1]!], frames: [], message: what, weak: true } },
+    next: what ? i + 2 : i + 1,
+  };
+}
+
+/** The shell's report of a process killed by a signal (`bash: line 1: 123 Segmentation fault ./x`). */
+export function signalReport(i: number, t: string): Hit | undefined {
+  const m = SIGNALS.exec(t);
+  if (!m) return undefined;
+  // Alone (`Killed`, `Aborted (core dumped)`), or after a pid (`bash: line 1: 123 Killed  cmd`).
+  const before = t.slice(0, m.index);
+  const after = t.slice(m.index + m[0].length);
+  if (before === '' ? after !== '' && after !== ' (core dumped)' : !/(?:^|: |\s)\d+\s+$/.test(before)) return undefined;
+  return hit(i, Rank.Tool, t, 'shell', { kind: 'text', text: t });
+}
+
+function hit(i: number, rank: Finding['rank'], signature: string, format: string, key: Finding['key']): Hit {
+  return { finding: { rank, line: i, signature, format, key }, next: i + 1 };
+}

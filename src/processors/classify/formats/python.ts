@@ -1,0 +1,159 @@
+/**
+ * Python: tracebacks (with `During handling of the above exception` and `The above exception was
+ * the direct cause` chains, caret lines, `[Previous line repeated N more times]`), exception
+ * groups (3.11 `+ Exception Group Traceback`), and the header-less SyntaxError block a script that
+ * does not compile prints. The name is the final exception line of the chain (what propagated);
+ * the identity is the chain of exception types and the innermost frames of the program's own code.
+ */
+import { indentOf, isBlank } from '../frame.ts';
+import { basename, collapseFrames, MAX_FRAMES, Rank, type Finding, type Hit } from '../finding.ts';
+
+const HEADER = 'Traceback (most recent call last):';
+const GROUP_HEADER = 'Exception Group Traceback (most recent call last):';
+const CHAIN_MARKERS = new Set([
+  'During handling of the above exception, another exception occurred:',
+  'The above exception was the direct cause of the following exception:',
+]);
+// `File "/x/y.py", line 12, in func` (the `, in func` part is absent in SyntaxError blocks).
+const FRAME = /^File "([^"]*)", line \d+(?:, in (.+))?$/;
+const TYPE = /^[A-Za-z_][\w.]*$/;
+
+/** A traceback starts here (the line, trimmed, is the header). */
+export function isTracebackHeader(trimmed: string): boolean {
+  return trimmed === HEADER || trimmed.endsWith(GROUP_HEADER);
+}
+
+/** Parses the traceback (chain) that starts at line `i`. */
+export function pythonTraceback(lines: readonly string[], i: number): Hit {
+  if (lines[i]!.trim().endsWith(GROUP_HEADER)) return exceptionGroup(lines, i);
+  const types: string[] = [];
+  let frames: string[] = [];
+  let exceptionLine = '';
+  let at = i;
+  let j = i;
+  for (;;) {
+    // One traceback block: header, indented frames/source/carets, then the unindented exception line.
+    const blockFrames: string[] = [];
+    j++;
+    while (j < lines.length) {
+      const line = lines[j]!;
+      const indent = indentOf(line);
+      if (indent === line.length) {
+        j++;
+        continue;
+      }
+      if (indent === 0) break;
+      const m = FRAME.exec(line.slice(indent));
+      if (m) blockFrames.push(frameKey(m[1]!, m[2] ?? '<module>'));
+      j++;
+    }
+    if (j >= lines.length) break;
+    exceptionLine = lines[j]!;
+    at = j;
+    types.push(typeOf(exceptionLine));
+    frames = blockFrames;
+    j++;
+    // A chain goes on after blank lines, a marker, blank lines and a new header.
+    let k = j;
+    while (k < lines.length && isBlank(lines[k]!)) k++;
+    if (k < lines.length && CHAIN_MARKERS.has(lines[k]!.trim())) {
+      k++;
+      while (k < lines.length && isBlank(lines[k]!)) k++;
+      if (k < lines.length && lines[k]!.trim() === HEADER) {
+        j = k;
+        continue;
+      }
+    }
+    break;
+  }
+  if (exceptionLine === '') return { next: j };
+  return { finding: stackFinding(at, exceptionLine, types, frames), next: j };
+}
+
+/**
+ * A 3.11 exception group: `+ Exception Group Traceback …`, frames behind `|`, the group's own
+ * line (`| ExceptionGroup: msg (2 sub-exceptions)`), then numbered sub-exceptions.
+ */
+function exceptionGroup(lines: readonly string[], i: number): Hit {
+  const frames: string[] = [];
+  const types: string[] = [];
+  let groupLine = '';
+  let at = i;
+  let j = i + 1;
+  for (; j < lines.length; j++) {
+    const line = lines[j]!;
+    const bar = line.indexOf('| ');
+    const plus = line.trimStart().startsWith('+');
+    if (bar < 0 && !plus) break;
+    if (bar < 0) continue;
+    const body = line.slice(bar + 2);
+    const indent = indentOf(body);
+    if (indent > 0) {
+      const m = FRAME.exec(body.slice(indent));
+      if (m && groupLine === '') frames.push(frameKey(m[1]!, m[2] ?? '<module>'));
+      continue;
+    }
+    if (body === '' || body.startsWith('Traceback (') || CHAIN_MARKERS.has(body)) continue;
+    if (groupLine === '') {
+      groupLine = body;
+      at = j;
+    }
+    types.push(typeOf(body));
+  }
+  if (groupLine === '') return { next: j };
+  return { finding: stackFinding(at, groupLine, types, frames), next: j };
+}
+
+/** A header-less SyntaxError block: `  File "x.py", line N` at indent 2, code, carets, `SyntaxError: …`. */
+export function pythonSyntaxBlock(lines: readonly string[], i: number): Hit | undefined {
+  const line = lines[i]!;
+  if (indentOf(line) !== 2) return undefined;
+  const m = FRAME.exec(line.slice(2));
+  if (!m || m[2] !== undefined) return undefined;
+  // Source and caret lines are indented; the error line is not. Bounded: a block is a few lines.
+  for (let j = i + 1; j < lines.length && j <= i + 6; j++) {
+    const l = lines[j]!;
+    if (isBlank(l) || indentOf(l) > 0) continue;
+    const type = typeOf(l);
+    if (!/(?:Error|Exception)$/.test(type)) return undefined;
+    return { finding: stackFinding(j, l, [type], [frameKey(m[1]!, '<module>')]), next: j + 1 };
+  }
+  return undefined;
+}
+
+function stackFinding(at: number, exceptionLine: string, types: string[], blockFrames: string[]): Finding {
+  const colon = exceptionLine.indexOf(': ');
+  const message = colon < 0 ? '' : exceptionLine.slice(colon + 2);
+  // Python lists the innermost call last; in-app frames only (stdlib and packages are not the program).
+  const inApp = blockFrames.filter((f) => !f.startsWith('!')).reverse();
+  const frames = collapseFrames(inApp, MAX_FRAMES);
+  const weak = frames.every((f) => f.endsWith(':<module>'));
+  return {
+    rank: Rank.Exception,
+    line: at,
+    signature: exceptionLine,
+    format: 'python',
+    key: { kind: 'stack', types, frames, message, weak },
+  };
+}
+
+/** The exception type of an exception line: `pkg.Name` before `: `, or the whole line. */
+function typeOf(line: string): string {
+  const t = line.trim();
+  const colon = t.indexOf(': ');
+  const head = colon < 0 ? (t.endsWith(':') ? t.slice(0, -1) : t) : t.slice(0, colon);
+  return TYPE.test(head) ? head : '';
+}
+
+/**
+ * `module:function` of a frame; a frame outside the program (stdlib, site-packages, frozen
+ * modules) is prefixed `!` so that callers can drop it.
+ */
+function frameKey(path: string, func: string): string {
+  const external =
+    path.includes('/lib/python') || path.includes('site-packages') || path.includes('dist-packages') || path.startsWith('<frozen') || path.includes('\\Lib\\');
+  // Frames outside the program are dropped by the caller: no need to name them.
+  if (external) return '!';
+  const base = basename(path);
+  return `${base.endsWith('.py') ? base.slice(0, -3) : base}:${func}`;
+}

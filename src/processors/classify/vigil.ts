@@ -1,0 +1,145 @@
+/**
+ * The `vigil` rule set: DESIGN 3.1's classes and decision structure, with the detection engine
+ * (detect.ts) in place of the reference signature and warning rules, and OpenTelemetry evidence
+ * (exception type/message, `error.type`, status message, log severity) where the text says less.
+ *
+ * - A failed execution (`state: error`) or tool call (`status: error`) is ExecutionFailure named by
+ *   the most telling failure in its text; without one, by the evidence's `type: message`; without
+ *   that, by the text's first non-empty line that is not a warning (framed: no colour codes, no
+ *   timestamp); without that, `ExecutionError` / `ToolError`.
+ * - A successful execution's first non-empty stderr item: a real failure → RecoveredError;
+ *   otherwise a warning (or WARN log severity) → StderrWarning; otherwise Uncertain.
+ * - Skipped tool calls and everything else: as the reference rules.
+ */
+import type { Classification, Evidence } from '../../model/event.ts';
+import { detect } from './detect.ts';
+import { Rank, type FailureKey } from './finding.ts';
+import { fingerprintV2 } from './fingerprint2.ts';
+import { frameLines } from './frame.ts';
+import { isWarningLine } from './formats/warning.ts';
+import {
+  asRecord,
+  collapseAndCut,
+  EXECUTION_ERROR_FALLBACK,
+  SIGNATURE_MAX_CHARS,
+  firstStderrText,
+  referenceDecision,
+  textOf,
+  TOOL_ERROR_FALLBACK,
+} from './reference.ts';
+
+/** A vigil decision: class, signature and fingerprint, and the text it was made from. */
+export interface VigilDecision {
+  classification: Classification;
+  signature: string | null;
+  fingerprint: string | null;
+  reason?: string;
+  source?: string;
+  /** The format that recognised the failure (`python`, `node`, …; `evidence`, `first-line`, `default` for fallbacks). */
+  format?: string;
+}
+
+const TOOL_KINDS = new Set(['tool.result', 'scratchpad']);
+/** OTLP SeverityNumber 13..16 is WARN. */
+const SEVERITY_WARN_MIN = 13;
+const SEVERITY_WARN_MAX = 16;
+
+/** Decides an event by the vigil rules. */
+export function vigilDecision(kind: unknown, payload: unknown, evidence?: Evidence): VigilDecision {
+  const p = asRecord(payload);
+  if (kind === 'execution.completed') {
+    const outcome = asRecord(p.outcome);
+    if (p.state === 'error') return failed(textOf(outcome.error, '\n'), EXECUTION_ERROR_FALLBACK, evidence);
+    const stderr = firstStderrText(outcome.output);
+    if (stderr === undefined) return { classification: 'NormalOutput', signature: null, fingerprint: null };
+    const found = detect(stderr);
+    // A hint names a failure only in a run that failed.
+    if (found.failure && found.failure.rank !== Rank.Hint) {
+      return { classification: 'RecoveredError', ...named(found.failure.signature, found.failure.key), source: stderr, format: found.failure.format };
+    }
+    if (found.warning || isWarnSeverity(evidence)) return { classification: 'StderrWarning', signature: null, fingerprint: null, source: stderr };
+    return { classification: 'Uncertain', signature: null, fingerprint: null, source: stderr };
+  }
+  if (typeof kind === 'string' && TOOL_KINDS.has(kind) && p.type === 'tool_result' && p.status === 'error') {
+    const error = textOf(p.error, '\n');
+    return failed(error.trim() !== '' ? error : textOf(p.content, '\n'), TOOL_ERROR_FALLBACK, evidence);
+  }
+  // Skipped peer calls and everything else are decided exactly as the reference decides them.
+  const { source: _s, signatureFrom: _f, ...rest } = referenceDecision(kind, payload);
+  return { ...rest, fingerprint: null };
+}
+
+function failed(source: string, fallback: string, evidence: Evidence | undefined): VigilDecision {
+  const found = detect(source);
+  if (found.failure) {
+    return { classification: 'ExecutionFailure', ...named(found.failure.signature, found.failure.key), source, format: found.failure.format };
+  }
+  const fromEvidence = evidenceSignature(evidence);
+  if (fromEvidence) return { classification: 'ExecutionFailure', ...named(fromEvidence, { kind: 'text', text: fromEvidence }), source, format: 'evidence' };
+  const first = firstLine(source);
+  if (first) return { classification: 'ExecutionFailure', ...named(first, { kind: 'text', text: first }), source, format: 'first-line' };
+  return { classification: 'ExecutionFailure', ...named(fallback, { kind: 'text', text: fallback }), source, format: 'default' };
+}
+
+/** The signature (collapsed, cut to 96) and the v2 fingerprint of a failure. */
+function named(signature: string, key: FailureKey): { signature: string; fingerprint: string } {
+  return { signature: toSignature(signature), fingerprint: fingerprintV2(key) };
+}
+
+// Whitespace other than single inner spaces: only then is the full collapse needed.
+const NEEDS_COLLAPSE = /[\t\n\v\f\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]| {2}|^ | $/;
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/**
+ * DESIGN 3.1's signature form, exactly `collapseAndCut` (whitespace collapsed, 96 code points, no
+ * trailing space) but without its per-character loop when no surrogate pair is near the cut.
+ * Never empty: a text of only whitespace is named by its JSON form.
+ */
+export function toSignature(text: string): string {
+  const collapsed = NEEDS_COLLAPSE.test(text) ? text.replace(/\s+/g, ' ').trim() : text;
+  if (collapsed.length <= SIGNATURE_MAX_CHARS) return collapsed || collapseAndCut(JSON.stringify(text));
+  const head = collapsed.slice(0, SIGNATURE_MAX_CHARS + 1);
+  return SURROGATE.test(head) ? collapseAndCut(collapsed) : head.slice(0, SIGNATURE_MAX_CHARS).trimEnd();
+}
+
+/**
+ * The first non-empty framed line (colour codes and timestamps removed) that is not a warning — a
+ * warning printed before the failure does not name it; when every line warns, the first.
+ */
+function firstLine(text: string): string {
+  if (typeof text !== 'string' || text.trim() === '') return '';
+  let first = '';
+  for (const line of frameLines(text.length > 65536 ? text.slice(0, 65536) : text)) {
+    const t = line.trim();
+    if (t === '') continue;
+    if (!isWarningLine(t)) return line;
+    if (first === '') first = line;
+  }
+  return first;
+}
+
+/**
+ * `exception.type: exception.message`; else `error.type: status message` (or either alone) —
+ * what structured telemetry says when the text names nothing.
+ */
+function evidenceSignature(evidence: Evidence | undefined): string | undefined {
+  if (typeof evidence !== 'object' || evidence === null) return undefined;
+  const str = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
+  const type = str(evidence.exceptionType);
+  if (type) {
+    const message = str(evidence.exceptionMessage);
+    return message ? `${type}: ${message}` : type;
+  }
+  const errorType = str(evidence.errorType);
+  const status = str(evidence.statusMessage);
+  if (errorType && status) return status.startsWith(errorType) ? status : `${errorType}: ${status}`;
+  return errorType || status || undefined;
+}
+
+function isWarnSeverity(evidence: Evidence | undefined): boolean {
+  const n = evidence?.severityNumber;
+  if (typeof n === 'number' && n > 0) return n >= SEVERITY_WARN_MIN && n <= SEVERITY_WARN_MAX;
+  const text = typeof evidence?.severityText === 'string' ? evidence.severityText.trim().toUpperCase() : '';
+  return text === 'WARN' || text === 'WARNING';
+}
