@@ -20,7 +20,7 @@ const rec = (name: string): ForwardRecord => ({
 function page(): WorkPage {
   const p = diagnosedPage([{ time: 0 }, { time: 1, normal: true }, { time: 2, normal: true }]);
   p.items[0]!.entry.event.forward = rec('failing');
-  p.items[0]!.occurrence = { occurrenceId: 'o_1', groupKey: 'g_1', decision: 'BurstCoalesced', workId: null, revision: 'r' };
+  p.items[0]!.occurrence = { occurrenceId: 'o_1', groupKey: 'g_1', decision: 'BurstCoalesced', workId: null, revision: 'r', count: 1 };
   p.items[1]!.entry.event.forward = rec('ok');
   p.items[1]!.entry.event.forwardOnly = true;
   return p;
@@ -53,4 +53,19 @@ test('forward item ids are stable per received record', () => {
   };
   assert.equal(collect(a)[0], collect(b)[0], 'the same received record, the same id');
   assert.notEqual(collect(a)[0], collect(page())[0], 'another record, another id');
+});
+
+test('occurrenceRecords adds one item per counted occurrence, none for rejected ones', async () => {
+  const { occurrenceRecords } = await import('../src/processors/occurrences/operator.ts');
+  const p = diagnosedPage([{ time: 0 }, { time: 1 }, { time: 2, normal: true }]);
+  p.items[0]!.occurrence = { occurrenceId: 'o_1', groupKey: 'g', decision: 'BurstCoalesced', workId: null, revision: 'r', count: 1 };
+  p.items[1]!.occurrence = { occurrenceId: 'o_2', groupKey: 'g', decision: 'Reject', workId: null, revision: 'r', count: 0 };
+  const scheduler = new TestScheduler((a, e) => assert.deepStrictEqual(a, e));
+  scheduler.run(({ cold, expectObservable }) => {
+    const out = cold('a|', { a: p }).pipe(
+      occurrenceRecords(),
+      map((x) => x.commit.outbox.map((o) => (o.kind === 'occurrence' ? `${o.id}:${o.occurrence.decision}:${o.occurrence.count}` : o.kind)).join(' ')),
+    );
+    expectObservable(out).toBe('a|', { a: 'o_1:BurstCoalesced:1' });
+  });
 });

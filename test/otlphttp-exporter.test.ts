@@ -70,7 +70,7 @@ describe('otlphttp exporter', () => {
   const make = (endpoint: string, over: Record<string, unknown> = {}) =>
     otlpHttpExporterFactory.create(
       { id: 'otlphttp', logger: memoryLogger() },
-      { endpoint, headers: { 'x-api-key': 'vendor-key' }, compression: 'gzip', encoding: 'proto', timeout: 2000, forward: false, ...DEFAULT_DELIVERY, ...over },
+      { endpoint, headers: { 'x-api-key': 'vendor-key' }, compression: 'gzip', encoding: 'proto', timeout: 2000, forward: false, occurrence_spans: 'work', ...DEFAULT_DELIVERY, ...over },
     );
 
   test('occurrence spans (protobuf, gzip): linked to the causal span, with the DESIGN 4.3 attributes and stable ids', async () => {
@@ -160,6 +160,30 @@ describe('otlphttp exporter', () => {
     servers.push(server);
     await make(server.url).export([{ kind: 'forward', seq: 1, id: 'f1', signal: 'traces', record: forwardedSpan }]);
     assert.equal(server.received.length, 0);
+  });
+
+  test('occurrence_spans: all makes one span per counted occurrence (ids from the occurrence id), none from work events', async () => {
+    const server = await startCaptureServer();
+    servers.push(server);
+    const occ = (id: string, workId: string | null): OutboxEntry => ({
+      kind: 'occurrence',
+      seq: 1,
+      id,
+      occurrence: {
+        occurrence_id: id, group_key: 'g_1', work_id: workId, decision: workId ? 'BurstThresholdReached' : 'BurstCoalesced', classification: 'ExecutionFailure',
+        signature: 'KeyError: missing', fingerprint: 'v2:k', count: 1, time: '2026-01-01T00:00:00.000Z', service: 'agent', partition: 'sess-1', revision: 'r',
+        operation: null, trace_id: CAUSE.trace, span_id: CAUSE.span, suppressed: null,
+      },
+    });
+    await make(server.url, { occurrence_spans: 'all' }).export([occ('o_a', null), work(1), occ('o_b', 'w_1')]);
+    const spans = decodeTraceRequest(server.received[0]!.body).resourceSpans[0].scopeSpans[0].spans;
+    assert.deepEqual(spans.map((s: any) => s.spanId), [occurrenceSpanIds('o_a').spanId, occurrenceSpanIds('o_b').spanId]);
+    const first = attrs(spans[0].attributes);
+    assert.equal(first['vigil.decision'], 'BurstCoalesced');
+    assert.equal(first['vigil.work.id'], undefined, 'an occurrence that made no work has no work id');
+    assert.equal(first['error.type'], 'KeyError');
+    assert.equal(spans[0].links[0].spanId, CAUSE.span);
+    assert.equal(attrs(spans[1].attributes)['vigil.work.id'], 'w_1');
   });
 
   test('a 400 is a permanent failure; a 503 is transient', async () => {

@@ -67,7 +67,7 @@ export interface WorkEventData {
  * telemetry (received records, enriched with their diagnosis) only to exporters that forward.
  * `id` is stable across redelivery and replay so the receiving side can deduplicate.
  */
-export type OutboxItem = WorkOutboxItem | ForwardOutboxItem;
+export type OutboxItem = WorkOutboxItem | ForwardOutboxItem | OccurrenceOutboxItem;
 
 export interface WorkOutboxItem {
   kind: 'work';
@@ -81,6 +81,35 @@ export interface ForwardOutboxItem {
   signal: 'traces' | 'logs';
   /** The received record in OTLP/JSON form with its resource and scope, enriched with vigil.* attributes. */
   record: unknown;
+}
+
+/**
+ * One counted occurrence, for exporters that report every occurrence (otlphttp with
+ * `occurrence_spans: all`), not only those that created or updated work.
+ */
+export interface OccurrenceOutboxItem {
+  kind: 'occurrence';
+  id: string;
+  occurrence: OccurrenceRecord;
+}
+
+export interface OccurrenceRecord {
+  occurrence_id: string;
+  group_key: string;
+  work_id: string | null;
+  decision: Decision;
+  classification: Classification;
+  signature: string | null;
+  fingerprint: string | null;
+  count: number;
+  time: string;
+  service: string;
+  partition: string;
+  revision: string;
+  operation: string | null;
+  trace_id: string | null;
+  span_id: string | null;
+  suppressed: string | null;
 }
 
 /** One entry of a pipeline's outbox; exporters read them in `seq` order from their own cursor. */

@@ -30,6 +30,8 @@ export interface Occurrence {
   /** Whether max_per_turn kept this occurrence from creating work. */
   suppressed?: 'max_per_turn';
   revision: string;
+  /** The group's count after this occurrence (0 when rejected). */
+  count: number;
 }
 
 export function newWorkPage(pipeline: string, partition: string, entries: LogEntry[]): WorkPage {

@@ -20,6 +20,7 @@ import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
 import { forwardRecords } from '../processors/forward/operator.ts';
+import { occurrenceRecords } from '../processors/occurrences/operator.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 
 
@@ -98,6 +99,7 @@ export class Service {
         return registry.processors.get(c.type)!.create({ id, logger: log.child({ component: id }), pipeline: pid, store }, c.config);
       });
       if (this.forwards(pid)) processors.push(forwardRecords());
+      if (this.reportsEveryOccurrence(pid)) processors.push(occurrenceRecords());
       const chain: OperatorFunction<WorkPage, WorkPage> = (source) => processors.reduce((page$, op) => page$.pipe(op), source);
       const exporterRunners = p.exporters.map(
         (eid) =>
@@ -196,6 +198,13 @@ export class Service {
    * else append durably to every target pipeline and wake its runner. Resolves only after the
    * store committed the append, which is when a receiver may acknowledge.
    */
+  /** Whether a pipeline has an exporter that reports every occurrence, not only work events. */
+  private reportsEveryOccurrence(pipelineId: string): boolean {
+    return this.config.service.pipelines
+      .get(pipelineId)!
+      .exporters.some((eid) => (this.config.exporters.get(eid)?.config as { occurrence_spans?: string } | undefined)?.occurrence_spans === 'all');
+  }
+
   /** Whether a pipeline has an exporter that forwards received telemetry. */
   private forwards(pipelineId: string): boolean {
     return this.config.service.pipelines.get(pipelineId)!.exporters.some((eid) => (this.config.exporters.get(eid)?.config as { forward?: boolean } | undefined)?.forward === true);

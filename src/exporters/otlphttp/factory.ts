@@ -19,7 +19,7 @@ import type { OutboxEntry } from '../../model/work.ts';
 import { ExportError, isRetryableStatus, withDelivery } from '../delivery.ts';
 import { redactUrl } from '../redact.ts';
 import { ForwardConverter } from './forward.ts';
-import { OccurrenceSpanFactory } from './occurrence-span.ts';
+import { OccurrenceSpanFactory, spanInputOfOccurrence, spanInputOfWorkEvent } from './occurrence-span.ts';
 
 const schema = withDelivery({
   /** Base URL; `/v1/traces` and `/v1/logs` are appended (as the Collector's otlphttp exporter does). */
@@ -31,6 +31,8 @@ const schema = withDelivery({
   timeout: s.duration({ min: 1 }).default(10_000),
   /** Also send on the received traces and logs, with vigil.* attributes on those that carried failure evidence. */
   forward: s.boolean().default(false),
+  /** `work`: one span per work event (created/updated); `all`: one span per counted occurrence. */
+  occurrence_spans: s.enumOf(['work', 'all'] as const).default('work'),
 });
 export type OtlpHttpExporterConfig = Infer<typeof schema>;
 
@@ -73,7 +75,17 @@ export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = 
     return {
       async start() {},
       async export(entries: OutboxEntry[]) {
-        const spans: ReadableSpan[] = occurrences.spansFor(entries.flatMap((e) => (e.kind === 'work' ? [e.event] : [])));
+        const spans: ReadableSpan[] = occurrences.spansFor(
+          entries.flatMap((e) =>
+            cfg.occurrence_spans === 'all'
+              ? e.kind === 'occurrence'
+                ? [spanInputOfOccurrence(e.occurrence)]
+                : []
+              : e.kind === 'work'
+                ? [spanInputOfWorkEvent(e.event)]
+                : [],
+          ),
+        );
         const forwarded = cfg.forward ? entries.flatMap((e) => (e.kind === 'forward' ? [e.record as ForwardRecord] : [])) : [];
         spans.push(...converter.spans(forwarded));
         // Traces and logs go in two requests; a batch is confirmed only when both were accepted

@@ -1,14 +1,14 @@
 /**
- * Occurrence spans (DESIGN 4.3), made with the OpenTelemetry SDK's tracer. Each work event
- * becomes one `vigil.occurrence` span linked to the causal span. Trace and span ids are derived
- * from the work event's id, so a redelivered event produces the very same span and a backend
- * (or a collector's dedupe) sees it once.
+ * Occurrence spans (DESIGN 4.3), made with the OpenTelemetry SDK's tracer: one `vigil.occurrence`
+ * span per work event (or, with `occurrence_spans: all`, per counted occurrence), linked to the
+ * causal span. Trace and span ids are derived from the work event's (or occurrence's) id, so a
+ * redelivered item produces the very same span and a backend (or a collector's dedupe) sees it once.
  */
 import { SpanKind, SpanStatusCode, type Link } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { stableHash } from '../../model/identity.ts';
-import type { WorkEvent } from '../../model/work.ts';
+import type { OccurrenceRecord, WorkEvent } from '../../model/work.ts';
 
 export const OCCURRENCE_SPAN_NAME = 'vigil.occurrence';
 
@@ -46,6 +46,68 @@ export function errorTypeOf(signature: string | null): string {
   return /^[\w.$]+$/.test(head) && head.length <= 128 ? head : '_OTHER';
 }
 
+/** What one occurrence span says, from a work event or an occurrence record. */
+export interface OccurrenceSpanInput {
+  /** Seed of the span's ids: the work event id or the occurrence id. */
+  idSeed: string;
+  time: number;
+  cause: { traceId: string; spanId: string } | undefined;
+  signature: string | null;
+  attributes: Record<string, string | number>;
+}
+
+export function spanInputOfWorkEvent(ev: WorkEvent): OccurrenceSpanInput {
+  const d = ev.data;
+  return {
+    idSeed: ev.id,
+    time: Date.parse(ev.time),
+    cause: d.trace_id && d.span_id ? { traceId: d.trace_id, spanId: d.span_id } : undefined,
+    signature: d.signature,
+    attributes: {
+      'vigil.occurrence.id': d.occurrence_id,
+      'vigil.group.key': d.group_key,
+      'vigil.work.id': d.work_id,
+      'vigil.work.event': ev.type,
+      'vigil.work.event_id': ev.id,
+      'vigil.decision': d.decision,
+      'vigil.classification': d.classification,
+      'error.type': errorTypeOf(d.signature),
+      'vigil.signature': d.signature ?? '',
+      'vigil.fingerprint': d.fingerprint ?? '',
+      'vigil.count': d.count,
+      'vigil.revision': d.revision,
+      'session.id': d.partition,
+      ...(d.operation ? { 'vigil.operation': d.operation } : {}),
+      'vigil.source': ev.source,
+    },
+  };
+}
+
+export function spanInputOfOccurrence(o: OccurrenceRecord): OccurrenceSpanInput {
+  return {
+    idSeed: o.occurrence_id,
+    time: Date.parse(o.time),
+    cause: o.trace_id && o.span_id ? { traceId: o.trace_id, spanId: o.span_id } : undefined,
+    signature: o.signature,
+    attributes: {
+      'vigil.occurrence.id': o.occurrence_id,
+      'vigil.group.key': o.group_key,
+      ...(o.work_id ? { 'vigil.work.id': o.work_id } : {}),
+      'vigil.decision': o.decision,
+      'vigil.classification': o.classification,
+      'error.type': errorTypeOf(o.signature),
+      'vigil.signature': o.signature ?? '',
+      'vigil.fingerprint': o.fingerprint ?? '',
+      'vigil.count': o.count,
+      'vigil.revision': o.revision,
+      'session.id': o.partition,
+      ...(o.operation ? { 'vigil.operation': o.operation } : {}),
+      ...(o.suppressed ? { 'vigil.suppressed': o.suppressed } : {}),
+      'vigil.source': `vigil/${o.service}`,
+    },
+  };
+}
+
 export class OccurrenceSpanFactory {
   private readonly ids = new PresetIdGenerator();
   private readonly collector = new CollectingProcessor();
@@ -55,43 +117,18 @@ export class OccurrenceSpanFactory {
     this.provider = new BasicTracerProvider({ resource, idGenerator: this.ids, spanProcessors: [this.collector] });
   }
 
-  spansFor(events: WorkEvent[]): ReadableSpan[] {
+  spansFor(inputs: OccurrenceSpanInput[]): ReadableSpan[] {
     const tracer = this.provider.getTracer('vigil');
-    for (const ev of events) {
-      const d = ev.data;
-      const { traceId, spanId } = occurrenceSpanIds(ev.id);
+    for (const input of inputs) {
+      const { traceId, spanId } = occurrenceSpanIds(input.idSeed);
       this.ids.traceId = traceId;
       this.ids.spanId = spanId;
-      const time = Date.parse(ev.time);
-      const links: Link[] =
-        d.trace_id && d.span_id
-          ? [{ context: { traceId: d.trace_id, spanId: d.span_id, traceFlags: 1, isRemote: true }, attributes: { 'vigil.link.type': 'cause' } }]
-          : [];
-      const span = tracer.startSpan(OCCURRENCE_SPAN_NAME, {
-        kind: SpanKind.INTERNAL,
-        startTime: time,
-        links,
-        root: true,
-        attributes: {
-          'vigil.occurrence.id': d.occurrence_id,
-          'vigil.group.key': d.group_key,
-          'vigil.work.id': d.work_id,
-          'vigil.work.event': ev.type,
-          'vigil.work.event_id': ev.id,
-          'vigil.decision': d.decision,
-          'vigil.classification': d.classification,
-          'error.type': errorTypeOf(d.signature),
-          'vigil.signature': d.signature ?? '',
-          'vigil.fingerprint': d.fingerprint ?? '',
-          'vigil.count': d.count,
-          'vigil.revision': d.revision,
-          'session.id': d.partition,
-          ...(d.operation ? { 'vigil.operation': d.operation } : {}),
-          'vigil.source': ev.source,
-        },
-      });
-      span.setStatus({ code: SpanStatusCode.ERROR, message: d.signature ?? undefined });
-      span.end(time);
+      const links: Link[] = input.cause
+        ? [{ context: { traceId: input.cause.traceId, spanId: input.cause.spanId, traceFlags: 1, isRemote: true }, attributes: { 'vigil.link.type': 'cause' } }]
+        : [];
+      const span = tracer.startSpan(OCCURRENCE_SPAN_NAME, { kind: SpanKind.INTERNAL, startTime: input.time, links, root: true, attributes: input.attributes });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: input.signature ?? undefined });
+      span.end(input.time);
     }
     const spans = this.collector.ended;
     this.collector.ended = [];

@@ -140,7 +140,7 @@ function applyPage(
     const decision = decide(opts, total, previous?.lastSeen, event.time);
     const action = actionOf(decision);
     if (action === 'reject') {
-      items[p.index] = { ...item, occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId: null, revision: p.revision } };
+      items[p.index] = { ...item, occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId: null, revision: p.revision, count: 0 } };
       continue;
     }
     const next: GroupState = {
@@ -172,7 +172,7 @@ function applyPage(
     groups.set(p.groupKey, next);
     items[p.index] = {
       ...item,
-      occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, ...(suppressed ? { suppressed } : {}) },
+      occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, count: total, ...(suppressed ? { suppressed } : {}) },
     };
     failures.push({
       time: event.time,
