@@ -16,12 +16,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServerInterceptor, ServerUnaryCall, ServiceDefinition, StatusObject, sendUnaryData } from '@grpc/grpc-js';
-import type { IngestConsumer, Signal } from '../../component.ts';
+import type { Signal } from '../../component.ts';
 import { parseEndpoint } from '../../config/schema.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
-import type { Logger } from '../../logger.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
-import type { DecodedSignal, OtlpCounters } from './ingest.ts';
+import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
 
 /** How long shutdown waits for in-flight calls before cancelling them. */
@@ -36,22 +35,9 @@ export const EXPORT_METHODS: Record<Signal, string> = {
 };
 const SIGNAL_OF_METHOD = new Map<string, Signal>(Object.entries(EXPORT_METHODS).map(([signal, path]) => [path, signal as Signal]));
 
-export interface OtlpGrpcServerOptions {
-  /** Component id, for messages and logs. */
-  id: string;
-  /** `host:port` to listen on (port 0 picks a free port, see address()). */
-  endpoint: string;
+export interface OtlpGrpcServerOptions extends OtlpTransportOptions {
   /** Largest message accepted, compressed or not, in bytes. */
   maxMessageSize: number;
-  bearerToken?: string;
-  consumers: Partial<Record<Signal, IngestConsumer>>;
-  logger: Logger;
-  /** Counters, shared with the receiver. */
-  counters: OtlpCounters;
-  shutdownGraceMs?: number;
-  now?: () => number;
-  /** Signals forwarded downstream: every record is kept (not only the relevant ones). */
-  forward?: Partial<Record<Signal, boolean>>;
 }
 
 /** A refusal decided by vigil: a gRPC status code and message, with RetryInfo when retrying helps. */

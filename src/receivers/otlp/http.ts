@@ -18,9 +18,8 @@ import type { IngestConsumer, Signal } from '../../component.ts';
 import { parseEndpoint } from '../../config/schema.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
 import type { VigilErrorCode } from '../../errors.ts';
-import type { Logger } from '../../logger.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
-import type { DecodedSignal, ExportOutcome, OtlpCounters, OtlpProtocol } from './ingest.ts';
+import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { decodeLogsJson, decodeTracesJson } from './json.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
 import type { DecodedLogs, DecodedTraces } from './normalized.ts';
@@ -70,21 +69,9 @@ const REFUSAL_CODES: Partial<Record<number, VigilErrorCode>> = {
   429: 'VIGIL_INGEST_BACKPRESSURE',
 };
 
-export interface OtlpHttpServerOptions {
-  /** Component id, for messages and logs. */
-  id: string;
-  /** `host:port` to listen on (port 0 picks a free port, see address()). */
-  endpoint: string;
+export interface OtlpHttpServerOptions extends OtlpTransportOptions {
+  /** Largest body accepted, on the wire and decompressed, in bytes. */
   maxBodySize: number;
-  bearerToken?: string;
-  consumers: Partial<Record<Signal, IngestConsumer>>;
-  logger: Logger;
-  /** Counters, shared with the receiver. */
-  counters: OtlpCounters;
-  shutdownGraceMs?: number;
-  now?: () => number;
-  /** Signals forwarded downstream: every record is kept (not only the relevant ones). */
-  forward?: Partial<Record<Signal, boolean>>;
 }
 
 /** A refusal decided while reading the request, answered with `status` and a Status body. */

@@ -10,6 +10,7 @@ import { mapLogs, mapTraces } from './mapping.ts';
 import type { MapOptions } from './mapping.ts';
 import { summarize } from './normalized.ts';
 import type { DecodeStats, DecodedLogs, DecodedTraces } from './normalized.ts';
+import type { Logger } from '../../logger.ts';
 
 /** The wire protocols of the receiver, as counted in its stats. */
 export type OtlpProtocol = 'http-json' | 'http-protobuf' | 'grpc';
@@ -77,6 +78,23 @@ export class OtlpCounters {
   snapshot(): OtlpReceiverStats {
     return structuredClone(this.stats);
   }
+}
+
+/** What both transports (HTTP and gRPC) are given by the receiver. */
+export interface OtlpTransportOptions {
+  /** Component id, for messages and logs. */
+  id: string;
+  /** `host:port` to listen on (port 0 picks a free port, see address()). */
+  endpoint: string;
+  bearerToken?: string;
+  consumers: Partial<Record<Signal, IngestConsumer>>;
+  logger: Logger;
+  /** Counters, shared with the receiver. */
+  counters: OtlpCounters;
+  shutdownGraceMs?: number;
+  now?: () => number;
+  /** Signals forwarded downstream: every record is kept (not only the relevant ones). */
+  forward?: Partial<Record<Signal, boolean>>;
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */
