@@ -56,31 +56,28 @@ export interface OccurrenceSpanInput {
   attributes: Record<string, string | number>;
 }
 
+/** A work event's span: its occurrence, plus which work event it is; ids from the event id. */
 export function spanInputOfWorkEvent(ev: WorkEvent): OccurrenceSpanInput {
   const d = ev.data;
-  return {
-    idSeed: ev.id,
-    time: Date.parse(ev.time),
-    cause: d.trace_id && d.span_id ? { traceId: d.trace_id, spanId: d.span_id } : undefined,
+  const input = spanInputOfOccurrence({
+    occurrence_id: d.occurrence_id,
+    group_key: d.group_key,
+    work_id: d.work_id,
+    decision: d.decision,
+    classification: d.classification,
     signature: d.signature,
-    attributes: {
-      'vigil.occurrence.id': d.occurrence_id,
-      'vigil.group.key': d.group_key,
-      'vigil.work.id': d.work_id,
-      'vigil.work.event': ev.type,
-      'vigil.work.event_id': ev.id,
-      'vigil.decision': d.decision,
-      'vigil.classification': d.classification,
-      'error.type': errorTypeOf(d.signature),
-      'vigil.signature': d.signature ?? '',
-      'vigil.fingerprint': d.fingerprint ?? '',
-      'vigil.count': d.count,
-      'vigil.revision': d.revision,
-      'session.id': d.partition,
-      ...(d.operation ? { 'vigil.operation': d.operation } : {}),
-      'vigil.source': ev.source,
-    },
-  };
+    fingerprint: d.fingerprint,
+    count: d.count,
+    time: ev.time,
+    service: ev.source.replace(/^vigil\//, ''),
+    partition: d.partition,
+    revision: d.revision,
+    operation: d.operation,
+    trace_id: d.trace_id,
+    span_id: d.span_id,
+    suppressed: null,
+  });
+  return { ...input, idSeed: ev.id, attributes: { ...input.attributes, 'vigil.work.event': ev.type, 'vigil.work.event_id': ev.id } };
 }
 
 export function spanInputOfOccurrence(o: OccurrenceRecord): OccurrenceSpanInput {
