@@ -6,8 +6,9 @@
  * the first (a later stack replaces an earlier one: the last traceback is the one that ended the
  * program). Texts without a failure are checked for warnings.
  *
- * Each line is first tested with one native regular expression (`MARKER`) for anything a detector
- * could claim, so that ordinary lines (progress, source, prose) cost one regex test and nothing else.
+ * Each line is first tested with a few native regular expressions (`hasMarker`) for anything a
+ * detector could claim, so that ordinary lines (progress, source, prose) cost those tests and
+ * nothing else.
  */
 import { frameLines, indentOf } from './frame.ts';
 import { Rank, type Finding, type Hit } from './finding.ts';
@@ -27,21 +28,29 @@ import { isWarningLine } from './formats/warning.ts';
 /** Lines longer than this are judged on their first 4 KiB (a signature is 96 characters). */
 const MAX_LINE = 4096;
 
+// The markers of the lines a detector could claim, in three expressions: V8 scans an alternation of
+// a few literals (or of literals behind one anchor) with a skip table, well under a nanosecond per
+// character, but one alternation of all of them alternative by alternative at every position
+// (several times slower). Literal alternatives only: linear.
 // The markers of most failure lines: cheap to scan for (few, distinct literals).
 const COMMON_MARKER = /rror|RROR|xception|Throwable|Traceback|File "|anic|ANIC|atal|ATAL|\*\*\*/;
-// The rarer ones, shaped so that most positions of a line are rejected at their first character:
-// the strerror endings after `: `, line starts (`^`, multiline so that a whole text can be
-// scanned too), and a few distinctive words.
-const OTHER_MARKER = new RegExp(
+// The strerror endings after `: `, and line starts (`^`, multiline so that a whole text can be
+// scanned too).
+const COLON_OR_START_MARKER = new RegExp(
   [
     ': (?:command not found|unbound variable|No such file|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|Read-only|No space|Too many|Connection refused|Connection timed out|Network is unreachable|Address already in use|Text file busy|Argument list too long|Broken pipe|Input/output|bad substitution|integer expression|too many arguments|ambiguous redirect|numeric argument)',
     "^[ \\t]*(?:Can't |Illegal |Undefined subroutine |Not an? [A-Z]+ reference|Global symbol |Bareword |Modification of |Died at |BEGIN failed|Execution of |Compilation failed|CONFLICT \\(|not ok |nothing to commit|no changes added|nothing added|npm |terminate called|thread '|Caused by: |\\[?ERR\\b)",
-    'CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace/breakpoint|node --trace-uncaught',
   ].join('|'),
   'm',
 );
-/** Anything a detector could claim, as one native test per line (literal alternatives: linear). */
-const MARKER = new RegExp(`${COMMON_MARKER.source}|${OTHER_MARKER.source}`, 'm');
+// A few distinctive words.
+const WORD_MARKER =
+  /CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace\/breakpoint|node --trace-uncaught/;
+
+/** Whether a line — or a whole text — holds anything a detector could claim. */
+function hasMarker(text: string): boolean {
+  return COMMON_MARKER.test(text) || COLON_OR_START_MARKER.test(text) || WORD_MARKER.test(text);
+}
 
 /** Anything a warning line could hold (warning.ts); a text without one has no warning. */
 const WARNING_MARKER = /warn|Warn|WARN|Note: |Use of uninit|Useless use|Odd number|Deep recursion|Scalar value|Possible |Unquoted string|Found = |Statement unlikely|Reversed |Argument "|Name "|Subroutine /;
@@ -58,14 +67,15 @@ export interface Detection {
 export function detect(text: string): Detection {
   if (typeof text !== 'string' || text === '') return { warning: false };
   // One native scan of the whole text: a text without any marker holds no failure.
-  if (!COMMON_MARKER.test(text) && !OTHER_MARKER.test(text)) return { warning: WARNING_MARKER.test(text) && hasWarning(frameLines(text)) };
+  if (!hasMarker(text)) return { warning: WARNING_MARKER.test(text) && hasWarning(frameLines(text)) };
   const lines = frameLines(text);
+  lastAtLine = UNKNOWN;
   let best: Finding | undefined;
   for (let i = 0; i < lines.length; ) {
     let line = lines[i]!;
     if (line.length > MAX_LINE) line = lines[i] = line.slice(0, MAX_LINE);
     // No marker is shorter than three characters (blank lines, carets, braces end here).
-    if (line.length < 3 || !MARKER.test(line)) {
+    if (line.length < 3 || !hasMarker(line)) {
       i++;
       continue;
     }
@@ -129,8 +139,13 @@ function detectAt(lines: string[], i: number, line: string): Hit | undefined {
       break;
   }
 
-  // Exception heads with a stack (V8 `    at fn (file:1:2)`, JVM `\tat pkg.C.m(F.java:1)`).
-  if (indent === 0 && (hit = nodeError(lines, i) ?? jvmTrace(lines, i))) return hit;
+  // Exception heads with a stack (V8 `    at fn (file:1:2)`, JVM `\tat pkg.C.m(F.java:1)`): only
+  // where a frame follows, or (JVM) the head says a trace starts.
+  if (indent === 0) {
+    const frameBelow = lastFrameLine(lines) > i;
+    if (frameBelow && (hit = nodeError(lines, i))) return hit;
+    if ((frameBelow || line.startsWith('Exception in thread "') || line.startsWith('Caused by: ')) && (hit = jvmTrace(lines, i))) return hit;
+  }
 
   // Single-line diagnostics, by a substring each.
   if (t.includes('error')) {
@@ -145,6 +160,30 @@ function detectAt(lines: string[], i: number, line: string): Hit | undefined {
   if ((hit = shellError(i, t))) return hit;
   if ((hit = signalReport(i, t))) return hit;
   return genericError(i, t);
+}
+
+const UNKNOWN = -2;
+/**
+ * Index of the last line shaped like a stack frame (indented, then `at `: V8's and the JVM's) in
+ * the text being read, or -1; UNKNOWN until first needed. Scratch state of one `detect` call
+ * (detectors never call `detect`). Lines are only ever shortened (MAX_LINE), so a line that was no
+ * frame never becomes one.
+ */
+let lastAtLine = UNKNOWN;
+
+function lastFrameLine(lines: readonly string[]): number {
+  if (lastAtLine !== UNKNOWN) return lastAtLine;
+  lastAtLine = -1;
+  for (let j = lines.length - 1; j >= 0; j--) {
+    const l = lines[j]!;
+    let k = 0;
+    while (k < l.length && (l.charCodeAt(k) === 32 || l.charCodeAt(k) === 9)) k++;
+    if (k > 0 && l.startsWith('at ', k)) {
+      lastAtLine = j;
+      break;
+    }
+  }
+  return lastAtLine;
 }
 
 function hasWarning(lines: readonly string[]): boolean {

@@ -12,11 +12,12 @@
  * - **text**: the normalized telling line.
  *
  * Messages are normalized by normalize.ts and cut to 160 characters after masking (so a long
- * volatile part before the cut cannot move it). The result is `v2:` + the first 16 hex digits of
- * SHA-256 over the length-prefixed fields; the version keeps stored groups from silently
- * regrouping when the algorithm changes (v1 stays in fingerprint.ts for `rules: reference`).
+ * volatile part before the cut cannot move it). The result is `v2:` + 16 hex digits of a 64-bit
+ * hash over the length-prefixed fields (a grouping key, not a cryptographic digest: a per-call
+ * SHA-256 cost as much as the rest of naming a failure); the version keeps stored groups
+ * from silently regrouping when the algorithm changes (v1 stays in fingerprint.ts for `rules:
+ * reference`).
  */
-import * as crypto from 'node:crypto';
 import type { FailureKey } from './finding.ts';
 import { normalizeMessage } from './normalize.ts';
 
@@ -25,13 +26,6 @@ export const FINGERPRINT_V2 = 'v2';
 const MESSAGE_MAX = 160;
 /** Longest raw text handed to normalization (a 1 MB line is identified by its start). */
 const RAW_MAX = 2048;
-
-// Node ≥ 20.12 has the one-shot `crypto.hash` (≈3× faster than createHash for short input).
-const oneShot = (crypto as unknown as { hash?: (alg: string, data: string, enc: 'hex') => string }).hash;
-
-function sha256Hex(input: string): string {
-  return oneShot ? oneShot('sha256', input, 'hex') : crypto.createHash('sha256').update(input).digest('hex');
-}
 
 /** The normalized form of a message as it enters the fingerprint. */
 export function fingerprintMessage(message: string): string {
@@ -52,12 +46,48 @@ export function fingerprintFields(key: FailureKey): string[] {
   }
 }
 
-/** `v2:` + 16 hex digits of SHA-256 over the length-prefixed fields of the key. */
+/** `v2:` + 16 hex digits of the 64-bit hash of the length-prefixed fields of the key. */
 export function fingerprintV2(key: FailureKey): string {
-  const fields = fingerprintFields(key);
-  let input = FINGERPRINT_V2;
-  for (let i = 0; i < fields.length; i++) input += '\n' + fields[i]!.length + ':' + fields[i];
-  return FINGERPRINT_V2 + ':' + sha256Hex(input).slice(0, 16);
+  return FINGERPRINT_V2 + ':' + hash64(fingerprintFields(key));
+}
+
+/**
+ * A 64-bit hash of a sequence of strings, each taken as its length and then its UTF-16 code units
+ * two to a 32-bit word (so the sequence is unambiguous), through two multiply–rotate lanes with
+ * MurmurHash3's constants, crossed and avalanched at the end; 16 hex digits. 32-bit integer
+ * arithmetic only: the same on every platform and Node version.
+ */
+export function hash64(parts: readonly string[]): string {
+  let h1 = 0x2f3c1a5b;
+  let h2 = 0x6d1e8c47;
+  for (let p = 0; p < parts.length; p++) {
+    const s = parts[p]!;
+    const n = s.length;
+    for (let i = -2; i < n; i += 2) {
+      const w = i < 0 ? n : i + 1 < n ? s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16) : s.charCodeAt(i);
+      let a = Math.imul(h1 ^ w, 0xcc9e2d51);
+      h1 = (Math.imul((a << 13) | (a >>> 19), 5) + 0xe6546b64) | 0;
+      a = Math.imul(h2 ^ w, 0x1b873593);
+      h2 = (Math.imul((a << 17) | (a >>> 15), 5) + 0x561ccd1b) | 0;
+    }
+  }
+  let a = fmix((h1 + h2) | 0);
+  let b = fmix((h2 + h1 + h2) | 0);
+  a = (a + b) | 0;
+  b = (b + a) | 0;
+  return hex32(a) + hex32(b);
+}
+
+function fmix(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+function hex32(x: number): string {
+  return HEX[(x >>> 24) & 255]! + HEX[(x >>> 16) & 255]! + HEX[(x >>> 8) & 255]! + HEX[x & 255]!;
 }
 
 function firstLine(text: string): string {

@@ -55,7 +55,7 @@ export function vigilDecision(kind: unknown, payload: unknown, evidence?: Eviden
     const found = detect(stderr);
     // A hint names a failure only in a run that failed.
     if (found.failure && found.failure.rank !== Rank.Hint) {
-      return { classification: 'RecoveredError', ...named(found.failure.signature, found.failure.key), source: stderr, format: found.failure.format };
+      return named('RecoveredError', found.failure.signature, found.failure.key, stderr, found.failure.format);
     }
     if (found.warning || isWarnSeverity(evidence)) return { classification: 'StderrWarning', signature: null, fingerprint: null, source: stderr };
     return { classification: 'Uncertain', signature: null, fingerprint: null, source: stderr };
@@ -71,19 +71,17 @@ export function vigilDecision(kind: unknown, payload: unknown, evidence?: Eviden
 
 function failed(source: string, fallback: string, evidence: Evidence | undefined): VigilDecision {
   const found = detect(source);
-  if (found.failure) {
-    return { classification: 'ExecutionFailure', ...named(found.failure.signature, found.failure.key), source, format: found.failure.format };
-  }
+  if (found.failure) return named('ExecutionFailure', found.failure.signature, found.failure.key, source, found.failure.format);
   const fromEvidence = evidenceSignature(evidence);
-  if (fromEvidence) return { classification: 'ExecutionFailure', ...named(fromEvidence, { kind: 'text', text: fromEvidence }), source, format: 'evidence' };
+  if (fromEvidence) return named('ExecutionFailure', fromEvidence, { kind: 'text', text: fromEvidence }, source, 'evidence');
   const first = firstLine(source);
-  if (first) return { classification: 'ExecutionFailure', ...named(first, { kind: 'text', text: first }), source, format: 'first-line' };
-  return { classification: 'ExecutionFailure', ...named(fallback, { kind: 'text', text: fallback }), source, format: 'default' };
+  if (first) return named('ExecutionFailure', first, { kind: 'text', text: first }, source, 'first-line');
+  return named('ExecutionFailure', fallback, { kind: 'text', text: fallback }, source, 'default');
 }
 
-/** The signature (collapsed, cut to 96) and the v2 fingerprint of a failure. */
-function named(signature: string, key: FailureKey): { signature: string; fingerprint: string } {
-  return { signature: toSignature(signature), fingerprint: fingerprintV2(key) };
+/** A named failure: the signature (collapsed, cut to 96) and the v2 fingerprint of its key. */
+function named(classification: Classification, signature: string, key: FailureKey, source: string, format: string): VigilDecision {
+  return { classification, signature: toSignature(signature), fingerprint: fingerprintV2(key), source, format };
 }
 
 // Whitespace other than single inner spaces: only then is the full collapse needed.

@@ -7,7 +7,7 @@
  * type(s) and the innermost frames outside node's internals and node_modules.
  */
 import { indentOf, isBlank } from '../frame.ts';
-import { basename, collapseFrames, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
+import { basename, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
 
 // `TypeError: msg`, `Error [ERR_X]: msg`, `AssertionError [ERR_ASSERTION]: msg`, `Uncaught TypeError: msg`,
 // `[UnhandledPromiseRejection: …]`, `DbError: msg`. The type is an identifier (no spaces).
@@ -43,16 +43,22 @@ export function nodeError(lines: readonly string[], i: number): Hit | undefined 
   }
   if (j >= lines.length || !isV8FrameLine(lines[j]!, indentOf(lines[j]!))) return undefined;
   if (indentOf(lines[j]!) > 4 || lines[j]!.charCodeAt(0) === 9) return undefined; // JVM `\tat` and deeper
-  const frames: string[] = [];
+  // The innermost in-app frames, collapsed as `collapseFrames` does (outside the program dropped,
+  // repeats skipped); once there are enough, the rest of the stack is only walked to its end.
+  const inApp: string[] = [];
   for (; j < lines.length; j++) {
     const l = lines[j]!;
     const indent = indentOf(l);
     if (indent === 0) break;
-    const body = l.slice(indent);
-    if (body.startsWith('at ')) {
-      const f = V8_FRAME.exec(body);
-      if (f) frames.push(frameKey(f[1] ?? '', f[2] ?? f[3] ?? ''));
-    } else if (!body.startsWith('...')) break;
+    if (l.startsWith('at ', indent)) {
+      if (inApp.length === MAX_FRAMES) continue;
+      const f = V8_FRAME.exec(l.slice(indent));
+      if (!f) continue;
+      const key = frameKey(f[1] ?? '', f[2] ?? f[3] ?? '');
+      const n = inApp.length;
+      if (key.startsWith('!') || (n >= 1 && inApp[n - 1] === key) || (n >= 2 && inApp[n - 2] === key)) continue;
+      inApp.push(key);
+    } else if (!l.startsWith('...', indent)) break;
   }
   const types = [m[2] ? `${m[1]} [${m[2]}]` : m[1]!];
   // The inspected properties block (`{ code: …, [cause]: Error: … }`) up to its closing brace.
@@ -77,7 +83,6 @@ export function nodeError(lines: readonly string[], i: number): Hit | undefined 
       signature = `UnhandledPromiseRejection: ${message}`;
     }
   }
-  const inApp = collapseFrames(frames.filter((f) => !f.startsWith('!')), MAX_FRAMES);
   const weak = inApp.every((f) => f.endsWith(':<top>'));
   return {
     finding: { rank: Rank.Exception, line: i, signature, format: 'node', key: { kind: 'stack', types, frames: inApp, message, weak } },

@@ -43,8 +43,11 @@ export function pythonTraceback(lines: readonly string[], i: number): Hit {
         continue;
       }
       if (indent === 0) break;
-      const m = FRAME.exec(line.slice(indent));
-      if (m) blockFrames.push(frameKey(m[1]!, m[2] ?? '<module>'));
+      // Only `File "…"` lines can be frames (source and caret lines are not): no regex for those.
+      if (line.startsWith('File "', indent)) {
+        const m = FRAME.exec(line.slice(indent));
+        if (m) blockFrames.push(frameKey(m[1]!, m[2] ?? '<module>'));
+      }
       j++;
     }
     if (j >= lines.length) break;
