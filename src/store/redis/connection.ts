@@ -96,8 +96,13 @@ export class RedisConnection {
     this.client.on('end', () => this.onDown());
   }
 
+  /**
+   * Connected and able to take commands now. The client's own status is checked too: its 'close'
+   * event can come after a command already failed on a dead socket, and a flag alone would then
+   * still say ready while the client reconnects.
+   */
   get isReady(): boolean {
-    return this.ready;
+    return this.ready && this.client.status === 'ready';
   }
 
   /** Starts connecting; resolves after the first attempt, connected or not (retries go on). */
