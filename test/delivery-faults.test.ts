@@ -11,28 +11,15 @@ import { after, test } from 'node:test';
 import { occurrenceSpanIds } from '../src/exporters/otlphttp/occurrence-span.ts';
 import { startCaptureServer, type CaptureServer, type Responder } from './helpers/capture-server.ts';
 import { decodeTraceRequest } from './helpers/otlp-decode.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
 const TRACE = (n: number) => `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nValueError: bad input ${'x'.repeat(n)}`;
 
-function logs(session: string, signatureVariant: number, times: number[]) {
-  return {
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] },
-        scopeLogs: [
-          {
-            logRecords: times.map((t) => ({
-              timeUnixNano: `${t}000000`,
-              severityNumber: 17,
-              body: { stringValue: signatureVariant === 0 ? TRACE(0) : `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nKeyError${'E'.repeat(signatureVariant)}: missing` },
-              attributes: [{ key: 'session.id', value: { stringValue: session } }],
-            })),
-          },
-        ],
-      },
-    ],
-  };
+function logs(session: string, signatureVariant: number, times: number[]): string {
+  const body =
+    signatureVariant === 0 ? TRACE(0) : `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nKeyError${'E'.repeat(signatureVariant)}: missing`;
+  return otlpLogs(times.map((time) => ({ time, body, session })));
 }
 
 const children: VigilChild[] = [];
@@ -83,7 +70,7 @@ service:
 
   const statuses: number[] = [];
   const send = async (session: string, variant: number, times: number[]) => {
-    const res = await fetch(otlp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(logs(session, variant, times)) });
+    const res = await postLogs(otlp, logs(session, variant, times));
     statuses.push(res.status);
   };
   const t0 = Date.UTC(2026, 0, 1);

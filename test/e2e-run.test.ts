@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
 const TRACEBACK = [
@@ -17,25 +18,10 @@ const TRACEBACK = [
   'ZeroDivisionError: division by zero',
 ].join('\n');
 
-function logsRequest(records: Array<{ body: string; severity: number; time: number }>, session = 'sess-demo') {
-  return {
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'demo-agent' } }, { key: 'service.version', value: { stringValue: '1.4.2' } }] },
-        scopeLogs: [
-          {
-            scope: { name: 'demo' },
-            logRecords: records.map((r) => ({
-              timeUnixNano: String(BigInt(r.time) * 1_000_000n),
-              severityNumber: r.severity,
-              body: { stringValue: r.body },
-              attributes: [{ key: 'session.id', value: { stringValue: session } }],
-            })),
-          },
-        ],
-      },
-    ],
-  };
+const DEMO_RESOURCE = { 'service.name': 'demo-agent', 'service.version': '1.4.2' };
+
+function logsRequest(records: Array<{ body: string; severity: number; time: number }>, session = 'sess-demo'): string {
+  return otlpLogs(records.map((r) => ({ ...r, session })), DEMO_RESOURCE);
 }
 
 async function startVigil(extra = ''): Promise<{ vigil: VigilChild; otlp: string; health: string; workFile: string; dir: string }> {
@@ -79,8 +65,7 @@ function readWorkEvents(file: string): Array<Record<string, any>> {
     .map((l) => JSON.parse(l));
 }
 
-const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const post = postLogs;
 
 describe('vigil run, end to end', () => {
   const children: VigilChild[] = [];

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
 const children: VigilChild[] = [];
@@ -18,24 +19,16 @@ after(async () => {
 
 const N = 30;
 
-function failures(from: number, to: number) {
+function failures(from: number, to: number): string {
   const t0 = Date.UTC(2026, 0, 1);
-  return {
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] },
-        scopeLogs: [
-          {
-            logRecords: Array.from({ length: to - from }, (_, k) => {
-              const i = from + k;
-              // Distinct exception types: each is its own group, and min_recurrence 1 makes each one work.
-              return { timeUnixNano: `${t0 + i * 1000}000000`, severityNumber: 17, body: { stringValue: `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nFailure${String.fromCharCode(65 + (i % 26))}${String.fromCharCode(65 + Math.floor(i / 26))}Error: boom` } };
-            }),
-          },
-        ],
-      },
-    ],
-  };
+  return otlpLogs(
+    Array.from({ length: to - from }, (_, k) => {
+      const i = from + k;
+      // Distinct exception types: each is its own group, and min_recurrence 1 makes each one work.
+      const type = `Failure${String.fromCharCode(65 + (i % 26))}${String.fromCharCode(65 + Math.floor(i / 26))}Error`;
+      return { time: t0 + i * 1000, body: `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\n${type}: boom` };
+    }),
+  );
 }
 
 test('SIGKILL mid-delivery: after restart every event arrives; repeats are only the in-flight ones', async () => {
@@ -66,7 +59,7 @@ service:
     return v;
   };
   const first = await start();
-  const res = await fetch(`http://127.0.0.1:${otlpPort}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(failures(0, N)) });
+  const res = await postLogs(`http://127.0.0.1:${otlpPort}/v1/logs`, failures(0, N));
   assert.equal(res.status, 200);
   await waitFor(() => (downstream!.received.length >= N / 3 ? true : undefined), 'some deliveries');
   first.child.kill('SIGKILL');

@@ -4,17 +4,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startService } from './helpers/in-process.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
 
-const body = (t: number) =>
-  JSON.stringify({
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] },
-        scopeLogs: [{ logRecords: [{ timeUnixNano: `${t}000000`, severityNumber: 17, body: { stringValue: 'Error: ENOENT: no such file or directory' } }] }],
-      },
-    ],
-  });
+const body = (t: number) => otlpLogs([{ time: t, body: 'Error: ENOENT: no such file or directory' }]);
 
 const closers: Array<() => Promise<void>> = [];
 after(async () => {
@@ -42,7 +35,7 @@ service:
 `);
   closers.push(() => service.shutdown());
   for (let i = 0; i < 20; i++) {
-    const res = await fetch(`http://127.0.0.1:${otlpPort}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(1000 + i * 1000) });
+    const res = await postLogs(`http://127.0.0.1:${otlpPort}/v1/logs`, body(1000 + i * 1000));
     assert.equal(res.status, 200);
   }
   const lines = await waitFor(() => {

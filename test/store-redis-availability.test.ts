@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { RedisServer, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 
 const children: VigilChild[] = [];
 const servers: RedisServer[] = [];
@@ -18,29 +19,7 @@ after(async () => {
 });
 
 const TRACEBACK = 'Traceback (most recent call last):\n  File "/srv/job.py", line 1, in <module>\nTimeoutError: upstream took too long';
-const request = (uid: string, time: number) =>
-  JSON.stringify({
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'late-agent' } }] },
-        scopeLogs: [
-          {
-            logRecords: [
-              {
-                timeUnixNano: `${time}000000`,
-                severityNumber: 17,
-                body: { stringValue: TRACEBACK },
-                attributes: [
-                  { key: 'session.id', value: { stringValue: 'late-session' } },
-                  { key: 'log.record.uid', value: { stringValue: uid } },
-                ],
-              },
-            ],
-          },
-        ],
-      },
-    ],
-  });
+const request = (uid: string, time: number) => otlpLogs([{ time, body: TRACEBACK, session: 'late-session', uid }], { 'service.name': 'late-agent' });
 
 test('Redis unreachable at start: vigil runs, refuses retryably, then processes once Redis is there', { timeout: 90_000 }, async () => {
   const dir = tempDir();
@@ -69,7 +48,7 @@ service:
   children.push(vigil);
   const health = `http://127.0.0.1:${healthPort}`;
   const otlp = `http://127.0.0.1:${otlpPort}/v1/logs`;
-  const post = (uid: string, time: number) => fetch(otlp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: request(uid, time) });
+  const post = (uid: string, time: number) => postLogs(otlp, request(uid, time));
 
   await waitFor(async () => ((await fetch(`${health}/livez`)).status === 200 ? true : undefined), `vigil to serve\n${vigil.stderr()}`);
   assert.equal((await fetch(`${health}/healthz`)).status, 503, 'not ready while the store is unreachable');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { deletePrefix, REDIS_URL, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 
 const prefix = uniquePrefix('sidecars');
 const children: VigilChild[] = [];
@@ -57,29 +58,8 @@ service:
 
 const TRACEBACK = 'Traceback (most recent call last):\n  File "/srv/app/job.py", line 3, in <module>\nConnectionResetError: peer went away';
 
-function request(session: string, uid: string, time: number) {
-  return JSON.stringify({
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'shared-agent' } }, { key: 'service.version', value: { stringValue: '3.1.0' } }] },
-        scopeLogs: [
-          {
-            logRecords: [
-              {
-                timeUnixNano: `${time}000000`,
-                severityNumber: 17,
-                body: { stringValue: TRACEBACK },
-                attributes: [
-                  { key: 'session.id', value: { stringValue: session } },
-                  { key: 'log.record.uid', value: { stringValue: uid } },
-                ],
-              },
-            ],
-          },
-        ],
-      },
-    ],
-  });
+function request(session: string, uid: string, time: number): string {
+  return otlpLogs([{ time, body: TRACEBACK, session, uid }], { 'service.name': 'shared-agent', 'service.version': '3.1.0' });
 }
 
 test('two vigil processes on one Redis: one work item between them, later occurrences update it', { timeout: 120_000 }, async () => {
@@ -87,7 +67,7 @@ test('two vigil processes on one Redis: one work item between them, later occurr
   const b = await sidecar('b');
   const t0 = Date.UTC(2026, 0, 7, 9);
   const send = async (to: string, session: string, uid: string, time: number) => {
-    const res = await fetch(to, { method: 'POST', headers: { 'content-type': 'application/json' }, body: request(session, uid, time) });
+    const res = await postLogs(to, request(session, uid, time));
     assert.equal(res.status, 200, await res.text());
   };
   // The same failure from two sessions, one per sidecar, at the same moment: both race for the group.

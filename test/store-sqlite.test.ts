@@ -10,6 +10,7 @@ import type { StateStore } from '../src/store/types.ts';
 import { storeConformance } from './helpers/store-conformance.ts';
 import { event } from './helpers/pages.ts';
 import { freePort, ROOT, spawnVigil, tempDir, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 
 const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
 
@@ -101,17 +102,9 @@ service:
     const vigil = spawnVigil(['run', '-c', cfg]);
     try {
       await waitFor(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${vigil.stderr()}`);
-      const body = (uid: string, time: number) =>
-        JSON.stringify({
-          resourceLogs: [
-            {
-              resource: { attributes: [{ key: 'service.name', value: { stringValue: 'status-agent' } }] },
-              scopeLogs: [{ logRecords: [{ timeUnixNano: `${time}000000`, severityNumber: 17, body: { stringValue: 'KeyError: missing key' }, attributes: [{ key: 'session.id', value: { stringValue: 'st' } }, { key: 'log.record.uid', value: { stringValue: uid } }] }] }],
-            },
-          ],
-        });
+      const body = (uid: string, time: number) => otlpLogs([{ time, body: 'KeyError: missing key', session: 'st', uid }], { 'service.name': 'status-agent' });
       for (const [uid, time] of [['s1', 1_000], ['s2', 2_000]] as const) {
-        const res = await fetch(`http://127.0.0.1:${otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(uid, time) });
+        const res = await postLogs(`http://127.0.0.1:${otlp}/v1/logs`, body(uid, time));
         assert.equal(res.status, 200);
       }
       const out = await waitFor(async () => {

@@ -5,21 +5,11 @@ import { after, describe, test } from 'node:test';
 import { renderMetrics, family, flattenStats } from '../src/service/metrics.ts';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { startService } from './helpers/in-process.ts';
+import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { attrs, decodeTraceRequest } from './helpers/otlp-decode.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
 
 const TRACEBACK = 'Traceback (most recent call last):\n  File "/tmp/x.py", line 1, in <module>\nZeroDivisionError: division by zero';
-
-function logs(times: number[]) {
-  return {
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] },
-        scopeLogs: [{ logRecords: times.map((t) => ({ timeUnixNano: `${t}000000`, severityNumber: 17, body: { stringValue: TRACEBACK }, attributes: [{ key: 'session.id', value: { stringValue: 's' } }] })) }],
-      },
-    ],
-  };
-}
 
 function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
@@ -71,7 +61,7 @@ service:
     logs: { receivers: [otlp], processors: [classify, recurrence], exporters: [file] }
 `);
     closers.push(() => service.shutdown());
-    const res = await fetch(`http://127.0.0.1:${otlpPort}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(logs([1_000, 2_000])) });
+    const res = await postLogs(`http://127.0.0.1:${otlpPort}/v1/logs`, otlpLogs([1_000, 2_000].map((time) => ({ time, body: TRACEBACK, session: 's' }))));
     assert.equal(res.status, 200);
     const text = await waitFor(async () => {
       const t = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();

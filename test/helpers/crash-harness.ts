@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RedisServer } from './redis-server.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './vigil-process.ts';
+import { otlpLogs } from './otlp-logs.ts';
 
 /** mulberry32: a small seeded PRNG, so the stream is the same in every run. */
 function prng(seed: number): () => number {
@@ -114,30 +115,11 @@ function hex(rand: () => number, bytes: number): string {
 
 function batchOf(records: StreamRecord[], rand: () => number): Batch {
   const traceId = hex(rand, 16);
-  const body = {
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'crash-agent' } }, { key: 'service.version', value: { stringValue: '2.0.0' } }] },
-        scopeLogs: [
-          {
-            scope: { name: 'crash-test' },
-            logRecords: records.map((r) => ({
-              timeUnixNano: `${r.time}000000`,
-              severityNumber: r.severity,
-              body: { stringValue: r.body },
-              traceId,
-              spanId: hex(rand, 8),
-              attributes: [
-                { key: 'session.id', value: { stringValue: r.session } },
-                { key: 'log.record.uid', value: { stringValue: r.uid } },
-              ],
-            })),
-          },
-        ],
-      },
-    ],
-  };
-  return { session: records[0]!.session, body: JSON.stringify(body) };
+  const body = otlpLogs(
+    records.map((r) => ({ time: r.time, severity: r.severity, body: r.body, traceId, spanId: hex(rand, 8), session: r.session, uid: r.uid })),
+    { 'service.name': 'crash-agent', 'service.version': '2.0.0' },
+  );
+  return { session: records[0]!.session, body };
 }
 
 export type StateConfig = { sqlite: string } | { redis: { url: string; prefix: string } };
