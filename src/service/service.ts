@@ -211,6 +211,8 @@ export class Service {
   }
 
   private consumerFor(pipelineIds: string[]): IngestConsumer {
+    // Decided once: which target pipelines keep the received records for forwarding.
+    const forwarding = new Set(pipelineIds.filter((pid) => this.forwards(pid)));
     const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
     return async (events: AgentEvent[]) => {
       const store = this.store;
@@ -228,7 +230,7 @@ export class Service {
           }
         }
         for (const pid of pipelineIds) {
-          const r = await store.append(pid, this.forwards(pid) ? events : withoutForwarding(events));
+          const r = await store.append(pid, forwarding.has(pid) ? events : withoutForwarding(events));
           appended = Math.max(appended, r.appended);
           duplicates = Math.max(duplicates, r.duplicates);
           this.pipelines.get(pid)?.runner.notify();
