@@ -8,6 +8,8 @@ import type { Schema } from './config/schema.ts';
 import type { Logger } from './logger.ts';
 import type { AgentEvent } from './model/event.ts';
 import type { OutboxEntry } from './model/work.ts';
+import type { StateClient } from './store/state-client.ts';
+import type { StateWrite } from './store/state.ts';
 import type { StateStore } from './store/types.ts';
 import type { WorkPage } from './processors/page.ts';
 
@@ -23,7 +25,18 @@ export interface Lifecycle {
 }
 
 /** What a receiver hands records to: appends durably, resolves after the append committed. */
-export type IngestConsumer = (events: AgentEvent[]) => Promise<IngestResult>;
+export type IngestConsumer = (events: AgentEvent[], opts?: IngestOptions) => Promise<IngestResult>;
+export interface IngestOptions {
+  /**
+   * The receiver's own state (file offsets, ...) to write with these records, built with
+   * `settings.state` (see AppendOptions in src/store/types.ts). When the records go to several
+   * pipelines the state is written with the last pipeline's append, so it never runs ahead of a
+   * pipeline that has not received the records yet; after a crash in between, the receiver
+   * re-reads from its older state and the event-id dedupe drops what the first pipelines have.
+   * May come with no records (a batch of only malformed lines still moves an offset).
+   */
+  state?: StateWrite[];
+}
 export interface IngestResult {
   appended: number;
   duplicates: number;
@@ -44,11 +57,22 @@ export interface ReceiverSettings extends ComponentSettings {
    * irrelevant, marked `forwardOnly`.
    */
   forward?: Partial<Record<Signal, boolean>>;
+  /**
+   * The receiver's state in the store (namespace = its id): read it at start (e.g. restore file
+   * offsets with `list`), build writes to hand with records (`IngestOptions.state`). Absent when
+   * the receiver runs without a store (tests of the receiver alone).
+   */
+  state?: StateClient;
 }
 
 export interface ProcessorSettings extends ComponentSettings {
   pipeline: string;
   store: StateStore;
+  /**
+   * The processor's state and timers (namespace = its id, owner of its timers): see
+   * src/store/state-client.ts. Writes go into the page's commit with `withState` / `withTimers`.
+   */
+  state: StateClient;
 }
 
 export interface ExporterSettings extends ComponentSettings {}

@@ -12,6 +12,7 @@ import { classifyFactory } from '../src/processors/classify/factory.ts';
 import { fingerprint } from '../src/processors/classify/fingerprint.ts';
 import { fingerprintV2 } from '../src/processors/classify/fingerprint2.ts';
 import { classify, UNDIAGNOSABLE } from '../src/processors/classify/operator.ts';
+import { stateClient } from '../src/store/state-client.ts';
 
 let seq = 0;
 function entry(kind: string, payload: Record<string, unknown>, extra: Partial<AgentEvent> = {}): LogEntry {
@@ -165,7 +166,7 @@ describe('classifyFactory', () => {
 
   test('create returns the operator; undiagnosable items are logged', async () => {
     const logger = memoryLogger();
-    const op = classifyFactory.create({ id: 'classify', logger, pipeline: 'traces', store: {} as StateStore }, { rules: 'vigil' });
+    const op = classifyFactory.create({ id: 'classify', logger, pipeline: 'traces', store: {} as StateStore, state: stateClient({} as StateStore, 'classify', { owner: 'classify' }) }, { rules: 'vigil' });
     const page = newWorkPage('traces', 's1', [failedRun('E: x'), throwingEntry()]);
     const out = await lastValueFrom(of(page).pipe(op));
     assert.equal(out.items[0]!.diagnosis!.classification, 'ExecutionFailure');

@@ -2,6 +2,7 @@
  * The `vigil` command line (DESIGN 4.1): run, validate, classify, status.
  */
 import { parseArgs } from 'node:util';
+import type { Registry } from '../component.ts';
 import { components } from '../components.ts';
 import { ConfigError, formatDiagnostic, loadConfigFile } from '../config/load.ts';
 import { errorMessage, isVigilError } from '../errors.ts';
@@ -48,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
   const configFile = values.config ?? 'pipeline.yaml';
   switch (command) {
     case 'run':
-      return run(configFile);
+      return runVigil(configFile);
     case 'validate':
       return validate(configFile);
     case 'classify':
@@ -83,15 +84,19 @@ function reportConfigError(err: unknown): number {
   return 1;
 }
 
-async function run(file: string): Promise<number> {
+/**
+ * `vigil run`: runs the service until SIGINT/SIGTERM. `registry` is the one list of components;
+ * tests pass it extended with test-only components to run a real `vigil run` with them.
+ */
+export async function runVigil(file: string, registry: Registry = components()): Promise<number> {
   let cfg;
   try {
-    cfg = await loadConfigFile(file, components());
+    cfg = await loadConfigFile(file, registry);
   } catch (err) {
     return reportConfigError(err);
   }
   const logger = createLogger({ level: cfg.service.telemetry.logs.level });
-  const service = new Service(cfg, components(), { logger });
+  const service = new Service(cfg, registry, { logger });
   try {
     await service.start();
   } catch (err) {

@@ -54,7 +54,13 @@ export function formatStatus(st: StoreStatus): string {
     if (!p.partitions.length) lines.push('  no partitions yet');
     for (const part of p.partitions) lines.push(`  partition ${part.partition}: cursor ${part.cursor ?? '-'}, lag ${part.pending}`);
     for (const e of p.outbox.exporters) lines.push(`  exporter ${e.exporter}: outbox cursor ${e.cursor}, lag ${e.lag}`);
+    // Older vigil versions (a health endpoint of a running older vigil) report no timers.
+    const t = p.timers ?? { pending: 0, nextDue: null };
+    lines.push(`  timers: ${t.pending} pending${t.nextDue !== null ? `, next due ${new Date(t.nextDue).toISOString()}` : ''}`);
   }
+  const namespaces = st.state ?? [];
+  lines.push(`processor state: ${namespaces.length ? '' : 'none'}`.trimEnd());
+  for (const n of namespaces) lines.push(`  ${n.namespace}: ${n.entries} entries${n.evicted ? `, ${n.evicted} evicted at the bound` : ''}`);
   lines.push(`dead letters: ${st.deadLetters.total}`);
   for (const d of st.deadLetters.newest) {
     lines.push(`  ${new Date(d.time).toISOString()} ${d.pipeline}/${d.exporter} ${d.entry.id}: ${d.reason}`);

@@ -6,12 +6,14 @@
  * and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, IngestConsumer, Lifecycle, Registry, Signal } from '../component.ts';
+import type { Exporter, IngestConsumer, IngestOptions, Lifecycle, Registry, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { WorkPage } from '../processors/page.ts';
+import { stateClient } from '../store/state-client.ts';
+import { encodeStateWrites } from '../store/state.ts';
 import type { StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
@@ -96,7 +98,10 @@ export class Service {
     for (const [pid, p] of config.service.pipelines) {
       const processors: OperatorFunction<WorkPage, WorkPage>[] = p.processors.map((id) => {
         const c = config.processors.get(id)!;
-        return registry.processors.get(c.type)!.create({ id, logger: log.child({ component: id }), pipeline: pid, store }, c.config);
+        return registry.processors.get(c.type)!.create(
+          { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }) },
+          c.config,
+        );
       });
       if (this.forwards(pid)) processors.push(forwardRecords());
       if (this.reportsEveryOccurrence(pid)) processors.push(occurrenceRecords());
@@ -121,6 +126,7 @@ export class Service {
         pageSize: opts.pageSize ?? config.service.processing.page_size,
         onCommit: () => exporterRunners.forEach((r) => r.notify()),
         tracer,
+        processors: p.processors,
       });
       this.pipelines.set(pid, { runner, exporters: exporterRunners });
     }
@@ -162,7 +168,9 @@ export class Service {
         if (targets.some((pid) => this.forwards(pid))) forward[signal] = true;
       }
       if (Object.keys(consumers).length === 0) continue;
-      const receiver = registry.receivers.get(c.type)!.create({ id, logger: log.child({ component: id }), consumers, forward }, c.config);
+      const receiver = registry.receivers
+        .get(c.type)!
+        .create({ id, logger: log.child({ component: id }), consumers, forward, state: stateClient(store, id, { owner: id }) }, c.config);
       await receiver.start();
       this.receivers.set(id, receiver);
     }
@@ -210,11 +218,18 @@ export class Service {
     return this.config.service.pipelines.get(pipelineId)!.exporters.some((eid) => (this.config.exporters.get(eid)?.config as { forward?: boolean } | undefined)?.forward === true);
   }
 
+  /**
+   * A receiver's state (`opts.state`) is written with the append to the last target pipeline: it
+   * never runs ahead of a pipeline that has not got the records yet, and after a crash between
+   * two appends the receiver re-reads from its older state while the event-id dedupe drops what
+   * the first pipelines already have.
+   */
   private consumerFor(pipelineIds: string[]): IngestConsumer {
     // Decided once: which target pipelines keep the received records for forwarding.
     const forwarding = new Set(pipelineIds.filter((pid) => this.forwards(pid)));
     const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
-    return async (events: AgentEvent[]) => {
+    const last = pipelineIds[pipelineIds.length - 1];
+    return async (events: AgentEvent[], opts: IngestOptions = {}) => {
       const store = this.store;
       if (!store || this.state === 'stopped') {
         this.ingestStats.refused += events.length;
@@ -223,6 +238,8 @@ export class Service {
       let appended = 0;
       let duplicates = 0;
       try {
+        // A malformed state write is the receiver's bug: refuse it before any pipeline has the records.
+        encodeStateWrites(opts.state);
         for (const pid of pipelineIds) {
           if ((await store.pendingCount(pid)) >= maxBacklog) {
             this.ingestStats.refused += events.length;
@@ -230,7 +247,8 @@ export class Service {
           }
         }
         for (const pid of pipelineIds) {
-          const r = await store.append(pid, forwarding.has(pid) ? events : withoutForwarding(events));
+          const state = pid === last ? opts.state : undefined;
+          const r = await store.append(pid, forwarding.has(pid) ? events : withoutForwarding(events), state?.length ? { state } : {});
           appended = Math.max(appended, r.appended);
           duplicates = Math.max(duplicates, r.duplicates);
           this.pipelines.get(pid)?.runner.notify();
@@ -238,6 +256,7 @@ export class Service {
       } catch (err) {
         if (isVigilError(err) && err.transient) throw err;
         this.ingestStats.refused += events.length;
+        if (isVigilError(err, 'VIGIL_STATE_INVALID')) throw err;
         throw new VigilError('VIGIL_STORE_UNAVAILABLE', `cannot append to the ingest log: ${errorMessage(err)}`, { transient: true, cause: err });
       }
       this.ingestStats.appended += appended;
@@ -307,6 +326,10 @@ export class Service {
       family('vigil_exporter_dead_lettered_total', 'counter', 'Outbox entries given up on and kept as dead letters.', perExporter((s) => s.deadLettered)),
       family('vigil_outbox_lag', 'gauge', 'Outbox entries waiting for each exporter.', outboxLag),
       family('vigil_dead_letters', 'gauge', 'Dead letters kept in the store.', st ? [{ labels: {}, value: st.deadLetters.total }] : []),
+      family('vigil_timers_pending', 'gauge', 'Durable timers waiting to fall due, per pipeline.', (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending }))),
+      family('vigil_timers_fired_total', 'counter', 'Durable timers fired (timer pages committed).', perPipeline((s) => s.timersFired)),
+      family('vigil_state_entries', 'gauge', 'Live processor-state entries per namespace.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.entries }))),
+      family('vigil_state_evicted_total', 'counter', 'Processor-state entries evicted at their namespace bound.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted }))),
     ];
   }
 

@@ -4,7 +4,7 @@
  * page's commit with group states and work events. Everything it knows about the past comes from
  * the state view passed in; it keeps nothing between pages itself.
  */
-import { concatMap, forkJoin, from, map, type ObservableInput, type OperatorFunction } from 'rxjs';
+import { concatMap, forkJoin, from, map, of, type ObservableInput, type OperatorFunction } from 'rxjs';
 import { isFailure, type AgentEvent } from '../../model/event.ts';
 import {
   groupKey as makeGroupKey,
@@ -34,6 +34,8 @@ export interface RecurrenceOptions extends RecurrencePolicy {
 
 export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView): OperatorFunction<WorkPage, WorkPage> {
   return concatMap((page) => {
+    // A timer page (no items) passes through as it is: nothing to decide, nothing to read.
+    if (page.items.length === 0) return of(page);
     const executionIds = unique(page.items.map((i) => executionIdOf(i.entry.event)).filter(isString));
     return from(executionIds.length ? state.lookupRevisions(executionIds) : [new Map<string, string>()]).pipe(
       concatMap((storedRevisions) => {

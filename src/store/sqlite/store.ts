@@ -15,7 +15,25 @@ import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../mode
 import { PageBases } from '../page-bases.ts';
 import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
+  decodeTimer,
+  encodeStateWrites,
+  encodeTimers,
+  MAX_TIMERS_PER_PIPELINE,
+  parseStored,
+  STATE_PURGE_CHUNK,
+  stateConflict,
+  timerGone,
+  timersFull,
+  type DueTimers,
+  type EncodedNamespace,
+  type EncodedTimers,
+  type NamespaceStatus,
+  type StateEntry,
+  type StateListEntry,
+} from '../state.ts';
+import {
   MAX_DEAD_LETTERS,
+  type AppendOptions,
   type AppendResult,
   type LogEntry,
   type OpenOptions,
@@ -27,7 +45,7 @@ import {
   type StoreStatus,
 } from '../types.ts';
 import { sqliteError } from './errors.ts';
-import { SCHEMA, SCHEMA_VERSION } from './schema.ts';
+import { MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
   path: string;
@@ -50,6 +68,8 @@ export class SqliteStore implements StateStore {
   readonly file: string;
   private db: Db | undefined;
   private q!: ReturnType<typeof prepare>;
+  /** Statements over the version-2 tables; absent when a read-only open found an older file. */
+  private qs: ReturnType<typeof prepareState> | undefined;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
   private readonly bases = new PageBases();
@@ -64,15 +84,16 @@ export class SqliteStore implements StateStore {
     try {
       if (!opts.readOnly) mkdirSync(dirname(this.file), { recursive: true });
       db = new Database(this.file, { timeout: this.cfg.busy_timeout, readonly: !!opts.readOnly, fileMustExist: !!opts.readOnly });
+      let version = SCHEMA_VERSION;
       if (!opts.readOnly) {
         db.pragma('journal_mode = WAL');
         db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
-        db.exec(SCHEMA);
-        this.checkVersion(db, true);
+        this.migrate(db);
       } else {
-        this.checkVersion(db, false);
+        version = this.checkVersion(db);
       }
       this.q = prepare(db);
+      this.qs = version >= 2 ? prepareState(db) : undefined;
     } catch (err) {
       db?.close();
       if ((err as { code?: string }).code === 'SQLITE_CANTOPEN' && opts.readOnly) {
@@ -84,16 +105,49 @@ export class SqliteStore implements StateStore {
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
   }
 
-  private checkVersion(db: Db, write: boolean): void {
-    const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
-    if (!row) {
-      if (write) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', String(SCHEMA_VERSION));
+  /**
+   * Creates the tables of a new file, or brings an older file up to SCHEMA_VERSION one migration
+   * at a time, each in one transaction with its version bump: a crash mid-way leaves the file at
+   * a version it can be migrated from again, with all its state.
+   */
+  private migrate(db: Db): void {
+    const from = this.storedVersion(db);
+    if (from === undefined) {
+      db.transaction(() => {
+        db.exec(SCHEMA);
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('schema_version', String(SCHEMA_VERSION));
+      }).immediate();
       return;
     }
-    if (Number(row.value) !== SCHEMA_VERSION) {
+    this.checkKnown(from);
+    for (let v = from; v < SCHEMA_VERSION; v++) {
+      db.transaction(() => {
+        db.exec(MIGRATIONS[v]!);
+        db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(v + 1), 'schema_version');
+      }).immediate();
+      this.logger?.info('sqlite state migrated', { path: this.file, from: v, to: v + 1 });
+    }
+  }
+
+  /** Read-only: the file's version (older ones are read as far as their tables go). */
+  private checkVersion(db: Db): number {
+    const v = this.storedVersion(db) ?? SCHEMA_VERSION;
+    this.checkKnown(v);
+    return v;
+  }
+
+  private storedVersion(db: Db): number | undefined {
+    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
+    if (!hasMeta) return undefined;
+    const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
+    return row ? Number(row.value) : undefined;
+  }
+
+  private checkKnown(v: number): void {
+    if (!Number.isSafeInteger(v) || v < 1 || v > SCHEMA_VERSION) {
       throw new VigilError(
         'VIGIL_STORE_CORRUPT',
-        `SQLite database '${this.file}' has state schema version ${row.value}; this vigil reads version ${SCHEMA_VERSION}`,
+        `SQLite database '${this.file}' has state schema version ${v}; this vigil reads versions 1 to ${SCHEMA_VERSION} (a newer vigil wrote it?)`,
       );
     }
   }
@@ -115,11 +169,13 @@ export class SqliteStore implements StateStore {
     }
   }
 
-  async append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
+  async append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
     const now = this.now();
+    const state = encodeStateWrites(opts.state);
     const result = this.run('append to the ingest log', (db) =>
       db
         .transaction(() => {
+          this.checkState(state, now);
           let appended = 0;
           let duplicates = 0;
           for (const event of events) {
@@ -132,6 +188,7 @@ export class SqliteStore implements StateStore {
             this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
             appended++;
           }
+          this.applyState(state, now);
           return { appended, duplicates };
         })
         .immediate(),
@@ -215,25 +272,31 @@ export class SqliteStore implements StateStore {
 
   async commit(c: PageCommit): Promise<void> {
     const cursor = Number(c.cursor);
-    if (!Number.isSafeInteger(cursor) || cursor <= 0) {
+    if (c.cursor !== null && (!Number.isSafeInteger(cursor) || cursor <= 0)) {
       throw new VigilError('VIGIL_STORE_CORRUPT', `commit for partition '${c.partition}' carries an invalid cursor '${c.cursor}'`);
     }
     const now = this.now();
-    const base = this.bases.take(c.pipeline, c.partition, c.cursor);
+    const state = encodeStateWrites(c.state);
+    const timers = encodeTimers(c.timers);
+    const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
     this.run('commit a page', (db) =>
       db
         .transaction(() => {
           const q = this.q;
           // Validate everything before writing anything: the transaction is all or nothing anyway,
           // but a conflict should not even start writing.
-          const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-          if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
-            throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+          if (c.cursor !== null) {
+            const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+            if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
+              throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+            }
+            const at = stored?.cursor ?? 0;
+            if (cursor <= at || (base !== undefined && base !== String(at))) {
+              throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, { transient: true });
+            }
           }
-          const at = stored?.cursor ?? 0;
-          if (cursor <= at || (base !== undefined && base !== String(at))) {
-            throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, { transient: true });
-          }
+          this.checkState(state, now);
+          this.checkTimers(c.pipeline, timers);
           for (const g of c.groups) {
             const v = (q.groupVersion.get(g.groupKey) as { version: number } | undefined)?.version ?? 0;
             if (v !== g.version - 1) {
@@ -241,6 +304,8 @@ export class SqliteStore implements StateStore {
             }
           }
           for (const g of c.groups) q.groupPut.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
+          this.applyState(state, now);
+          this.applyTimers(c.pipeline, timers);
           const keep = now + this.cfg.dedupe_window;
           for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
           for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
@@ -253,6 +318,7 @@ export class SqliteStore implements StateStore {
             for (const f of c.failures) q.failureInsert.run(f.time, JSON.stringify(f));
             q.failureTrim.run(RECENT_FAILURES_MAX);
           }
+          if (c.cursor === null) return;
           // The processed entries go; the log keeps only the backlog.
           q.logTrim.run(c.pipeline, c.partition, cursor);
           q.cursorPut.run(c.pipeline, c.partition, cursor);
@@ -260,6 +326,124 @@ export class SqliteStore implements StateStore {
         .immediate(),
     );
     this.pending.delete(c.pipeline);
+  }
+
+  /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
+  private state(): ReturnType<typeof prepareState> {
+    if (!this.qs) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite database '${this.file}' is at schema version 1 and opened read-only; run vigil once to migrate it`);
+    return this.qs;
+  }
+
+  private liveVersion(namespace: string, key: string, now: number): number {
+    const row = this.state().get.get(namespace, key) as { version: number; expires: number | null } | undefined;
+    return row && (row.expires === null || row.expires > now) ? row.version : 0;
+  }
+
+  /** Version checks of state writes, in order (a later write sees an earlier one); inside the transaction. */
+  private checkState(state: EncodedNamespace[], now: number): void {
+    for (const ns of state) {
+      const pending = new Map<string, number>();
+      for (const w of ns.writes) {
+        const cur = pending.get(w.key) ?? this.liveVersion(ns.namespace, w.key, now);
+        if (w.version !== undefined && w.version !== cur + 1) throw stateConflict(ns.namespace, w.key, cur, w.version);
+        pending.set(w.key, w.json === null ? 0 : cur + 1);
+      }
+    }
+  }
+
+  private applyState(state: EncodedNamespace[], now: number): void {
+    if (!state.length) return;
+    const qs = this.state();
+    for (const ns of state) {
+      const name = ns.namespace;
+      const meta = (qs.nsGet.get(name) as { entries: number; evicted: number; last_written: number } | undefined) ?? { entries: 0, evicted: 0, last_written: 0 };
+      let { entries, evicted, last_written: written } = meta;
+      for (const w of ns.writes) {
+        const row = qs.get.get(name, w.key) as { version: number; expires: number | null } | undefined;
+        const cur = row && (row.expires === null || row.expires > now) ? row.version : 0;
+        if (w.json === null) {
+          if (row) {
+            qs.delete.run(name, w.key);
+            entries--;
+          }
+          continue;
+        }
+        if (!row) entries++;
+        qs.put.run(name, w.key, w.json, cur + 1, ++written, w.ttlMs !== undefined ? now + w.ttlMs : null);
+      }
+      entries -= qs.purge.run(name, name, now, 2 * ns.writes.length + STATE_PURGE_CHUNK).changes;
+      if (entries > ns.maxEntries) {
+        entries -= qs.purge.run(name, name, now, entries - ns.maxEntries).changes;
+        if (entries > ns.maxEntries) {
+          const n = qs.evict.run(name, name, entries - ns.maxEntries).changes;
+          entries -= n;
+          evicted += n;
+        }
+      }
+      qs.nsPut.run(name, entries, evicted, written);
+    }
+  }
+
+  private checkTimers(pipeline: string, t: EncodedTimers): void {
+    if (!t.set.length && !t.clear.length) return;
+    const qs = this.state();
+    for (const c of t.clear) {
+      const stored = (qs.timerGet.get(pipeline, c.id) as { version: number } | undefined)?.version;
+      if (stored === undefined || (c.version !== undefined && stored !== c.version)) throw timerGone(c.id, c.version, stored);
+    }
+    if (!t.set.length) return;
+    const cleared = new Set(t.clear.map((c) => c.id));
+    const added = t.set.filter((s) => cleared.has(s.id) || !qs.timerGet.get(pipeline, s.id)).length;
+    const pending = (qs.timerCount.get(pipeline) as { n: number }).n - cleared.size + added;
+    if (pending > MAX_TIMERS_PER_PIPELINE) throw timersFull(pipeline, pending);
+  }
+
+  private applyTimers(pipeline: string, t: EncodedTimers): void {
+    if (!t.set.length && !t.clear.length) return;
+    const qs = this.state();
+    for (const c of t.clear) qs.timerDelete.run(pipeline, c.id);
+    for (const s of t.set) {
+      qs.timerDelete.run(pipeline, s.id);
+      qs.timerInsert.run(pipeline, s.id, s.due, s.json);
+    }
+  }
+
+  async loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>> {
+    const now = this.now();
+    return this.run('load state', () => {
+      const out = new Map<string, StateEntry>();
+      if (!this.qs) return out;
+      for (const k of keys) {
+        const row = this.qs.load.get(namespace, k) as StateRow | undefined;
+        if (row && (row.expires === null || row.expires > now)) out.set(k, this.entryOf(row));
+      }
+      return out;
+    });
+  }
+
+  async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
+    const now = this.now();
+    return this.run('list state', () =>
+      ((this.qs?.list.all(namespace, now, limit) ?? []) as Array<StateRow & { key: string }>).map((r) => ({ key: r.key, ...this.entryOf(r) })),
+    );
+  }
+
+  private entryOf(row: StateRow): StateEntry {
+    return { value: parseStored(row.value, `SQLite database '${this.file}' state entry`), version: row.version, ...(row.expires !== null ? { expiresAt: row.expires } : {}) };
+  }
+
+  async dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers> {
+    return this.run('read due timers', () => {
+      if (!this.qs) return { timers: [], next: null };
+      const rows = this.qs.timersDue.all(pipeline, now, limit) as Array<{ version: number; id: string; due: number; body: string }>;
+      const next = this.qs.timerNext.get(pipeline, rows.length) as { due: number } | undefined;
+      return { timers: rows.map((r) => decodeTimer(r.id, r.version, r.due, r.body, `SQLite database '${this.file}' timer`)), next: next?.due ?? null };
+    });
+  }
+
+  private namespaceStatus(now: number): NamespaceStatus[] {
+    if (!this.qs) return [];
+    return (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>).map((r) => ({ namespace: r.namespace, entries: r.entries, evicted: r.evicted }));
   }
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
@@ -304,7 +488,7 @@ export class SqliteStore implements StateStore {
   async status(): Promise<StoreStatus> {
     return this.run('read the status', (db) => {
       const q = this.q;
-      const pipelines = (q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline);
+      const pipelines = [...new Set([...(q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline), ...((this.qs?.timerPipelines.all() ?? []) as Array<{ pipeline: string }>).map((r) => r.pipeline)])].sort();
       const out: PipelineStatus[] = pipelines.map((pipeline) => {
         const last = (q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
         return {
@@ -314,6 +498,7 @@ export class SqliteStore implements StateStore {
             cursor: p.cursor ? String(p.cursor) : null,
             pending: p.pending,
           })),
+          timers: (this.qs?.timerStatus.get(pipeline) as { pending: number; nextDue: number | null } | undefined) ?? { pending: 0, nextDue: null },
           outbox: {
             size: (q.outboxSize.get(pipeline) as { n: number }).n,
             exporters: (q.exporters.all(pipeline) as Array<{ exporter: string; cursor: number }>).map((e) => ({
@@ -338,6 +523,7 @@ export class SqliteStore implements StateStore {
         openWork: groups.open,
         recentFailures: recent,
         deadLetters: { total: deadTotal, newest },
+        state: this.namespaceStatus(this.now()),
       };
     });
   }
@@ -349,6 +535,52 @@ function parseJson<T>(text: string, file: string, what: string): T {
   } catch (err) {
     throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${file}' holds an unreadable ${what}`, { cause: err });
   }
+}
+
+interface StateRow {
+  value: string;
+  version: number;
+  expires: number | null;
+}
+
+/** The statements over the version-2 tables (processor state and timers). */
+function prepareState(db: Db) {
+  const p = (sql: string): Stmt => db.prepare(sql);
+  return {
+    get: p('SELECT version, expires FROM state_entries WHERE namespace = ? AND key = ?'),
+    load: p('SELECT value, version, expires FROM state_entries WHERE namespace = ? AND key = ?'),
+    list: p(
+      `SELECT key, value, version, expires FROM state_entries WHERE namespace = ? AND (expires IS NULL OR expires > ?)
+       ORDER BY written DESC LIMIT ?`,
+    ),
+    put: p(
+      `INSERT INTO state_entries (namespace, key, value, version, written, expires) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, version = excluded.version, written = excluded.written, expires = excluded.expires`,
+    ),
+    delete: p('DELETE FROM state_entries WHERE namespace = ? AND key = ?'),
+    purge: p(
+      `DELETE FROM state_entries WHERE namespace = ? AND key IN (
+         SELECT key FROM state_entries WHERE namespace = ? AND expires IS NOT NULL AND expires <= ? LIMIT ?)`,
+    ),
+    evict: p('DELETE FROM state_entries WHERE namespace = ? AND key IN (SELECT key FROM state_entries WHERE namespace = ? ORDER BY written LIMIT ?)'),
+    nsGet: p('SELECT entries, evicted, last_written FROM state_namespaces WHERE namespace = ?'),
+    nsPut: p(
+      `INSERT INTO state_namespaces (namespace, entries, evicted, last_written) VALUES (?, ?, ?, ?)
+       ON CONFLICT (namespace) DO UPDATE SET entries = excluded.entries, evicted = excluded.evicted, last_written = excluded.last_written`,
+    ),
+    nsStatus: p(
+      `SELECT namespace, entries - (SELECT COUNT(*) FROM state_entries e WHERE e.namespace = n.namespace AND e.expires IS NOT NULL AND e.expires <= ?) AS entries, evicted
+       FROM state_namespaces n ORDER BY namespace`,
+    ),
+    timerGet: p('SELECT version FROM timers WHERE pipeline = ? AND id = ?'),
+    timerCount: p('SELECT COUNT(*) AS n FROM timers WHERE pipeline = ?'),
+    timerDelete: p('DELETE FROM timers WHERE pipeline = ? AND id = ?'),
+    timerInsert: p('INSERT INTO timers (pipeline, id, due, body) VALUES (?, ?, ?, ?)'),
+    timersDue: p('SELECT version, id, due, body FROM timers WHERE pipeline = ? AND due <= ? ORDER BY due, version LIMIT ?'),
+    timerNext: p('SELECT due FROM timers WHERE pipeline = ? ORDER BY due, version LIMIT 1 OFFSET ?'),
+    timerStatus: p('SELECT COUNT(*) AS pending, MIN(due) AS nextDue FROM timers WHERE pipeline = ?'),
+    timerPipelines: p('SELECT DISTINCT pipeline FROM timers'),
+  };
 }
 
 /** Every statement the store runs, prepared once per connection. */
