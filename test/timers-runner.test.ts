@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
+import { formatStatus } from '../src/cli/status.ts';
 import { defaultsOf } from '../src/config/schema.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { WorkOutboxItem } from '../src/model/work.ts';
@@ -172,4 +173,20 @@ describe('stages without timers pass a timer page through unchanged', () => {
       assert.equal(out.commit.cursor, null);
     });
   }
+});
+
+test('status shows pending timers with the next due time per pipeline, and entries per state namespace', async () => {
+  const store = new MemoryStore();
+  await store.commit({
+    pipeline: 'logs', partition: 'S', cursor: null, groups: [], turns: [], revisions: [], outbox: [], failures: [],
+    state: [
+      { namespace: 'watchdog', key: 'run-1', value: { attempts: 1 } },
+      { namespace: 'trace-session', key: 't1', value: 'S', maxEntries: 1 },
+      { namespace: 'trace-session', key: 't2', value: 'S', maxEntries: 1 },
+    ],
+    timers: { set: [{ id: 'a', owner: 'watchdog', partition: 'S', due: T0 + 60_000, payload: null }, { id: 'b', owner: 'watchdog', partition: 'S', due: T0, payload: null }] },
+  });
+  const text = formatStatus(await store.status());
+  assert.match(text, /pipeline logs:\n(.*\n)*  timers: 2 pending, next due 2026-01-01T00:00:00.000Z\n/);
+  assert.match(text, /processor state:\n  trace-session: 1 entries, 1 evicted at the bound\n  watchdog: 1 entries\n/);
 });

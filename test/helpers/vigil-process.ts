@@ -30,8 +30,9 @@ export interface VigilChild {
   exited: Promise<number | null>;
 }
 
-export function spawnVigil(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): VigilChild {
-  const child = spawn(process.execPath, [BIN, ...args], {
+/** `entry`: what node runs instead of the bin (e.g. `['--import', 'tsx', script]`). */
+export function spawnVigil(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; entry?: string[] } = {}): VigilChild {
+  const child = spawn(process.execPath, [...(opts.entry ?? [BIN]), ...args], {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
