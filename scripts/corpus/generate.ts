@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
-import { collapseAndCut } from '../../src/processors/classify/reference.ts';
+import { collapseAndCut } from '../../src/processors/classify/text.ts';
 import type { Ctx, Prepared, Rng, Run, Scenario } from './scenario.ts';
 import { WORDS } from './scenario.ts';
 import { scenarios } from './scenarios/index.ts';

@@ -5,7 +5,7 @@
  */
 import type { AgentEvent, Diagnosis } from '../../model/event.ts';
 import { fingerprint } from './fingerprint.ts';
-import { referenceDecision } from './reference.ts';
+import { referenceDecision, referenceIdentity } from './reference.ts';
 import { vigilDecision } from './vigil.ts';
 
 /** Rule sets of the classify processor: `reference` is DESIGN 3.1 exactly; `vigil` goes further. */
@@ -18,7 +18,7 @@ const EXCERPT_GAP = '\n…\n';
 
 /**
  * Diagnoses one event. `reference`: DESIGN 3.1's rules exactly (reference.ts) with fingerprint v1
- * of the signature. `vigil`: the detection engine and OpenTelemetry evidence (vigil.ts) with the
+ * of the signature, and on failures the seed's identity (operation, workspace, revision rule). `vigil`: the detection engine and OpenTelemetry evidence (vigil.ts) with the
  * stack-aware fingerprint v2. Throws only when reading the event itself throws (e.g. a getter);
  * the operator catches that.
  */
@@ -39,6 +39,7 @@ export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Dia
   };
   if (decision.reason !== undefined) diagnosis.reason = decision.reason;
   if (decision.source !== undefined && decision.source !== '') diagnosis.excerpt = excerptOf(decision.source);
+  if (signature !== null) diagnosis.identity = referenceIdentity(event.kind, event.payload);
   return diagnosis;
 }
 

@@ -17,16 +17,7 @@ import { Rank, type FailureKey } from './finding.ts';
 import { fingerprintV2 } from './fingerprint2.ts';
 import { frameLines } from './frame.ts';
 import { isWarningLine } from './formats/warning.ts';
-import {
-  asRecord,
-  collapseAndCut,
-  EXECUTION_ERROR_FALLBACK,
-  SIGNATURE_MAX_CHARS,
-  firstStderrText,
-  referenceDecision,
-  textOf,
-  TOOL_ERROR_FALLBACK,
-} from './reference.ts';
+import { asRecord, collapseAndCut, EXECUTION_ERROR_FALLBACK, firstStderrText, SIGNATURE_MAX_CHARS, textOf, TOOL_ERROR_FALLBACK } from './text.ts';
 
 /** A vigil decision: class, signature and fingerprint, and the text it was made from. */
 export interface VigilDecision {
@@ -60,13 +51,19 @@ export function vigilDecision(kind: unknown, payload: unknown, evidence?: Eviden
     if (found.warning || isWarnSeverity(evidence)) return { classification: 'StderrWarning', signature: null, fingerprint: null, source: stderr };
     return { classification: 'Uncertain', signature: null, fingerprint: null, source: stderr };
   }
-  if (typeof kind === 'string' && TOOL_KINDS.has(kind) && p.type === 'tool_result' && p.status === 'error') {
-    const error = textOf(p.error, '\n');
-    return failed(error.trim() !== '' ? error : textOf(p.content, '\n'), TOOL_ERROR_FALLBACK, evidence);
+  if (typeof kind === 'string' && TOOL_KINDS.has(kind) && p.type === 'tool_result') {
+    if (p.status === 'error') {
+      // A blank error string says nothing: the content is read instead (the reference reads only the error).
+      const error = textOf(p.error, '\n');
+      return failed(error.trim() !== '' ? error : textOf(p.content, '\n'), TOOL_ERROR_FALLBACK, evidence);
+    }
+    if (p.status === 'skipped') {
+      const d: VigilDecision = { classification: 'SkippedPeerCall', signature: null, fingerprint: null };
+      if (typeof p.reason === 'string') d.reason = p.reason;
+      return d;
+    }
   }
-  // Skipped peer calls and everything else are decided exactly as the reference decides them.
-  const { source: _s, signatureFrom: _f, ...rest } = referenceDecision(kind, payload);
-  return { ...rest, fingerprint: null };
+  return { classification: 'NormalOutput', signature: null, fingerprint: null };
 }
 
 function failed(source: string, fallback: string, evidence: Evidence | undefined): VigilDecision {
