@@ -1024,7 +1024,9 @@ def({ name: 'cxx-uncaught-runtime-error', tool: 'c++', cls: FAIL, variants: 2,
     const c = runProc('g++', ['-o', 'svc', 'svc.cpp'], { cwd: ctx.dir }); if (c.code) throw new Error(c.stderr);
     return { cmd: ['./svc'] };
   },
-  expect: /what\(\):\s+config file missing/, sig: first(/what\(\):/) });
+  // Corrected by vigil's maintainers: the README's convention names an uncaught C++ exception
+  // `<type>: <what()>` (\`std::runtime_error: …\`), not by the \`what():\` line.
+  expect: /what\(\):\s+config file missing/, sig: (t) => { const ty = /instance of '([^']+)'/.exec(t); const w = /what\(\):\s+(.*)/.exec(t); return ty && w ? `${ty[1]}: ${w[1]}` : null; } });
 def({ name: 'c-double-free', tool: 'c', cls: FAIL, variants: 2, extra: true,
   program: 'allocate, use and release a scratch buffer',
   why: 'free a buffer in an error path and again in cleanup (glibc detects double free, SIGABRT)',
