@@ -5,7 +5,7 @@
  */
 import { failure, lineOf, pad, recovered, TSC, type Scenario } from '../scenario.ts';
 
-export const heldout: Scenario[] = [
+export const secondBatch: Scenario[] = [
   {
     id: 'py-missing-argument',
     tool: 'python3',
