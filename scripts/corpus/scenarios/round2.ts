@@ -8,8 +8,9 @@
  *   the message tells two failures apart.
  * - Grouping recall: JVM identity hashes, the shell's job-control crash reports, a process killed
  *   by a signal that prints nothing (named by the signal: `SIGSEGV` for exit 139).
- * - Wrappers: a line that wraps a real error is named by the inner error and is the same failure
- *   as that error seen unwrapped; the attempt number never makes another failure.
+ * - Wrappers: a line that wraps a real error is named by the line as printed (as issue #13 names a
+ *   handled error) and is the same failure as that error seen unwrapped; the attempt number never
+ *   makes another failure.
  */
 import { failure, lineOf, recovered, warning, type Scenario } from '../scenario.ts';
 
@@ -62,8 +63,8 @@ export const round2: Scenario[] = [
         cmd: ['node', 'client.js'],
       };
     },
-    // A wrapper: named by the error it wraps (issue #11).
-    expect: ({ vars }) => recovered(`connect ECONNREFUSED 127.0.0.1:${vars.port}`),
+    // A wrapper: named by its (first) line as printed, identified by the error it wraps.
+    expect: ({ vars }) => recovered(`[retry] attempt 1 failed: connect ECONNREFUSED 127.0.0.1:${vars.port}`),
   },
   {
     id: 'py-retry-logged',
@@ -78,7 +79,7 @@ export const round2: Scenario[] = [
         cmd: ['python3', 'client.py'],
       };
     },
-    expect: () => recovered('ConnectionRefusedError: [Errno 111] Connection refused'),
+    expect: () => recovered('attempt 1/3 failed: ConnectionRefusedError: [Errno 111] Connection refused'),
   },
   {
     id: 'py-cache-rebuild-errno',
@@ -158,8 +159,7 @@ export const round2: Scenario[] = [
   {
     id: 'node-top-missing-module',
     tool: 'node',
-    program: 'main.js requires a local module that is missing, at top level: the same failure as node-cannot-find-module (another name)',
-    failureId: 'node-cannot-find-module',
+    program: 'main.js requires a local module file that is missing, at top level (a missing source file, not a missing package)',
     prepare: ({ rng }) => ({ files: { 'main.js': `${'// pad\n'.repeat(rng.int(0, 3))}const cfg = require('./config-local');\nconsole.log(cfg);\n` }, cmd: ['node', 'main.js'] }),
     expect: () => failure("Error: Cannot find module './config-local'"),
   },
@@ -286,7 +286,7 @@ export const round2: Scenario[] = [
       },
       cmd: ['node', 'agent.js'],
     }),
-    expect: () => failure("KeyError: 'results'"),
+    expect: () => failure("tool run_python failed (attempt 1): Error: KeyError: 'results'"),
   },
   {
     id: 'agent-tool-retry-recovered',
@@ -300,7 +300,7 @@ export const round2: Scenario[] = [
       },
       cmd: ['node', 'agent.js'],
     }),
-    expect: () => recovered("KeyError: 'results'"),
+    expect: () => recovered("[retry] attempt 1 failed: KeyError: 'results'"),
   },
   {
     id: 'node-error-error',
@@ -315,6 +315,6 @@ export const round2: Scenario[] = [
         cmd: ['node', 'loader.js'],
       };
     },
-    expect: ({ vars }) => failure(`Error: plugin ${vars.name} is disabled`),
+    expect: ({ vars }) => failure(`Error: Error: plugin ${vars.name} is disabled`),
   },
 ];
