@@ -243,7 +243,7 @@ describe('properties of the vigil rules', () => {
     );
   });
 
-  test('diagnose (vigil): one of the six classes, v2 fingerprint exactly with a signature, bounded signature', () => {
+  test('diagnose (vigil): one of the six classes, v3 fingerprint exactly with a signature, bounded signature', () => {
     fc.assert(
       fc.property(kind, payload, evidence, anyFormatText, (k, p, ev, t) => {
         for (const candidate of [p, { state: 'error', outcome: { error: t } }, { state: 'ok', outcome: { output: [{ name: 'stderr', text: t }] } }]) {
@@ -254,7 +254,7 @@ describe('properties of the vigil rules', () => {
           if (d.signature !== null) {
             assertSignatureShape(d.signature);
             assert.notEqual(d.signature, '');
-            assert.match(d.fingerprint!, /^v2:[0-9a-f]{16}$/);
+            assert.match(d.fingerprint!, /^v3:[0-9a-f]{16}$/);
           }
           const failure = d.classification === 'ExecutionFailure' || d.classification === 'RecoveredError';
           assert.equal(failure, d.signature !== null);

@@ -43,7 +43,7 @@ test('vigil classify --rules reference answers as DESIGN 3.1 exactly; a wrong va
   assert.equal(await vigil.exited, 0, vigil.stderr());
   const vig = vigil.stdout().trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(vig[0].signature, "KeyError: 'results'");
-  assert.match(vig[0].fingerprint, /^v2:/);
+  assert.match(vig[0].fingerprint, /^v3:/);
 
   const wrong = spawnVigil(['classify', '--rules', 'strict'], { input: '' });
   assert.equal(await wrong.exited, 2);

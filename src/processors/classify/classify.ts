@@ -121,7 +121,7 @@ export function classifyLine(line: string, lineNo: number, rules: ClassifyRules 
       kind = 'execution.completed';
       payload =
         typeof code === 'number' && code !== 0
-          ? { state: 'error', outcome: { error: input.text } }
+          ? { state: 'error', outcome: { error: input.text, exit_code: code } }
           : { state: 'ok', outcome: { output: [{ output_type: 'stream', name: 'stderr', text: input.text }] } };
     }
     const d = diagnose(syntheticEvent(kind, payload, lineNo), rules);
