@@ -32,7 +32,7 @@ function throwingEntry(): LogEntry {
   return entry('execution.completed', payload);
 }
 
-/** A failure as the vigil rules name a one-line text: fingerprint v2 of the line. */
+/** A failure as the vigil rules name a one-line text: fingerprint v3 of the line. */
 const failure = (signature: string, excerpt: string): Diagnosis => ({
   classification: 'ExecutionFailure',
   signature,

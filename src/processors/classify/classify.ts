@@ -1,5 +1,5 @@
 /**
- * Diagnosis of one event by either rule set — `vigil` (vigil.ts: detection engine, fingerprint v2)
+ * Diagnosis of one event by either rule set — `vigil` (vigil.ts: detection engine, fingerprint v3)
  * or `reference` (reference.ts: DESIGN 3.1 exactly, fingerprint v1) — with a bounded excerpt of
  * the text the decision came from. Also the per-line logic of `vigil classify` (DESIGN 4.1).
  */
@@ -19,7 +19,7 @@ const EXCERPT_GAP = '\n…\n';
 /**
  * Diagnoses one event. `reference`: DESIGN 3.1's rules exactly (reference.ts) with fingerprint v1
  * of the signature, and on failures the seed's identity (operation, workspace, revision rule). `vigil`: the detection engine and OpenTelemetry evidence (vigil.ts) with the
- * stack-aware fingerprint v2. Throws only when reading the event itself throws (e.g. a getter);
+ * stack-aware fingerprint v3. Throws only when reading the event itself throws (e.g. a getter);
  * the operator catches that.
  */
 export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Diagnosis {

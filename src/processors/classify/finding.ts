@@ -1,6 +1,6 @@
 /**
  * What a format detector reports: the most telling line of one failure and the parts its identity
- * (fingerprint v2) is made of.
+ * (fingerprint v3) is made of.
  */
 
 /**
