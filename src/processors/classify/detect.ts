@@ -55,7 +55,7 @@ function hasMarker(text: string): boolean {
 
 /** Anything a warning line could hold (warning.ts); a text without one has no warning. */
 const WARNING_MARKER =
-  /warn|Warn|WARN|Note: |Use of uninit|Useless use|Odd number|Deep recursion|Scalar value|Possible |Unquoted string|Found = |Statement unlikely|Reversed |Argument "|Name "|Subroutine |hint:|advice\.|: Removing |: Ignoring |: Skipping |: Omitting |: Dropping | dropped\.| ignored\.| skipped\.|\(node:|\(Use `node/;
+  /warn|Warn|WARN|Note: |Use of uninit|Useless use|Odd number|Deep recursion|Scalar value|Possible |Unquoted string|Found = |Statement unlikely|Reversed |Argument "|Name "|Subroutine |hint:|advice\.|: Removing |: Ignoring |: Skipping |: Omitting |: Dropping | dropped\.| ignored\.|\(node:|\(Use `node/;
 
 /** The outcome of reading a text. */
 export interface Detection {

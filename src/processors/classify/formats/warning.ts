@@ -29,7 +29,7 @@ const PERL_AT_LINE = / at \S+ line \d+(?:, <[^>]*> (?:line|chunk) \d+)?\.$/;
 const GIT_ADVICE = ['Turn off this advice by setting config variable advice.', 'Disable this message with "git config advice.'];
 // `prog: Removing leading …`, `prog[2]: Ignoring …`: what a tool left out of what it was given.
 const TOOL_NOTICE = /^[\w.+-]+(?:\[\d+\])?: (?:Removing|Ignoring|Skipping|Omitting|Dropping) /;
-const TOOL_DROPPED = /^[\w.+-]+(?:\[\d+\])?: .* (?:dropped|ignored|skipped)\.$/;
+const TOOL_DROPPED = /^[\w.+-]+(?:\[\d+\])?: .* (?:dropped|ignored)\.$/;
 // `CMake Deprecation Warning at x:1 (…):`, `CMake Warning (dev) at …`.
 const WARNING_AT = /^(?:[A-Z][\w-]* ){0,3}\w*Warning(?: \([^)]*\))? at /;
 const NODE_PROCESS_WARNING = /^\(node:\d+\) |^\(Use `node --trace-/;
