@@ -13,13 +13,13 @@
  * timers other sidecars set), so a timer due in 60 s fires at 60 s — and, since due times are
  * absolute, after a restart with the remaining delay.
  */
-import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { SpanStatusCode, type Attributes, type Tracer } from '@opentelemetry/api';
 import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
 import { errorMessage, isVigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { newTimerPage, newWorkPage, type WorkPage } from '../processors/page.ts';
 import type { FiredTimer, TimerRef } from '../store/state.ts';
-import type { StateStore } from '../store/types.ts';
+import type { PageCommit, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from './backoff.ts';
 
 import { DEFAULT_PAGE_SIZE } from '../config/service.ts';
@@ -252,24 +252,8 @@ export class PipelineRunner {
   }
 
   private async processTimerPage(partition: string, timers: FiredTimer[]): Promise<void> {
-    const { store, pipeline, chain, logger, processors } = this.opts;
-    const span = this.opts.tracer?.startSpan('vigil.timers', { attributes: { 'vigil.pipeline': pipeline, 'session.id': partition, 'vigil.timers': timers.length } });
-    let page: WorkPage;
-    try {
-      page = await lastValueFrom(of(newTimerPage(pipeline, partition, timers)).pipe(chain));
-      // Every fired timer is cleared at the version it fired, whatever the processors did with it
-      // (a clear without a version is made exact); one set again in this page is re-armed, as
-      // clears apply before sets.
-      const fired = new Set(timers.map((t) => t.id));
-      const clear: TimerRef[] = [...(page.commit.timers?.clear ?? []).filter((c) => !fired.has(c.id)), ...timers.map((t) => ({ id: t.id, version: t.version }))];
-      await store.commit({ ...page.commit, cursor: null, timers: { set: page.commit.timers?.set ?? [], clear } });
-      span?.setAttribute('vigil.work_events', page.commit.outbox.length);
-    } catch (err) {
-      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
-      throw err;
-    } finally {
-      span?.end();
-    }
+    const { pipeline, logger, processors } = this.opts;
+    const page = await this.runPage('vigil.timers', { 'vigil.timers': timers.length }, newTimerPage(pipeline, partition, timers), (p) => timerPageCommit(p, timers));
     this.stats.timerPages++;
     this.stats.timersFired += timers.length;
     if (processors) {
@@ -283,6 +267,22 @@ export class PipelineRunner {
     if (page.commit.outbox.length) this.opts.onCommit?.();
   }
 
+  /** Runs a page through the chain and commits what `finish` makes of its commit, inside a span of vigil's own tracing. */
+  private async runPage(name: string, attributes: Attributes, input: WorkPage, finish: (page: WorkPage) => PageCommit = (p) => p.commit): Promise<WorkPage> {
+    const span = this.opts.tracer?.startSpan(name, { attributes: { 'vigil.pipeline': input.pipeline, 'session.id': input.partition, ...attributes } });
+    try {
+      const page = await lastValueFrom(of(input).pipe(this.opts.chain));
+      await this.opts.store.commit(finish(page));
+      span?.setAttribute('vigil.work_events', page.commit.outbox.length);
+      return page;
+    } catch (err) {
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
+      throw err;
+    } finally {
+      span?.end();
+    }
+  }
+
   /** A committed page that set timers may have moved the next due time earlier. */
   private noteTimersSet(page: WorkPage): void {
     for (const t of page.commit.timers?.set ?? []) {
@@ -291,21 +291,10 @@ export class PipelineRunner {
   }
 
   private async processPage(partition: string): Promise<boolean> {
-    const { store, pipeline, chain, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
+    const { store, pipeline, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
     const entries = await store.readPage(pipeline, partition, pageSize);
     if (entries.length === 0) return false;
-    const span = this.opts.tracer?.startSpan('vigil.page', { attributes: { 'vigil.pipeline': pipeline, 'session.id': partition, 'vigil.entries': entries.length } });
-    let page;
-    try {
-      page = await lastValueFrom(of(newWorkPage(pipeline, partition, entries)).pipe(chain));
-      await store.commit(page.commit);
-      span?.setAttribute('vigil.work_events', page.commit.outbox.length);
-    } catch (err) {
-      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
-      throw err;
-    } finally {
-      span?.end();
-    }
+    const page = await this.runPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries));
     this.stats.pages++;
     this.stats.entries += entries.length;
     for (const item of page.items) {
@@ -322,4 +311,15 @@ export class PipelineRunner {
     if (page.commit.outbox.length) this.opts.onCommit?.();
     return true;
   }
+}
+
+/**
+ * A timer page's commit: it moves no cursor, and every fired timer is cleared at the version it
+ * fired, whatever the processors did with it (their clear of a fired timer without a version is
+ * made exact); one they set again is re-armed, as clears apply before sets.
+ */
+function timerPageCommit(page: WorkPage, timers: FiredTimer[]): PageCommit {
+  const fired = new Set(timers.map((t) => t.id));
+  const clear: TimerRef[] = [...(page.commit.timers?.clear ?? []).filter((c) => !fired.has(c.id)), ...timers.map((t) => ({ id: t.id, version: t.version }))];
+  return { ...page.commit, cursor: null, timers: { set: page.commit.timers?.set ?? [], clear } };
 }
