@@ -78,11 +78,11 @@ export interface Factory<Cfg, Settings, Instance> {
   create(settings: Settings, config: Cfg): Instance;
 }
 
-export type ReceiverFactory<Cfg = any> = Factory<Cfg, ReceiverSettings, Lifecycle>;
-export type ProcessorFactory<Cfg = any> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
-export type ExporterFactory<Cfg = any> = Factory<Cfg, ExporterSettings, Exporter>;
-export type ExtensionFactory<Cfg = any> = Factory<Cfg, ExtensionSettings, Lifecycle>;
-export type StoreFactory<Cfg = any> = Factory<Cfg, ComponentSettings, StateStore>;
+export type ReceiverFactory<Cfg = unknown> = Factory<Cfg, ReceiverSettings, Lifecycle>;
+export type ProcessorFactory<Cfg = unknown> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
+export type ExporterFactory<Cfg = unknown> = Factory<Cfg, ExporterSettings, Exporter>;
+export type ExtensionFactory<Cfg = unknown> = Factory<Cfg, ExtensionSettings, Lifecycle>;
+export type StoreFactory<Cfg = unknown> = Factory<Cfg, ComponentSettings, StateStore>;
 
 export type ComponentKind = 'receivers' | 'processors' | 'exporters' | 'extensions';
 

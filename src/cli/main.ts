@@ -1,6 +1,8 @@
 /**
  * The `vigil` command line (DESIGN 4.1): run, validate, classify, status.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { components } from '../components.ts';
 import { ConfigError, formatDiagnostic, loadConfigFile } from '../config/load.ts';
@@ -19,7 +21,7 @@ commands:
   status   [-c pipeline.yaml]   cursors and lag per partition, groups, open work, recent failures
 
 options:
-  -c, --config FILE   pipeline configuration (default: pipeline.yaml)
+  -c, --config FILE   pipeline configuration (default: ./pipeline.yaml, else the one vigil ships)
   -h, --help          this help
 `;
 
@@ -45,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const configFile = values.config ?? 'pipeline.yaml';
+  const configFile = values.config ?? defaultConfigFile();
   switch (command) {
     case 'run':
       return run(configFile);
@@ -59,6 +61,18 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`vigil: unknown command '${command}'\n\n${USAGE}`);
       return 2;
   }
+}
+
+/**
+ * `pipeline.yaml` in the working directory; without one, the default pipeline shipped beside
+ * bin/ and dist/ (OTLP/HTTP in on 127.0.0.1:4318, work events to ./work-events.jsonl, state in
+ * ./.vigil), so `npx vigil run` works in an empty directory.
+ */
+function defaultConfigFile(): string {
+  if (existsSync('pipeline.yaml')) return 'pipeline.yaml';
+  const shipped = fileURLToPath(new URL('../../pipeline.yaml', import.meta.url));
+  process.stderr.write(`vigil: no pipeline.yaml in ${process.cwd()}; using the default pipeline ${shipped} (write your own or pass -c FILE)\n`);
+  return shipped;
 }
 
 async function validate(file: string): Promise<number> {

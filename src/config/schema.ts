@@ -94,7 +94,7 @@ function typeName(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
-  return `${typeof value} ${String(value)}`;
+  return `${typeof value} ${String(value as number | boolean | bigint)}`;
 }
 
 function wrongType(ctx: ParseContext, path: Path, expected: string, value: unknown): undefined {
@@ -371,18 +371,18 @@ function editDistance(a: string, b: string): number {
 
 /** The schema builders, used by every component's config. */
 export const s = {
-  object: <S extends Shape>(shape: S) => new ObjectSchema(shape),
-  string: (opts: { minLength?: number; maxLength?: number; pattern?: RegExp; patternHint?: string } = {}) => new StringSchema(opts),
-  int: (opts: { min?: number; max?: number } = {}) => new NumberSchema({ integer: true, ...opts }),
-  number: (opts: { min?: number; max?: number } = {}) => new NumberSchema({ integer: false, ...opts }),
-  boolean: () => new BooleanSchema(),
-  duration: (opts: { min?: number } = {}) => new DurationSchema(opts),
-  size: () => new SizeSchema(),
-  endpoint: () => new EndpointSchema(),
-  url: (protocols: string[] = ['http:', 'https:']) => new UrlSchema(protocols),
-  enumOf: <T extends string>(values: readonly T[]) => new EnumSchema(values),
-  array: <T>(item: Schema<T>) => new ArraySchema(item),
-  record: <T>(value: Schema<T>) => new RecordSchema(value),
+  object: <S extends Shape>(shape: S): ObjectSchema<S> => new ObjectSchema(shape),
+  string: (opts: { minLength?: number; maxLength?: number; pattern?: RegExp; patternHint?: string } = {}): Schema<string> => new StringSchema(opts),
+  int: (opts: { min?: number; max?: number } = {}): Schema<number> => new NumberSchema({ integer: true, ...opts }),
+  number: (opts: { min?: number; max?: number } = {}): Schema<number> => new NumberSchema({ integer: false, ...opts }),
+  boolean: (): Schema<boolean> => new BooleanSchema(),
+  duration: (opts: { min?: number } = {}): Schema<number> => new DurationSchema(opts),
+  size: (): Schema<number> => new SizeSchema(),
+  endpoint: (): Schema<string> => new EndpointSchema(),
+  url: (protocols: string[] = ['http:', 'https:']): Schema<string> => new UrlSchema(protocols),
+  enumOf: <T extends string>(values: readonly T[]): Schema<T> => new EnumSchema(values),
+  array: <T>(item: Schema<T>): Schema<T[]> => new ArraySchema(item),
+  record: <T>(value: Schema<T>): Schema<Record<string, T>> => new RecordSchema(value),
 };
 
 /** Parses `{}` against a schema: the component's default config. */

@@ -84,7 +84,7 @@ export class MemoryStore implements StateStore {
 
   private partitionLog(pipeline: string, partition: string): PartitionLog {
     let parts = this.logs.get(pipeline);
-    if (!parts) this.logs.set(pipeline, (parts = new Map()));
+    if (!parts) this.logs.set(pipeline, (parts = new Map<string, PartitionLog>()));
     let log = parts.get(partition);
     if (!log) parts.set(partition, (log = { entries: [], cursor: 0 }));
     return log;

@@ -675,7 +675,7 @@ function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'object') return 'an object';
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
-  return `${typeof v} ${String(v)}`;
+  return `${typeof v} ${String(v as number | boolean)}`;
 }
 
 function invalid(message: string): VigilError {
