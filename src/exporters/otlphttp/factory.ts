@@ -44,6 +44,7 @@ interface SdkExporter<T> {
 export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = {
   type: 'otlphttp',
   schema,
+  capabilities: (cfg) => ({ forwardedRecords: cfg.forward, everyOccurrence: cfg.occurrence_spans === 'all' }),
   create(settings, cfg) {
     const base = cfg.endpoint.replace(/\/+$/, '');
     const common = { headers: cfg.headers, compression: cfg.compression as never, timeoutMillis: cfg.timeout };
