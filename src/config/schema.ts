@@ -51,6 +51,39 @@ export abstract class Schema<T> {
   optional(): Schema<T | undefined> {
     return new OptionalSchema(this);
   }
+
+  /**
+   * A cross-field rule (`initial_interval ≤ max_interval`), run on the parsed value once it parsed
+   * without errors, so one mistake is not reported twice. `report` records an error at a key path
+   * relative to this value, its message following the key's full path (`'exporters.file.x' <message>`);
+   * the loader turns it into FILE:LINE:COL like any other problem.
+   */
+  check(rule: (value: T, report: (at: Path, message: string) => void) => void): Schema<T> {
+    return new CheckedSchema(this, rule);
+  }
+}
+
+class CheckedSchema<T> extends Schema<T> {
+  constructor(
+    private readonly inner: Schema<T>,
+    private readonly rule: (value: T, report: (at: Path, message: string) => void) => void,
+  ) {
+    super();
+  }
+  get expected(): string {
+    return this.inner.expected;
+  }
+  override parse(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    const errorsBefore = ctx.issues.filter((i) => i.severity === 'error').length;
+    const parsed = this.inner.parse(value, path, ctx);
+    if (parsed !== undefined && ctx.issues.filter((i) => i.severity === 'error').length === errorsBefore) {
+      this.rule(parsed, (at, message) => ctx.error([...path, ...at], `${describePath([...path, ...at])} ${message}`));
+    }
+    return parsed;
+  }
+  protected parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    return this.inner.parse(value, path, ctx);
+  }
 }
 
 class DefaultSchema<T> extends Schema<T> {

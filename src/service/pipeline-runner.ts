@@ -12,7 +12,6 @@ import { newWorkPage, type WorkPage } from '../processors/page.ts';
 import type { StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from './backoff.ts';
 
-import { DEFAULT_PAGE_SIZE } from '../config/service.ts';
 /** How often a pipeline looks for work nobody told it about (another sidecar's appends). */
 const IDLE_POLL_MS = 1000;
 
@@ -21,7 +20,8 @@ export interface PipelineRunnerOptions {
   store: StateStore;
   chain: OperatorFunction<WorkPage, WorkPage>;
   logger: Logger;
-  pageSize?: number;
+  /** Records per page (`service.processing.page_size`). */
+  pageSize: number;
   /** Called after each committed page (wakes the exporters). */
   onCommit?: () => void;
   /** vigil's own tracing; a no-op tracer when absent. */
@@ -143,7 +143,7 @@ export class PipelineRunner {
   }
 
   private async processPage(partition: string): Promise<boolean> {
-    const { store, pipeline, chain, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
+    const { store, pipeline, chain, pageSize } = this.opts;
     const entries = await store.readPage(pipeline, partition, pageSize);
     if (entries.length === 0) return false;
     const span = this.opts.tracer?.startSpan('vigil.page', { attributes: { 'vigil.pipeline': pipeline, 'session.id': partition, 'vigil.entries': entries.length } });
