@@ -25,6 +25,7 @@ if [ -e node_modules/tsx ] || [ -e node_modules/typescript ]; then
 fi
 
 printf 'receivers:\n  otlp: {}\nprocessors:\n  classify: {}\nexporters:\n  debug: {}\nstate:\n  memory: {}\nservice:\n  pipelines:\n    logs: { receivers: [otlp], processors: [classify], exporters: [debug] }\n' > mine.yaml
+npx --no-install vigil --version
 npx --no-install vigil validate -c mine.yaml
 
 otlp=$(free_port) health=$(free_port) metrics=$(free_port)

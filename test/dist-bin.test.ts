@@ -151,6 +151,13 @@ describe('the compiled package', () => {
     assert.equal(await vigil.exited, 0, vigil.stderr());
   });
 
+  test('vigil --version names the package version', async () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const v = spawnVigil(['--version'], { bin: 'dist', cwd: tempDir() });
+    assert.equal(await v.exited, 0, v.stderr());
+    assert.equal(v.stdout(), `vigil ${pkg.version} (Node.js ${process.version})\n`);
+  });
+
   test('vigil classify (compiled): JSONL in, one result per line out', async () => {
     const c = spawnVigil(['classify'], { bin: 'dist', input: '{"text":"ValueError: x","exit_code":1}\nnot json\n' });
     assert.equal(await c.exited, 0, c.stderr());

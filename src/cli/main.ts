@@ -11,6 +11,7 @@ import { createLogger } from '../logger.ts';
 import { runClassify } from './classify.ts';
 import { printStatus } from './status.ts';
 import { Service } from '../service/service.ts';
+import { VIGIL_VERSION } from '../version.ts';
 
 const USAGE = `usage: vigil <command> [options]
 
@@ -23,6 +24,7 @@ commands:
 options:
   -c, --config FILE   pipeline configuration (default: ./pipeline.yaml, else the one vigil ships)
   -h, --help          this help
+  -v, --version       vigil's version
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -30,6 +32,10 @@ export async function main(argv: string[]): Promise<number> {
   if (!command || command === '-h' || command === '--help' || command === 'help') {
     process.stdout.write(USAGE);
     return command ? 0 : 2;
+  }
+  if (command === '-v' || command === '--version' || command === 'version') {
+    process.stdout.write(`vigil ${VIGIL_VERSION} (Node.js ${process.version})\n`);
+    return 0;
   }
   let values: { config?: string; help?: boolean; json?: boolean };
   try {

@@ -5,7 +5,6 @@
  * extensions → receivers, so nothing is accepted before it can be processed; shutdown reverses it
  * and drains in-flight work.
  */
-import { createRequire } from 'node:module';
 import type { OperatorFunction } from 'rxjs';
 import type { Exporter, ExporterCapabilities, IngestConsumer, Lifecycle, Registry, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
@@ -23,6 +22,7 @@ import { PipelineRunner } from './pipeline-runner.ts';
 import { forwardRecords } from '../processors/forward/operator.ts';
 import { occurrenceRecords } from '../processors/occurrences/operator.ts';
 import { backoffDelay, sleep } from './backoff.ts';
+import { VIGIL_VERSION } from '../version.ts';
 
 
 export interface ServiceOptions {
@@ -353,9 +353,6 @@ export class Service {
     log.info('vigil stopped');
   }
 }
-
-/** The package's version, for vigil_build_info (package.json sits two levels above src/service and dist/service). */
-const VIGIL_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 /** Events as a pipeline that does not forward stores them: no forward-only records, no received copies. */
 function withoutForwarding(events: AgentEvent[]): AgentEvent[] {
