@@ -92,7 +92,7 @@ describe('the compiled package', () => {
     const api = (await import(pathToFileURL(join(DIST, 'index.js')).href)) as typeof VigilApi;
     const line = api.classifyLine('{"text":"ValueError: bad port","exit_code":1}', 1);
     assert.deepEqual(line, { classification: 'ExecutionFailure', signature: 'ValueError: bad port', fingerprint: (line as { fingerprint: string }).fingerprint });
-    assert.match((line as { fingerprint: string }).fingerprint, /^v2:[0-9a-f]{16}$/);
+    assert.match((line as { fingerprint: string }).fingerprint, /^v\d+:[0-9a-f]{16}$/);
     assert.ok(api.ERROR_CODES.VIGIL_CONFIG_INVALID);
     assert.ok(new api.VigilError('VIGIL_SHUTDOWN', 'x') instanceof Error);
   });
