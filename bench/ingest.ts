@@ -227,7 +227,7 @@ async function startBare(encoding: 'json' | 'protobuf'): Promise<Running> {
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       if (encoding === 'json') JSON.parse(body.toString('utf8'));
-      else decodeTracesProtobuf(body, { skipUnremarkable: true });
+      else decodeTracesProtobuf(body, { skipIrrelevant: true });
       const answer = encoding === 'json' ? '{}' : '';
       res.writeHead(200, { 'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf', 'content-length': answer.length });
       res.end(answer);
