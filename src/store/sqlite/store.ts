@@ -1,7 +1,8 @@
 /**
- * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every append and every
- * page commit is one transaction, fsynced before it resolves (`synchronous: full`), so what a
- * receiver acknowledged survives a crash and a commit is all or nothing. better-sqlite3 is
+ * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every page commit is
+ * one transaction, and the appends of one turn of the event loop are one transaction (group
+ * commit), each fsynced before it resolves (`synchronous: full`), so what a receiver acknowledged
+ * survives a crash and a commit is all or nothing. better-sqlite3 is
  * synchronous: each call runs to completion on the event loop, which also makes this process the
  * only writer between two awaits.
  */
@@ -53,6 +54,9 @@ export class SqliteStore implements StateStore {
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
   private readonly bases = new PageBases();
+  /** Appends waiting for this turn's group commit, and the scheduled commit. */
+  private appends: Array<{ pipeline: string; events: AgentEvent[]; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }> = [];
+  private appendTurn: NodeJS.Immediate | undefined;
 
   constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
     this.file = resolve(cfg.path);
@@ -99,15 +103,24 @@ export class SqliteStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    // Appends already accepted are committed first, not dropped.
+    if (this.appendTurn) {
+      clearImmediate(this.appendTurn);
+      this.commitAppends();
+    }
     const db = this.db;
     this.db = undefined;
     db?.close();
   }
 
+  private closedError(): VigilError {
+    return new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
+  }
+
   /** Runs `fn` on the open database, turning SQLite errors into VigilErrors that name the file. */
   private run<T>(what: string, fn: (db: Db) => T): T {
     const db = this.db;
-    if (!db) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
+    if (!db) throw this.closedError();
     try {
       return fn(db);
     } catch (err) {
@@ -115,31 +128,76 @@ export class SqliteStore implements StateStore {
     }
   }
 
-  async append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
+  /**
+   * Group commit: appends that arrive in the same turn of the event loop (concurrent requests) are
+   * written in one transaction and made durable by one fsync, and each resolves only after it.
+   * Each keeps its own savepoint, so one append that fails does not fail the others.
+   */
+  append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
+    if (!this.db) return Promise.reject(this.closedError());
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.appends.push({ pipeline, events, resolve, reject });
+      this.appendTurn ??= setImmediate(() => this.commitAppends());
+    });
+  }
+
+  /** Commits every append waiting for this turn: one transaction, one fsync. */
+  private commitAppends(): void {
+    this.appendTurn = undefined;
+    const batch = this.appends;
+    this.appends = [];
+    if (batch.length === 0) return;
     const now = this.now();
-    const result = this.run('append to the ingest log', (db) =>
-      db
-        .transaction(() => {
-          let appended = 0;
-          let duplicates = 0;
-          for (const event of events) {
-            const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
-            if (seen && seen.expires > now) {
-              duplicates++;
-              continue;
+    const outcomes: Array<AppendResult | Error> = [];
+    try {
+      this.run('append to the ingest log', (db) =>
+        db
+          .transaction(() => {
+            for (const a of batch) {
+              try {
+                outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, now))());
+              } catch (err) {
+                // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
+                if (!db.inTransaction) throw err;
+                outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+              }
             }
-            this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
-            this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
-            appended++;
-          }
-          return { appended, duplicates };
-        })
-        .immediate(),
-    );
-    const cached = this.pending.get(pipeline);
-    if (cached) cached.count += result.appended;
-    this.purge(now);
-    return result;
+          })
+          .immediate(),
+      );
+    } catch (err) {
+      for (const a of batch) a.reject(err);
+      return;
+    }
+    batch.forEach((a, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome instanceof Error) return a.reject(outcome);
+      const cached = this.pending.get(a.pipeline);
+      if (cached) cached.count += outcome.appended;
+      a.resolve(outcome);
+    });
+    try {
+      this.purge(now);
+    } catch (err) {
+      this.logger?.warn('could not purge expired entries', { path: this.file, error: (err as Error).message });
+    }
+  }
+
+  /** One append, inside the group's transaction. */
+  private appendOne(pipeline: string, events: AgentEvent[], now: number): AppendResult {
+    let appended = 0;
+    let duplicates = 0;
+    for (const event of events) {
+      const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
+      if (seen && seen.expires > now) {
+        duplicates++;
+        continue;
+      }
+      this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
+      this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
+      appended++;
+    }
+    return { appended, duplicates };
   }
 
   /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
