@@ -6,10 +6,11 @@
  * synchronous: each call runs to completion on the event loop, which also makes this process the
  * only writer between two awaits.
  */
-import { mkdirSync } from 'node:fs';
+import { close as closeFd, fdatasync, mkdirSync, open as openFd } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { VigilError } from '../../errors.ts';
+import { VigilError, errorMessage } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
@@ -57,6 +58,11 @@ export class SqliteStore implements StateStore {
   /** Appends waiting for this turn's group commit, and the scheduled commit. */
   private appends: Array<{ pipeline: string; events: AgentEvent[]; resolve: (r: AppendResult) => void; reject: (err: unknown) => void }> = [];
   private appendTurn: NodeJS.Immediate | undefined;
+  /** Group commits whose WAL sync is still running; set once a sync failed (then SQLite syncs on the loop). */
+  private readonly syncing = new Set<Promise<void>>();
+  private syncOnLoop = false;
+  /** The write-ahead log, opened at the first sync. */
+  private walFd: Promise<number> | undefined;
 
   constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
     this.file = resolve(cfg.path);
@@ -111,6 +117,11 @@ export class SqliteStore implements StateStore {
     const db = this.db;
     this.db = undefined;
     db?.close();
+    // Their WAL syncs run on a descriptor of their own: the appends answer once the disk has them.
+    await Promise.all(this.syncing);
+    const wal = this.walFd;
+    this.walFd = undefined;
+    if (wal) await wal.then((fd) => new Promise((resolve) => closeFd(fd, resolve)), () => undefined);
   }
 
   private closedError(): VigilError {
@@ -131,7 +142,9 @@ export class SqliteStore implements StateStore {
   /**
    * Group commit: appends that arrive in the same turn of the event loop (concurrent requests) are
    * written in one transaction and made durable by one fsync, and each resolves only after it.
-   * Each keeps its own savepoint, so one append that fails does not fail the others.
+   * Each keeps its own savepoint, so one append that fails does not fail the others. With
+   * `synchronous: full` the fsync runs off the event loop (see syncWal), so requests keep being
+   * read and decoded while the disk syncs.
    */
   append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
     if (!this.db) return Promise.reject(this.closedError());
@@ -149,10 +162,13 @@ export class SqliteStore implements StateStore {
     if (batch.length === 0) return;
     const now = this.now();
     const outcomes: Array<AppendResult | Error> = [];
+    // The commit itself does not wait for the disk; syncWal() makes it durable before anyone is answered.
+    const syncOffLoop = this.cfg.synchronous === 'full' && !this.syncOnLoop;
     try {
-      this.run('append to the ingest log', (db) =>
-        db
-          .transaction(() => {
+      this.run('append to the ingest log', (db) => {
+        if (syncOffLoop) db.pragma('synchronous = NORMAL');
+        try {
+          db.transaction(() => {
             for (const a of batch) {
               try {
                 outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, now))());
@@ -162,25 +178,60 @@ export class SqliteStore implements StateStore {
                 outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
               }
             }
-          })
-          .immediate(),
-      );
+          }).immediate();
+        } finally {
+          if (syncOffLoop) db.pragma('synchronous = FULL');
+        }
+      });
     } catch (err) {
       for (const a of batch) a.reject(err);
       return;
     }
-    batch.forEach((a, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome instanceof Error) return a.reject(outcome);
-      const cached = this.pending.get(a.pipeline);
-      if (cached) cached.count += outcome.appended;
-      a.resolve(outcome);
-    });
+    const answer = () =>
+      batch.forEach((a, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome instanceof Error) return a.reject(outcome);
+        const cached = this.pending.get(a.pipeline);
+        if (cached) cached.count += outcome.appended;
+        a.resolve(outcome);
+      });
     try {
       this.purge(now);
     } catch (err) {
-      this.logger?.warn('could not purge expired entries', { path: this.file, error: (err as Error).message });
+      this.logger?.warn('could not purge expired entries', { path: this.file, error: errorMessage(err) });
     }
+    if (!syncOffLoop) return answer();
+    const synced = this.syncWal().then(answer, (err: unknown) => {
+      // Not known to be durable: refuse (retryably), and let SQLite sync on the loop from now on.
+      this.syncOnLoop = true;
+      this.logger?.error('could not sync the write-ahead log; appends now sync on the event loop', { path: this.file, error: errorMessage(err) });
+      const refusal = new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+      for (const a of batch) a.reject(refusal);
+    });
+    this.syncing.add(synced);
+    void synced.finally(() => this.syncing.delete(synced));
+  }
+
+  /**
+   * fdatasync of the write-ahead log in the thread pool: what SQLite does at each commit with
+   * `synchronous = FULL` (the WAL holds every committed frame; SQLite syncs the log itself before it
+   * checkpoints it into the database, and its header when it starts reusing it). The log stays the
+   * same file while the store is open (SQLite removes it only when its last connection closes), so
+   * one descriptor serves every sync; the log's directory entry is synced once, since SQLite creates
+   * the log on the first write after opening.
+   */
+  private async syncWal(): Promise<void> {
+    this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
+    let fd: number;
+    try {
+      fd = await this.walFd;
+    } catch (err) {
+      this.walFd = undefined;
+      // Closing the store checkpoints the log into the database (synced) and removes it.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return;
+      throw err;
+    }
+    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
   }
 
   /** One append, inside the group's transaction. */
@@ -399,6 +450,17 @@ export class SqliteStore implements StateStore {
       };
     });
   }
+}
+
+/** Opens the write-ahead log for syncing (a plain descriptor), after syncing the directory that holds its entry. */
+async function openWal(wal: string, dir: string): Promise<number> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return new Promise<number>((resolve, reject) => openFd(wal, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
 }
 
 function parseJson<T>(text: string, file: string, what: string): T {
