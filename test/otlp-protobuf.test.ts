@@ -19,7 +19,7 @@ import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { isVigilError } from '../src/errors.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH } from '../src/receivers/otlp/normalized.ts';
-import { RETRY_INFO_TYPE_URL, decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from '../src/receivers/otlp/protobuf.ts';
+import { MAX_GROUP_DEPTH, RETRY_INFO_TYPE_URL, decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from '../src/receivers/otlp/protobuf.ts';
 import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import { checkProperty } from './helpers/seed.ts';
@@ -317,6 +317,16 @@ describe('OTLP/protobuf decoding: whole-request errors (400)', () => {
       [Buffer.from('{"resourceSpans":[]}'), /not a valid protobuf/],
     ];
     for (const [bytes, expected] of cases) assert.match(payloadError(() => decodeTracesProtobuf(bytes)), expected);
+  });
+
+  test(`groups nested up to ${MAX_GROUP_DEPTH} levels are skipped; deeper ones refuse the request without exhausting the stack`, () => {
+    const groups = (depth: number) => Buffer.concat([Buffer.alloc(depth, 15 * 8 + 3), Buffer.alloc(depth, 15 * 8 + 4)]);
+    assert.deepEqual(decodeTracesProtobuf(groups(MAX_GROUP_DEPTH)).groups, []);
+    assert.match(payloadError(() => decodeTracesProtobuf(groups(MAX_GROUP_DEPTH + 1))), new RegExp(`groups nested deeper than ${MAX_GROUP_DEPTH} levels$`));
+    // Inside a span (an unknown field of a record), 2M levels: the whole request is refused the same way.
+    const inSpan = rawTraces(rawSpan(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3)));
+    assert.match(payloadError(() => decodeTracesProtobuf(inSpan, { skipIrrelevant: true })), /groups nested deeper than/);
+    assert.match(payloadError(() => decodeLogsProtobuf(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3))), /ExportLogsServiceRequest: groups nested deeper than/);
   });
 
   test('a wrong wire type above the records refuses the request, naming the field', () => {

@@ -519,6 +519,7 @@ export class WatchedKeys {
 }
 
 function keyValue(r: JsonReader, stats: DecodeStats, index: number, list: AttributeList, target: Attributes | undefined, watched?: WatchedKeys, facts?: Attributes): void {
+  if (compactKeyValue(r, stats, index, target, watched, facts)) return;
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
   r.openObject();
   const objectDepth = r.depth;
@@ -561,6 +562,61 @@ function keyValue(r: JsonReader, stats: DecodeStats, index: number, list: Attrib
   if (value === DROPPED) return;
   if (target) setKey(target, key, value);
   else if (watchedId >= 0) setKey(facts!, watched!.keys[watchedId]!, value);
+}
+
+const KEY_OPEN = Buffer.from('{"key":', 'latin1');
+const VALUE_OPEN = Buffer.from(',"value":{', 'latin1');
+const CLOSE_TWO = Buffer.from('}}', 'latin1');
+
+/**
+ * The layout every SDK writes, read without the general walk: `{"key":"…","value":{"<member>":…}}`
+ * with no whitespace, one member, within the attribute cap. False — with the cursor and the counts
+ * as they were — for anything else (whitespace, another order, several members, a bad value), which
+ * keyValue() then reads the general way, so both ways give the same results and messages.
+ */
+function compactKeyValue(r: JsonReader, stats: DecodeStats, index: number, target: Attributes | undefined, watched?: WatchedKeys, facts?: Attributes): boolean {
+  if (index >= MAX_ATTRIBUTES) return false;
+  const start = r.pos;
+  if (!r.skipLiteral(KEY_OPEN) || r.typeHere() !== JsonType.String) return rewind(r, start);
+  r.string();
+  let key = '';
+  let watchedId = -1;
+  if (target) key = r.stringText();
+  else if (watched) watchedId = watched.names.idOf(r);
+  if (!r.skipLiteral(VALUE_OPEN) || r.typeHere() !== JsonType.String) return rewind(r, start);
+  r.string();
+  const kind = ANY_FIELDS.idOf(r);
+  if (kind < 0 || r.buf[r.pos] !== 0x3a /* : */) return rewind(r, start);
+  r.pos++;
+  const t = r.typeHere();
+  if (t === JsonType.Invalid || t === JsonType.Null || t === JsonType.End) return rewind(r, start);
+  const build = target !== undefined || watchedId >= 0;
+  const before = countsOf(stats);
+  const depth = r.depth;
+  let value: AttributeValue;
+  try {
+    // The key-value and AnyValue objects count towards the nesting bound as they would when opened.
+    r.depth += 2;
+    value = kind === ANY_STRING && t === JsonType.String ? stringMember(r, MAX_STRING_BYTES, stats, build) : member(r, kind, t, 1, MAX_STRING_BYTES, stats, build);
+    r.depth = depth;
+  } catch (err) {
+    if (!(err instanceof FieldError)) throw err;
+    r.depth = depth;
+    restoreCounts(stats, before);
+    return rewind(r, start);
+  }
+  if (!r.skipLiteral(CLOSE_TWO)) {
+    restoreCounts(stats, before);
+    return rewind(r, start);
+  }
+  if (target) setKey(target, key, value);
+  else if (watchedId >= 0) setKey(facts!, watched!.keys[watchedId]!, value);
+  return true;
+}
+
+function rewind(r: JsonReader, pos: number): false {
+  r.pos = pos;
+  return false;
 }
 
 /** Stands for an attribute dropped past the cap. */

@@ -8,8 +8,8 @@
  * the whole request.
  */
 
-/** Containers nested deeper than this refuse the request (OTLP/JSON itself needs about 40 levels). */
-export const MAX_JSON_DEPTH = 128;
+/** Containers nested deeper than this refuse the request: an AnyValue level takes 3 or 4, so values about 60 levels deep still pass (and are cut to MAX_VALUE_DEPTH). */
+export const MAX_JSON_DEPTH = 256;
 
 /** Bytes that are not JSON (or nested too deep): the whole request is refused. */
 export class JsonSyntaxError extends Error {}
@@ -50,6 +50,12 @@ const TYPE_OF_BYTE = (() => {
 const ESCAPES = (() => {
   const t = new Uint8Array(256);
   for (const c of '"\\/bfnrtu') t[c.charCodeAt(0)] = 1;
+  return t;
+})();
+
+const WHITESPACE = (() => {
+  const t = new Uint8Array(256);
+  for (const c of [0x20, 0x0a, 0x0d, 0x09]) t[c] = 1;
   return t;
 })();
 
@@ -107,8 +113,26 @@ export class JsonReader {
 
   /** The type of the value at the cursor (after whitespace). */
   type(): JsonType {
+    const here = this.buf[this.pos];
+    if (here !== undefined && WHITESPACE[here] !== 1) return TYPE_OF_BYTE[here] as JsonType;
     const c = this.peek();
     return c < 0 ? JsonType.End : (TYPE_OF_BYTE[c] as JsonType);
+  }
+
+  /** The type of the value right at the cursor, whitespace not skipped (Invalid for whitespace). */
+  typeHere(): JsonType {
+    const c = this.buf[this.pos];
+    return c === undefined ? JsonType.End : (TYPE_OF_BYTE[c] as JsonType);
+  }
+
+  /** Whether the bytes at the cursor are exactly `bytes` (ASCII); if so, the cursor moves past them. */
+  skipLiteral(bytes: Uint8Array): boolean {
+    const buf = this.buf;
+    const pos = this.pos;
+    if (pos + bytes.length > this.end) return false;
+    for (let i = 0; i < bytes.length; i++) if (buf[pos + i] !== bytes[i]) return false;
+    this.pos = pos + bytes.length;
+    return true;
   }
 
   /** Opens the object at the cursor (its `{` must be there). */
@@ -134,6 +158,17 @@ export class JsonReader {
    * and the cursor at its value; false when the object ends (its `}` consumed).
    */
   nextKey(): boolean {
+    // Compact JSON (no whitespace) takes the short way: `,"key":`.
+    const pos = this.pos;
+    if (!this.first && this.buf[pos] === COMMA && this.buf[pos + 1] === QUOTE) {
+      this.pos = pos + 1;
+      this.string();
+      if (this.buf[this.pos] === COLON) {
+        this.pos++;
+        return true;
+      }
+      this.pos = pos;
+    }
     let c = this.peek();
     if (c === CLOSE_OBJECT) return this.close();
     if (!this.first) {
@@ -151,6 +186,12 @@ export class JsonReader {
 
   /** Moves to the next item of the open array: true with the cursor at it; false when the array ends (its `]` consumed). */
   nextItem(): boolean {
+    const buf = this.buf;
+    const pos = this.pos;
+    if (!this.first && buf[pos] === COMMA && buf[pos + 1] !== undefined && WHITESPACE[buf[pos + 1]!] !== 1) {
+      this.pos = pos + 1;
+      return true;
+    }
     const c = this.peek();
     if (c === CLOSE_ARRAY) return this.close();
     if (!this.first) {
