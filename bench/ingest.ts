@@ -17,7 +17,8 @@
  * fresh trace ids per request, so every failed span is appended, classified and counted. Each
  * server is measured twice: at full rate (8 keep-alive clients sending back to back: requests/s is
  * its maximum) and at half of that maximum (an open-loop schedule, latency counted from the
- * scheduled send, so a stall delays every request behind it). The clients run in a worker thread.
+ * scheduled send, so a stall delays every request behind it), with the longest event-loop stall of
+ * the main thread during it ("stall"). The clients run in a worker thread.
  * Servers are measured in alternating slices so background load on the shared machine hits all
  * alike, and a vigil slice lasts until its pipeline has processed everything it accepted (vigil
  * gets no processing time for free). A decoder table compares the decoders alone on batches of
@@ -28,6 +29,7 @@
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it).
  */
 import { Worker } from 'node:worker_threads';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -66,6 +68,8 @@ interface LoadResult {
   elapsedMs: number;
   /** Request latencies in ms. */
   latencies: number[];
+  /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
+  loopStallMs?: number;
 }
 
 /**
@@ -205,14 +209,14 @@ async function main(): Promise<void> {
   }
 
   console.log('');
-  console.log('                        | full rate                                   | half rate                    |');
-  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures |  req/s  p50 ms  p99 ms  fail | vigil/bare');
+  console.log('                        | full rate                                   | half rate                                |');
+  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
   for (const { encoding, server, full, half } of rows) {
     const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare')!;
     const ratio = server === 'bare' ? '' : `${(rateOf(full) / rateOf(bare.full)).toFixed(2)}×`;
     console.log(
       `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} | ` +
-        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} | ${ratio.padStart(10)}`,
+        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)}`,
     );
   }
   console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end (a shared machine: compare the ratios, not the absolute figures)`);
@@ -225,7 +229,11 @@ async function alternate(servers: Map<ServerName, Running>, rounds: number, spec
   for (let round = 0; round < rounds; round++) {
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
       const server = servers.get(name)!;
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
       const result = await load(spec(server, name));
+      loop.disable();
+      result.loopStallMs = loop.max / 1e6;
       if (server.drained) {
         // Processing what was accepted is part of vigil's cost.
         const t0 = performance.now();
@@ -236,6 +244,7 @@ async function alternate(servers: Map<ServerName, Running>, rounds: number, spec
       total.requests += result.requests;
       total.failures += result.failures;
       total.elapsedMs += result.elapsedMs;
+      total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
       for (const l of result.latencies) total.latencies.push(l);
     }
   }
