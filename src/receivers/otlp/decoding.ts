@@ -5,7 +5,26 @@
  * relevance test reads) without building anything.
  */
 import { addMessage } from './normalized.ts';
-import type { DecodeStats } from './normalized.ts';
+import type { Attributes, DecodeStats, NormalizedScope } from './normalized.ts';
+
+/** The names of one signal's request messages, for paths and messages. */
+export interface RequestNames {
+  message: string;
+  resources: string;
+  scopes: string;
+  records: string;
+}
+
+export const TRACES_REQUEST: RequestNames = { message: 'ExportTraceServiceRequest', resources: 'resourceSpans', scopes: 'scopeSpans', records: 'spans' };
+export const LOGS_REQUEST: RequestNames = { message: 'ExportLogsServiceRequest', resources: 'resourceLogs', scopes: 'scopeLogs', records: 'logRecords' };
+
+/** The records of a request, by (resource, scope), before the signal names them spans or logs. */
+export interface DecodedRecords<R> {
+  groups: Array<{ resource: Attributes; scope: NormalizedScope; records: R[] }>;
+  stats: DecodeStats;
+  /** Records checked and let go by the relevance test (see DecodeOptions). */
+  skipped: number;
+}
 
 /**
  * A problem with one field of one record (or of a resource or scope): rejects those records only.

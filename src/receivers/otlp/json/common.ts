@@ -11,9 +11,10 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
-import { FieldError, countsOf, itemPath, rejectAll, restoreCounts, setKey, under } from '../decoding.ts';
-import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, truncateUtf8 } from '../normalized.ts';
-import type { AttributeValue, Attributes, DecodeStats, NormalizedScope } from '../normalized.ts';
+import { FieldError, countsOf, itemPath, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
+import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
+import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
 import { FieldNames, JsonReader, JsonSyntaxError, JsonType, withSnakeCase } from './reader.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -687,12 +688,61 @@ function scopeAt(r: JsonReader, stats: DecodeStats): NormalizedScope {
   return scope;
 }
 
-/** The names of one signal's request messages, for paths, messages and field lookup. */
-export interface RequestNames {
-  message: string;
-  resources: string;
-  scopes: string;
-  records: string;
+/** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
+export interface RecordKind<R, F> {
+  names: RequestNames;
+  /** Builds the record at the cursor (no `checking`), or only checks it, filling `checking.facts`. */
+  walk(r: JsonReader, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
+  mayMatter(facts: F): boolean;
+  /** Facts to fill, reused for every record of a request. */
+  newFacts(): F;
+}
+
+/**
+ * Decodes one signal's request: each record is built, or (with skipIrrelevant) checked first and
+ * built only when the relevance test lets it through — a walk that only checks leaves the bound
+ * counts to the walk that builds. A record with a bad field is rejected alone (its syntax is still
+ * checked to its end).
+ */
+export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+  const stats = emptyStats();
+  const groups: DecodedRecords<R>['groups'] = [];
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
+  let skipped = 0;
+  decodeRequest(body, kind.names, stats, (r, resource, scope, path, first) => {
+    const records: R[] = [];
+    let i = first;
+    if (r === undefined) {
+      groups.push({ resource, scope, records });
+      return 0;
+    }
+    r.openArray();
+    for (; r.nextItem(); i++) {
+      const at = r.pos;
+      const depth = r.depth;
+      const before = countsOf(stats);
+      try {
+        if (checking) {
+          kind.walk(r, stats, checking);
+          if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
+            skipped++;
+            continue;
+          }
+          restoreCounts(stats, before);
+          r.seek(at, depth);
+        }
+        records.push(kind.walk(r, stats, undefined)!);
+      } catch (err) {
+        if (!(err instanceof FieldError)) throw err;
+        rejectRecord(stats, before, err, itemPath(path, i));
+        r.seek(at, depth);
+        r.skipValue();
+      }
+    }
+    groups.push({ resource, scope, records });
+    return i - first;
+  });
+  return { groups, stats, skipped };
 }
 
 /**
@@ -701,7 +751,7 @@ export interface RequestNames {
  * Returns the number of records it held. Without a reader, the scope has no records (they are
  * absent or null): the visitor still sees the (resource, scope) pair, and returns 0.
  */
-export type RecordsVisitor = (r: JsonReader | undefined, resource: Attributes, scope: NormalizedScope, recordsPath: string, first: number) => number;
+type RecordsVisitor = (r: JsonReader | undefined, resource: Attributes, scope: NormalizedScope, recordsPath: string, first: number) => number;
 
 /** A value seen before its context was known: where it starts, to come back to it. */
 interface Deferred {
@@ -716,7 +766,7 @@ interface Deferred {
  * A resource (scope) comes before its scopes (records) in every SDK's output; when it does not,
  * they are read again once it is known.
  */
-export function decodeRequest(body: string | Uint8Array, names: RequestNames, stats: DecodeStats, visit: RecordsVisitor): void {
+function decodeRequest(body: string | Uint8Array, names: RequestNames, stats: DecodeStats, visit: RecordsVisitor): void {
   const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (typeof body !== 'string' && !isUtf8(buf)) throw invalid('request body is not valid UTF-8 text');
   const r = new JsonReader(buf);

@@ -3,14 +3,14 @@
  * build it, or only check it — validate it, count its bounds and collect the facts the relevance
  * test reads (severity, event name, body, the watched attributes).
  */
-import { FieldError, countsOf, itemPath, rejectRecord, restoreCounts, under } from '../decoding.ts';
+import { LOGS_REQUEST, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
 import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
-import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs, emptyStats } from '../normalized.ts';
-import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog, NormalizedLogs } from '../normalized.ts';
-import { WatchedKeys, wrongType, anyValue, attributeList, attributes, decodeRequest, enumField, idField, nanosField, optionalId, stringField, uint32Field } from './common.ts';
-import type { RequestNames } from './common.ts';
+import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
+import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
+import { WatchedKeys, wrongType, anyValue, attributeList, attributes, decodeSignal, enumField, idField, nanosField, optionalId, stringField, uint32Field } from './common.ts';
+import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
 import type { JsonReader } from './reader.ts';
 
@@ -40,50 +40,17 @@ const LOG_FIELDS = new FieldNames(
 );
 const WATCHED = new WatchedKeys(LOG_ATTRIBUTE_KEYS);
 
-const LOGS: RequestNames = { message: 'ExportLogsServiceRequest', resources: 'resourceLogs', scopes: 'scopeLogs', records: 'logRecords' };
+const LOGS: RecordKind<NormalizedLog, LogFacts> = {
+  names: LOGS_REQUEST,
+  walk: walkLog,
+  mayMatter: logMayMatter,
+  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }),
+};
 
 /** Decodes an OTLP/JSON ExportLogsServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for a body that cannot be read at all. */
 export function decodeLogsJson(body: string | Uint8Array, options: DecodeOptions = {}): DecodedLogs {
-  const stats = emptyStats();
-  const groups: NormalizedLogs[] = [];
-  const checking: Checking<LogFacts> | undefined = options.skipIrrelevant
-    ? { facts: { severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }, mustBuild: false }
-    : undefined;
-  let skipped = 0;
-  decodeRequest(body, LOGS, stats, (r, resource, scope, path, first) => {
-    const logs: NormalizedLog[] = [];
-    let i = first;
-    if (r === undefined) {
-      groups.push({ resource, scope, logs });
-      return 0;
-    }
-    r.openArray();
-    for (; r.nextItem(); i++) {
-      const at = r.pos;
-      const depth = r.depth;
-      const before = countsOf(stats);
-      try {
-        if (checking) {
-          walkLog(r, stats, checking);
-          if (!checking.mustBuild && !logMayMatter(checking.facts)) {
-            skipped++;
-            continue;
-          }
-          restoreCounts(stats, before);
-          r.seek(at, depth);
-        }
-        logs.push(walkLog(r, stats, undefined)!);
-      } catch (err) {
-        if (!(err instanceof FieldError)) throw err;
-        rejectRecord(stats, before, err, itemPath(path, i));
-        r.seek(at, depth);
-        r.skipValue();
-      }
-    }
-    groups.push({ resource, scope, logs });
-    return i - first;
-  });
-  return { groups, stats, skipped };
+  const { groups, stats, skipped } = decodeSignal(body, LOGS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, logs: records })), stats, skipped };
 }
 
 /**

@@ -4,14 +4,14 @@
  * relevance test reads (status code, event names, the watched attributes) — so that a span the
  * test lets go costs a scan of its bytes, not a parse tree and a copy.
  */
-import { FieldError, countsOf, itemPath, rejectRecord, restoreCounts, under } from '../decoding.ts';
+import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
 import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
-import { MAX_STRING_BYTES, decimalNanosToMs, emptyStats } from '../normalized.ts';
-import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, NormalizedTraces } from '../normalized.ts';
-import { WatchedKeys, wrongType, attributeList, attributes, decodeRequest, enumField, idField, nanosField, optionalId, requiredId, stringField } from './common.ts';
-import type { RequestNames } from './common.ts';
+import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
+import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
+import { WatchedKeys, wrongType, attributeList, attributes, decodeSignal, enumField, idField, nanosField, optionalId, requiredId, stringField } from './common.ts';
+import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
 import type { JsonReader } from './reader.ts';
 
@@ -48,49 +48,17 @@ const STATUS_FIELDS = new FieldNames({ code: 1, message: 2 });
 const WATCHED = new WatchedKeys(SPAN_ATTRIBUTE_KEYS);
 const WATCHED_EVENTS = new WatchedKeys(SPAN_EVENT_NAMES);
 
-const TRACES: RequestNames = { message: 'ExportTraceServiceRequest', resources: 'resourceSpans', scopes: 'scopeSpans', records: 'spans' };
+const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
+  names: TRACES_REQUEST,
+  walk: walkSpan,
+  mayMatter: spanMayMatter,
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+};
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for a body that cannot be read at all. */
 export function decodeTracesJson(body: string | Uint8Array, options: DecodeOptions = {}): DecodedTraces {
-  const stats = emptyStats();
-  const groups: NormalizedTraces[] = [];
-  const checking: Checking<SpanFacts> | undefined = options.skipIrrelevant ? { facts: { statusCode: 0, eventNames: [], attributes: {} }, mustBuild: false } : undefined;
-  let skipped = 0;
-  decodeRequest(body, TRACES, stats, (r, resource, scope, path, first) => {
-    const spans: NormalizedSpan[] = [];
-    let i = first;
-    if (r === undefined) {
-      groups.push({ resource, scope, spans });
-      return 0;
-    }
-    r.openArray();
-    for (; r.nextItem(); i++) {
-      const at = r.pos;
-      const depth = r.depth;
-      const before = countsOf(stats);
-      try {
-        if (checking) {
-          walkSpan(r, stats, checking);
-          if (!checking.mustBuild && !spanMayMatter(checking.facts)) {
-            skipped++;
-            continue;
-          }
-          // Built below: its bounds are counted there, not twice.
-          restoreCounts(stats, before);
-          r.seek(at, depth);
-        }
-        spans.push(walkSpan(r, stats, undefined)!);
-      } catch (err) {
-        if (!(err instanceof FieldError)) throw err;
-        rejectRecord(stats, before, err, itemPath(path, i));
-        r.seek(at, depth);
-        r.skipValue();
-      }
-    }
-    groups.push({ resource, scope, spans });
-    return i - first;
-  });
-  return { groups, stats, skipped };
+  const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
 }
 
 /** The span object at the cursor: built (no `checking`), or only checked, filling `checking.facts`. */

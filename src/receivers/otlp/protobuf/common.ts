@@ -9,9 +9,10 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
-import { FieldError, countsOf, itemPath, rejectAll, restoreCounts, setKey, under } from '../decoding.ts';
-import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, truncateUtf8 } from '../normalized.ts';
-import type { AttributeValue, Attributes, DecodeStats, NormalizedScope } from '../normalized.ts';
+import { FieldError, countsOf, itemPath, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
+import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
+import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
 import { I32, I64, LEN, VARINT, WIRE_NAMES, WireError, WireReader, int64Value, uint64String } from './wire.ts';
 
 /** Field numbers of the common messages, from the .proto files. */
@@ -485,23 +486,63 @@ function decodeScope(r: WireReader, end: number, _build: boolean, _arg: undefine
   return scope;
 }
 
-/** The names of one signal's request messages, for paths and messages. */
-export interface RequestNames {
-  message: string;
-  resources: string;
-  scopes: string;
-  records: string;
+/** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
+export interface RecordKind<R, F> {
+  names: RequestNames;
+  /** Builds the record at the cursor, ending at `end` (no `checking`), or only checks it, filling `checking.facts`. */
+  walk(r: WireReader, end: number, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
+  mayMatter(facts: F): boolean;
+  /** Facts to fill, reused for every record of a request. */
+  newFacts(): F;
+}
+
+/**
+ * Decodes one signal's request: each record is built, or (with skipIrrelevant) checked first and
+ * built only when the relevance test lets it through — a walk that only checks leaves the bound
+ * counts to the walk that builds. A record with a bad field is rejected alone.
+ */
+export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+  const stats = emptyStats();
+  const groups: DecodedRecords<R>['groups'] = [];
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
+  let skipped = 0;
+  decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
+    const records: R[] = [];
+    for (let i = 0; i < ranges.length; i += 2) {
+      const start = ranges[i]!;
+      const end = ranges[i + 1]!;
+      const before = countsOf(stats);
+      try {
+        if (checking) {
+          r.pos = start;
+          kind.walk(r, end, stats, checking);
+          if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
+            skipped++;
+            continue;
+          }
+          restoreCounts(stats, before);
+        }
+        r.pos = start;
+        records.push(kind.walk(r, end, stats, undefined)!);
+      } catch (err) {
+        if (!(err instanceof FieldError)) throw err;
+        rejectRecord(stats, before, err, itemPath(path, i / 2));
+      }
+    }
+    groups.push({ resource, scope, records });
+  });
+  return { groups, stats, skipped };
 }
 
 /** Receives the records of one (resource, scope): their ranges as (start, end) pairs and their path. */
-export type ScopeVisitor = (r: WireReader, resource: Attributes, scope: NormalizedScope, records: number[], recordsPath: string) => void;
+type ScopeVisitor = (r: WireReader, resource: Attributes, scope: NormalizedScope, records: number[], recordsPath: string) => void;
 
 /**
  * Walks request → resource → scope and hands each scope's record ranges to `visit`. Bytes that
  * are not well-formed fail the request; a resource or scope that cannot be decoded rejects the
  * records under it.
  */
-export function decodeRequest(body: Uint8Array, names: RequestNames, stats: DecodeStats, visit: ScopeVisitor): void {
+function decodeRequest(body: Uint8Array, names: RequestNames, stats: DecodeStats, visit: ScopeVisitor): void {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const r = new WireReader(buf);
   try {

@@ -4,14 +4,14 @@
  * it, count its bounds and collect the facts the relevance test reads (severity, event name,
  * scalar body, the watched attributes).
  */
-import { FieldError, countsOf, rejectRecord, restoreCounts, under } from '../decoding.ts';
+import { LOGS_REQUEST, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
 import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
-import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs, emptyStats } from '../normalized.ts';
-import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog, NormalizedLogs } from '../normalized.ts';
-import { anyValue, decodeRequest, enumValue, fixed32, id, keyValue, message, nanos, readString, withMerged } from './common.ts';
-import type { Ranges, RequestNames } from './common.ts';
+import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
+import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
+import { anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, readString, withMerged } from './common.ts';
+import type { Ranges, RecordKind } from './common.ts';
 import type { WireReader } from './wire.ts';
 
 /** LogRecord field numbers (logs.proto; 4 is reserved). */
@@ -28,42 +28,17 @@ const LOG = {
   EVENT_NAME: 12,
 } as const;
 
-const LOGS: RequestNames = { message: 'ExportLogsServiceRequest', resources: 'resourceLogs', scopes: 'scopeLogs', records: 'logRecords' };
+const LOGS: RecordKind<NormalizedLog, LogFacts> = {
+  names: LOGS_REQUEST,
+  walk: walkLog,
+  mayMatter: logMayMatter,
+  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }),
+};
 
 /** Decodes an OTLP/protobuf ExportLogsServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
 export function decodeLogsProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedLogs {
-  const stats = emptyStats();
-  const groups: NormalizedLogs[] = [];
-  const checking: Checking<LogFacts> | undefined = options.skipIrrelevant
-    ? { facts: { severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }, mustBuild: false }
-    : undefined;
-  let skipped = 0;
-  decodeRequest(body, LOGS, stats, (r, resource, scope, records, path) => {
-    const logs: NormalizedLog[] = [];
-    for (let i = 0; i < records.length; i += 2) {
-      const start = records[i]!;
-      const end = records[i + 1]!;
-      const before = countsOf(stats);
-      try {
-        if (checking) {
-          r.pos = start;
-          walkLog(r, end, stats, checking);
-          if (!checking.mustBuild && !logMayMatter(checking.facts)) {
-            skipped++;
-            continue;
-          }
-          restoreCounts(stats, before);
-        }
-        r.pos = start;
-        logs.push(walkLog(r, end, stats, undefined)!);
-      } catch (err) {
-        if (!(err instanceof FieldError)) throw err;
-        rejectRecord(stats, before, err, `${path}[${i / 2}]`);
-      }
-    }
-    groups.push({ resource, scope, logs });
-  });
-  return { groups, stats, skipped };
+  const { groups, stats, skipped } = decodeSignal(body, LOGS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, logs: records })), stats, skipped };
 }
 
 /** One log record: built (no `checking`), or only checked, filling `checking.facts`. */

@@ -4,14 +4,14 @@
  * validate it, count its bounds and collect the facts the relevance test reads (status code,
  * event names, the watched attributes) — so that a span the test lets go costs a scan, not a copy.
  */
-import { FieldError, countsOf, itemPath, rejectRecord, restoreCounts, under } from '../decoding.ts';
+import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
 import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
-import { MAX_STRING_BYTES, decimalNanosToMs, emptyStats } from '../normalized.ts';
-import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, NormalizedTraces } from '../normalized.ts';
-import { checkString, checkUtf8, decodeRequest, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, readString, required, withMerged } from './common.ts';
-import type { Ranges, RequestNames } from './common.ts';
+import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
+import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
+import { checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, readString, required, withMerged } from './common.ts';
+import type { Ranges, RecordKind } from './common.ts';
 import { LEN } from './wire.ts';
 import type { WireReader } from './wire.ts';
 
@@ -37,41 +37,17 @@ const LINK = { TRACE_ID: 1, SPAN_ID: 2, ATTRIBUTES: 4 } as const;
 /** Status: message = 2, code = 3 (1 is the reserved deprecated code). */
 const STATUS = { MESSAGE: 2, CODE: 3 } as const;
 
-const TRACES: RequestNames = { message: 'ExportTraceServiceRequest', resources: 'resourceSpans', scopes: 'scopeSpans', records: 'spans' };
+const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
+  names: TRACES_REQUEST,
+  walk: walkSpan,
+  mayMatter: spanMayMatter,
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+};
 
 /** Decodes an OTLP/protobuf ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
 export function decodeTracesProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedTraces {
-  const stats = emptyStats();
-  const groups: NormalizedTraces[] = [];
-  const checking: Checking<SpanFacts> | undefined = options.skipIrrelevant ? { facts: { statusCode: 0, eventNames: [], attributes: {} }, mustBuild: false } : undefined;
-  let skipped = 0;
-  decodeRequest(body, TRACES, stats, (r, resource, scope, records, path) => {
-    const spans: NormalizedSpan[] = [];
-    for (let i = 0; i < records.length; i += 2) {
-      const start = records[i]!;
-      const end = records[i + 1]!;
-      const before = countsOf(stats);
-      try {
-        if (checking) {
-          r.pos = start;
-          walkSpan(r, end, stats, checking);
-          if (!checking.mustBuild && !spanMayMatter(checking.facts)) {
-            skipped++;
-            continue;
-          }
-          // Built below: its bounds are counted there, not twice.
-          restoreCounts(stats, before);
-        }
-        r.pos = start;
-        spans.push(walkSpan(r, end, stats, undefined)!);
-      } catch (err) {
-        if (!(err instanceof FieldError)) throw err;
-        rejectRecord(stats, before, err, `${path}[${i / 2}]`);
-      }
-    }
-    groups.push({ resource, scope, spans });
-  });
-  return { groups, stats, skipped };
+  const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
 }
 
 /**
