@@ -10,7 +10,7 @@ import type { LogEntry, StateStore } from '../src/store/types.ts';
 import { diagnose, excerptOf, EXCERPT_MAX_CHARS } from '../src/processors/classify/classify.ts';
 import { classifyFactory } from '../src/processors/classify/factory.ts';
 import { fingerprint } from '../src/processors/classify/fingerprint.ts';
-import { fingerprintV2 } from '../src/processors/classify/fingerprint2.ts';
+import { fingerprintV3 } from '../src/processors/classify/fingerprint3.ts';
 import { classify, UNDIAGNOSABLE } from '../src/processors/classify/operator.ts';
 
 let seq = 0;
@@ -32,11 +32,11 @@ function throwingEntry(): LogEntry {
   return entry('execution.completed', payload);
 }
 
-/** A failure as the vigil rules name a one-line text: fingerprint v2 of the line. */
+/** A failure as the vigil rules name a one-line text: fingerprint v3 of the line. */
 const failure = (signature: string, excerpt: string): Diagnosis => ({
   classification: 'ExecutionFailure',
   signature,
-  fingerprint: fingerprintV2({ kind: 'text', text: signature }),
+  fingerprint: fingerprintV3({ kind: 'text', text: signature }),
   excerpt,
 });
 
@@ -115,11 +115,11 @@ describe('classify operator (marble tests, virtual time)', () => {
 });
 
 describe('diagnose', () => {
-  test('fingerprint of the signature (v2 for vigil, v1 for reference); null without one', () => {
+  test('fingerprint of the signature (v3 for vigil, v1 for reference); null without one', () => {
     const d = diagnose(failedRun('ValueError: id 42').event);
     assert.equal(d.signature, 'ValueError: id 42');
-    assert.equal(d.fingerprint, fingerprintV2({ kind: 'text', text: 'ValueError: id 99' }));
-    assert.match(d.fingerprint!, /^v2:[0-9a-f]{16}$/);
+    assert.equal(d.fingerprint, fingerprintV3({ kind: 'text', text: 'ValueError: id 99' }));
+    assert.match(d.fingerprint!, /^v3:[0-9a-f]{16}$/);
     const r = diagnose(failedRun('ValueError: id 42').event, 'reference');
     assert.equal(r.fingerprint, fingerprint('ValueError: id 99'));
     assert.equal(diagnose(stderrRun('hello').event).fingerprint, null);

@@ -7,6 +7,7 @@ import { ConfigError, formatDiagnostic, loadConfigFile } from '../config/load.ts
 import { errorMessage, isVigilError } from '../errors.ts';
 import { createLogger } from '../logger.ts';
 import { runClassify } from './classify.ts';
+import { CLASSIFY_RULES, type ClassifyRules } from '../processors/classify/classify.ts';
 import { printStatus } from './status.ts';
 import { Service } from '../service/service.ts';
 
@@ -15,11 +16,12 @@ const USAGE = `usage: vigil <command> [options]
 commands:
   run      [-c pipeline.yaml]   run the pipelines until SIGINT/SIGTERM, then drain and stop
   validate [-c pipeline.yaml]   check the config; exit 1 and print FILE:LINE:COL: message per problem
-  classify                      JSONL on stdin → one classification per line on stdout
+  classify [--rules R]          JSONL on stdin → one classification per line on stdout
   status   [-c pipeline.yaml]   cursors and lag per partition, groups, open work, recent failures
 
 options:
   -c, --config FILE   pipeline configuration (default: pipeline.yaml)
+  --rules R           classify: vigil (default) or reference (DESIGN 3.1 exactly)
   -h, --help          this help
 `;
 
@@ -29,11 +31,11 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command ? 0 : 2;
   }
-  let values: { config?: string; help?: boolean; json?: boolean };
+  let values: { config?: string; help?: boolean; json?: boolean; rules?: string };
   try {
     ({ values } = parseArgs({
       args: rest,
-      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
+      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, rules: { type: 'string' } },
       strict: true,
       allowPositionals: false,
     }));
@@ -45,14 +47,24 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (values.rules !== undefined && command !== 'classify') {
+    process.stderr.write(`vigil ${command}: --rules applies to 'vigil classify' only; set 'rules' of the classify processor in the config instead\n`);
+    return 2;
+  }
   const configFile = values.config ?? 'pipeline.yaml';
   switch (command) {
     case 'run':
       return run(configFile);
     case 'validate':
       return validate(configFile);
-    case 'classify':
-      return runClassify(process.stdin, process.stdout);
+    case 'classify': {
+      const rules = values.rules ?? 'vigil';
+      if (!(CLASSIFY_RULES as readonly string[]).includes(rules)) {
+        process.stderr.write(`vigil classify: --rules must be one of ${CLASSIFY_RULES.join(', ')}, got '${rules}'\n`);
+        return 2;
+      }
+      return runClassify(process.stdin, process.stdout, rules as ClassifyRules);
+    }
     case 'status':
       return status(configFile, values.json ?? false);
     default:

@@ -30,6 +30,8 @@ export interface Occurrence {
   /** Whether max_per_turn kept this occurrence from creating work. */
   suppressed?: 'max_per_turn';
   revision: string;
+  /** The operation the occurrence is grouped by: the rule set's (`rules: reference`) or the record's. */
+  operation?: string;
   /** The group's count after this occurrence (0 when rejected). */
   count: number;
 }

@@ -31,7 +31,7 @@ export function occurrenceRecords(): OperatorFunction<WorkPage, WorkPage> {
           service: e.service,
           partition: e.partition,
           revision: o.revision,
-          operation: e.operation ?? null,
+          operation: o.operation ?? e.operation ?? null,
           trace_id: e.traceId ?? null,
           span_id: e.spanId ?? null,
           suppressed: o.suppressed ?? null,
