@@ -1,5 +1,5 @@
 /**
- * Properties of the two OTLP decoders on generated requests (seeded: see helpers/seed.ts):
+ * Properties of the two OTLP decoders on generated requests (seeded: see helpers/random.ts):
  * - the same request as OTLP/JSON and as OTLP/protobuf (encoded by the independent 0.214 codec)
  *   decodes to the same records, fully built or with the relevance test skipping records;
  * - checking a record and building it never disagree: with skipIrrelevant, the records built are
@@ -18,7 +18,7 @@ import { logMayMatter, spanMayMatter } from '../src/receivers/otlp/mapping/relev
 import { logFacts } from '../src/receivers/otlp/mapping/logs.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf } from '../src/receivers/otlp/protobuf.ts';
-import { checkProperty } from './helpers/seed.ts';
+import { checkProperty } from './helpers/random.ts';
 
 const otlp = (root0214 as any).opentelemetry.proto;
 const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;

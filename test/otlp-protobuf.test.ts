@@ -22,7 +22,7 @@ import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH } from '../src/receiv
 import { MAX_GROUP_DEPTH, RETRY_INFO_TYPE_URL, decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from '../src/receivers/otlp/protobuf.ts';
 import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
-import { checkProperty } from './helpers/seed.ts';
+import { checkProperty } from './helpers/random.ts';
 
 const otlp = (root0214 as any).opentelemetry.proto;
 const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
