@@ -3,7 +3,8 @@
  * - the same request as OTLP/JSON and as OTLP/protobuf (encoded by the independent 0.214 codec)
  *   decodes to the same records, fully built or with the relevance test skipping records;
  * - checking a record and building it never disagree: with skipIrrelevant, the records built are
- *   exactly those of the full decode the relevance test keeps, with the same rejections and counts;
+ *   exactly those of the full decode the relevance test keeps, with the same rejections and counts,
+ *   and they map to the same events (the test is where the mapping starts too);
  * - the JSON reader refuses exactly what is not JSON: whenever JSON.parse throws on a mutated body,
  *   the decoder refuses the request, and it only calls a body "not valid JSON" when JSON.parse does
  *   (or when the nesting bound is crossed).
@@ -14,6 +15,7 @@ import fc from 'fast-check';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { isVigilError } from '../src/errors.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
+import { mapLogs, mapTraces } from '../src/receivers/otlp/mapping.ts';
 import { logMayMatter, spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { logFacts } from '../src/receivers/otlp/mapping/logs.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
@@ -111,6 +113,7 @@ describe('OTLP/JSON and OTLP/protobuf decode generated requests alike', () => {
         assert.deepEqual(decodeTracesProtobuf(bytes), fromJson);
         const skipping = decodeTracesJson(json, { skipIrrelevant: true });
         assertSkipping(fromJson as never, skipping as never, 'spans', keepSpan);
+        assert.deepEqual(mapTraces(skipping.groups, { now: () => 0 }).events, mapTraces(fromJson.groups, { now: () => 0 }).events);
         assert.deepEqual(decodeTracesProtobuf(bytes, { skipIrrelevant: true }), skipping);
       }),
       { numRuns: 300 },
@@ -127,6 +130,7 @@ describe('OTLP/JSON and OTLP/protobuf decode generated requests alike', () => {
         assert.deepEqual(decodeLogsProtobuf(bytes), fromJson);
         const skipping = decodeLogsJson(json, { skipIrrelevant: true });
         assertSkipping(fromJson as never, skipping as never, 'logs', keepLog);
+        assert.deepEqual(mapLogs(skipping.groups, { now: () => 0 }).events, mapLogs(fromJson.groups, { now: () => 0 }).events);
         assert.deepEqual(decodeLogsProtobuf(bytes, { skipIrrelevant: true }), skipping);
       }),
       { numRuns: 300 },
