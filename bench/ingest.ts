@@ -153,7 +153,7 @@ run.then(() => {
 `;
 
 const ROOT = resolve(import.meta.dirname, '..');
-const otlp = (root0214 as any).opentelemetry.proto; // eslint-disable-line @typescript-eslint/no-explicit-any
+const otlp = (root0214 as any).opentelemetry.proto;
 const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 
