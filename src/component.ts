@@ -20,8 +20,23 @@ export interface Lifecycle {
   start(): Promise<void>;
   /** Idempotent; stops accepting, flushes, closes handles. */
   shutdown(): Promise<void>;
-  /** Counters for status and metrics (received, refused, ...), when the component keeps any. */
+  /** Counters for the status endpoint (received, refused, ...), when the component keeps any. */
   stats?(): unknown;
+  /** The component's own metrics, read at scrape time; the service adds the component id label. */
+  metrics?(): ComponentMetric[];
+}
+
+/**
+ * One sample of a component's own metric, in Prometheus and Collector conventions: the name says
+ * what is counted and its unit (`vigil_receiver_accepted_records_total`), counters end in `_total`,
+ * one meaning per name (the labels only split it), and `help` says what one unit is.
+ */
+export interface ComponentMetric {
+  name: string;
+  type: 'counter' | 'gauge';
+  help: string;
+  labels: Record<string, string>;
+  value: number;
 }
 
 /** What a receiver hands records to: appends durably, resolves after the append committed. */
@@ -102,11 +117,26 @@ export interface Factory<Cfg, Settings, Instance> {
   create(settings: Settings, config: Cfg): Instance;
 }
 
-export type ReceiverFactory<Cfg = any> = Factory<Cfg, ReceiverSettings, Lifecycle>;
-export type ProcessorFactory<Cfg = any> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
-export type ExporterFactory<Cfg = any> = Factory<Cfg, ExporterSettings, Exporter>;
-export type ExtensionFactory<Cfg = any> = Factory<Cfg, ExtensionSettings, Lifecycle>;
-export type StoreFactory<Cfg = any> = Factory<Cfg, ComponentSettings, StateStore>;
+/**
+ * What an exporter consumes from its pipeline besides work events, as a Collector component
+ * declares its `consumer.Capabilities`. The service builds a pipeline's stages from its exporters'
+ * capabilities and never reads an exporter's config to find out.
+ */
+export interface ExporterCapabilities {
+  /** The pipeline's received records, enriched with their diagnosis (`forward` outbox items). */
+  forwardedRecords?: boolean;
+  /** An `occurrence` outbox item for every counted occurrence, not only those that made work. */
+  everyOccurrence?: boolean;
+}
+
+export type ReceiverFactory<Cfg = unknown> = Factory<Cfg, ReceiverSettings, Lifecycle>;
+export type ProcessorFactory<Cfg = unknown> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
+export interface ExporterFactory<Cfg = unknown> extends Factory<Cfg, ExporterSettings, Exporter> {
+  /** What this exporter, so configured, consumes; absent means work events only. */
+  capabilities?(config: Cfg): ExporterCapabilities;
+}
+export type ExtensionFactory<Cfg = unknown> = Factory<Cfg, ExtensionSettings, Lifecycle>;
+export type StoreFactory<Cfg = unknown> = Factory<Cfg, ComponentSettings, StateStore>;
 
 export type ComponentKind = 'receivers' | 'processors' | 'exporters' | 'extensions';
 

@@ -10,7 +10,6 @@ import { startCaptureServer, type CaptureServer } from './helpers/capture-server
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
 import { attrs, decodeLogsRequest, decodeTraceRequest } from './helpers/otlp-decode.ts';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Any = any;
 
 /** The request decoded by an independent decoder: JSON as sent (hex ids), protobuf through otlp-transformer 0.214. */

@@ -1,7 +1,7 @@
 /** The SQLite store on real files: the conformance suite, then locks and damaged files. */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { join } from 'node:path';
@@ -186,5 +186,67 @@ service:
       vigil.child.kill('SIGTERM');
       assert.equal(await vigil.exited, 0, vigil.stderr());
     }
+  });
+});
+
+describe('sqlite store: group commit of appends', () => {
+  const appendsOf = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => [event({ id: `${prefix}${i}`, time: i + 1, partition: `p${i % 4}` })]);
+  /** Bytes of the write-ahead log: every transaction adds its own frames (pages) to it. */
+  const walBytes = (file: string) => statSync(`${file}-wal`).size;
+
+  test('concurrent appends share one transaction: one set of WAL frames, not one per request', async () => {
+    const grouped = new SqliteStore(config(join(tempDir(), 'state.db')));
+    const single = new SqliteStore(config(join(tempDir(), 'state.db')));
+    await grouped.open();
+    await single.open();
+    try {
+      const [groupedBefore, singleBefore] = [walBytes(grouped.file), walBytes(single.file)];
+      const results = await Promise.all(appendsOf(40, 'g').map((events) => grouped.append('logs', events)));
+      assert.deepEqual(results, Array.from({ length: 40 }, () => ({ appended: 1, duplicates: 0 })));
+      for (const events of appendsOf(40, 's')) assert.deepEqual(await single.append('logs', events), { appended: 1, duplicates: 0 });
+      const [groupedGrowth, singleGrowth] = [walBytes(grouped.file) - groupedBefore, walBytes(single.file) - singleBefore];
+      assert.ok(groupedGrowth * 5 < singleGrowth, `one transaction wrote ${groupedGrowth} WAL bytes, 40 transactions ${singleGrowth}`);
+      assert.equal(await grouped.pendingCount('logs'), 40);
+    } finally {
+      await grouped.close();
+      await single.close();
+    }
+  });
+
+  test('in one group, a redelivery is a duplicate of the first, and an append that fails fails alone', async () => {
+    const store = new SqliteStore(config(join(tempDir(), 'state.db')));
+    await store.open();
+    try {
+      const broken = event({ id: 'broken', time: 1 });
+      (broken.payload as Record<string, unknown>).size = 10n; // JSON cannot hold a BigInt: this append throws
+      const outcomes = await Promise.allSettled([
+        store.append('logs', [event({ id: 'a', time: 1 }), event({ id: 'b', time: 2 })]),
+        store.append('logs', [broken]),
+        store.append('logs', [event({ id: 'b', time: 2 }), event({ id: 'c', time: 3 })]),
+      ]);
+      assert.deepEqual(outcomes[0], { status: 'fulfilled', value: { appended: 2, duplicates: 0 } });
+      assert.equal(outcomes[1]!.status, 'rejected');
+      assert.deepEqual(outcomes[2], { status: 'fulfilled', value: { appended: 1, duplicates: 1 } });
+      const page = await store.readPage('logs', 'session-1', 10);
+      assert.deepEqual(
+        page.map((e) => e.event.eventId),
+        ['a', 'b', 'c'],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('appends accepted before close are committed by it', async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    const pending = store.append('logs', [event({ id: 'late', time: 1 })]);
+    await store.close();
+    assert.deepEqual(await pending, { appended: 1, duplicates: 0 });
+    const reopened = new SqliteStore(config(file));
+    await reopened.open();
+    assert.equal(await reopened.pendingCount('logs'), 1);
+    await reopened.close();
   });
 });

@@ -35,7 +35,7 @@ function pipeline(store: StateStore, clock: { now: number }, opts: { rearm?: num
       recurrenceFactory.create(settings('recurrence'), defaultsOf(recurrenceFactory.schema)),
       timerProbe(settings('probe').state, { delay: DELAY, rearm: opts.rearm ?? 0 }, () => clock.now),
     );
-  const runner = new PipelineRunner({ pipeline: 'logs', store, chain, logger, now: () => clock.now, processors: ['classify', 'recurrence', 'probe'] });
+  const runner = new PipelineRunner({ pipeline: 'logs', store, chain, logger, pageSize: 256, now: () => clock.now, processors: ['classify', 'recurrence', 'probe'] });
   return { runner, logger };
 }
 
@@ -187,6 +187,6 @@ test('status shows pending timers with the next due time per pipeline, and entri
     timers: { set: [{ id: 'a', owner: 'watchdog', partition: 'S', due: T0 + 60_000, payload: null }, { id: 'b', owner: 'watchdog', partition: 'S', due: T0, payload: null }] },
   });
   const text = formatStatus(await store.status());
-  assert.match(text, /pipeline logs:\n(.*\n)*  timers: 2 pending, next due 2026-01-01T00:00:00.000Z\n/);
-  assert.match(text, /processor state:\n  trace-session: 1 entries, 1 evicted at the bound\n  watchdog: 1 entries\n/);
+  assert.match(text, /pipeline logs:\n(.*\n)* {2}timers: 2 pending, next due 2026-01-01T00:00:00.000Z\n/);
+  assert.match(text, /processor state:\n {2}trace-session: 1 entries, 1 evicted at the bound\n {2}watchdog: 1 entries\n/);
 });

@@ -1,6 +1,8 @@
 /**
  * The `vigil` command line (DESIGN 4.1): run, validate, classify, status.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Registry } from '../component.ts';
 import { components } from '../components.ts';
@@ -11,6 +13,7 @@ import { runClassify } from './classify.ts';
 import { CLASSIFY_RULES, type ClassifyRules } from '../processors/classify/classify.ts';
 import { printStatus } from './status.ts';
 import { Service } from '../service/service.ts';
+import { VIGIL_VERSION } from '../version.ts';
 
 const USAGE = `usage: vigil <command> [options]
 
@@ -21,9 +24,10 @@ commands:
   status   [-c pipeline.yaml]   cursors and lag per partition, groups, open work, recent failures
 
 options:
-  -c, --config FILE   pipeline configuration (default: pipeline.yaml)
+  -c, --config FILE   pipeline configuration (default: ./pipeline.yaml, else the one vigil ships)
   --rules R           classify: vigil (default) or reference (DESIGN 3.1 exactly)
   -h, --help          this help
+  -v, --version       vigil's version
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -31,6 +35,10 @@ export async function main(argv: string[]): Promise<number> {
   if (!command || command === '-h' || command === '--help' || command === 'help') {
     process.stdout.write(USAGE);
     return command ? 0 : 2;
+  }
+  if (command === '-v' || command === '--version' || command === 'version') {
+    process.stdout.write(`vigil ${VIGIL_VERSION} (Node.js ${process.version})\n`);
+    return 0;
   }
   let values: { config?: string; help?: boolean; json?: boolean; rules?: string };
   try {
@@ -52,7 +60,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`vigil ${command}: --rules applies to 'vigil classify' only; set 'rules' of the classify processor in the config instead\n`);
     return 2;
   }
-  const configFile = values.config ?? 'pipeline.yaml';
+  const configFile = values.config ?? defaultConfigFile();
   switch (command) {
     case 'run':
       return runVigil(configFile);
@@ -72,6 +80,18 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`vigil: unknown command '${command}'\n\n${USAGE}`);
       return 2;
   }
+}
+
+/**
+ * `pipeline.yaml` in the working directory; without one, the default pipeline shipped beside
+ * bin/ and dist/ (OTLP/HTTP in on 127.0.0.1:4318, work events to ./work-events.jsonl, state in
+ * ./.vigil), so `npx vigil run` works in an empty directory.
+ */
+function defaultConfigFile(): string {
+  if (existsSync('pipeline.yaml')) return 'pipeline.yaml';
+  const shipped = fileURLToPath(new URL('../../pipeline.yaml', import.meta.url));
+  process.stderr.write(`vigil: no pipeline.yaml in ${process.cwd()}; using the default pipeline ${shipped} (write your own or pass -c FILE)\n`);
+  return shipped;
 }
 
 async function validate(file: string): Promise<number> {

@@ -22,7 +22,6 @@ import type { FiredTimer, TimerRef } from '../store/state.ts';
 import type { PageCommit, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from './backoff.ts';
 
-import { DEFAULT_PAGE_SIZE } from '../config/service.ts';
 /** How often a pipeline looks for work nobody told it about (another sidecar's appends and timers). */
 export const IDLE_POLL_MS = 1000;
 
@@ -31,7 +30,8 @@ export interface PipelineRunnerOptions {
   store: StateStore;
   chain: OperatorFunction<WorkPage, WorkPage>;
   logger: Logger;
-  pageSize?: number;
+  /** Records per page (`service.processing.page_size`). */
+  pageSize: number;
   /** Called after each committed page (wakes the exporters). */
   onCommit?: () => void;
   /** vigil's own tracing; a no-op tracer when absent. */
@@ -192,7 +192,7 @@ export class PipelineRunner {
 
   /** Runs the timers due now through the chain, a timer page per partition; true when any committed. */
   private async fireTimers(ignoreBackoff: boolean): Promise<boolean> {
-    const { store, pipeline, logger, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
+    const { store, pipeline, logger, pageSize } = this.opts;
     const now = this.now();
     const due = this.nextTimerAt !== null && this.nextTimerAt <= now;
     if (!due && now - this.lastTimerCheck < IDLE_POLL_MS) return false;
@@ -291,7 +291,7 @@ export class PipelineRunner {
   }
 
   private async processPage(partition: string): Promise<boolean> {
-    const { store, pipeline, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
+    const { store, pipeline, pageSize } = this.opts;
     const entries = await store.readPage(pipeline, partition, pageSize);
     if (entries.length === 0) return false;
     const page = await this.runPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries));

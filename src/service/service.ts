@@ -6,7 +6,7 @@
  * and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, IngestConsumer, IngestOptions, Lifecycle, Registry, Signal } from '../component.ts';
+import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, Registry, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -17,13 +17,14 @@ import { encodeStateWrites } from '../store/state.ts';
 import type { StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
-import { family, flattenStats, type MetricFamily } from './metrics.ts';
+import { componentFamilies, family, type MetricFamily } from './metrics.ts';
 import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
 import { forwardRecords } from '../processors/forward/operator.ts';
 import { occurrenceRecords } from '../processors/occurrences/operator.ts';
 import { backoffDelay, sleep } from './backoff.ts';
+import { VIGIL_VERSION } from '../version.ts';
 
 
 export interface ServiceOptions {
@@ -51,8 +52,20 @@ export class Service {
   /** Whether the exporter and pipeline runners run (they wait for a reachable store). */
   private processing = false;
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
+  /** Per pipeline: what its exporters consume besides work events, as their factories declare it. */
+  private readonly consumes: ReadonlyMap<string, Required<ExporterCapabilities>>;
 
-  constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {}
+  constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {
+    this.consumes = new Map(
+      [...config.service.pipelines].map(([pid, p]) => {
+        const caps = p.exporters.map((eid) => {
+          const c = config.exporters.get(eid)!;
+          return registry.exporters.get(c.type)!.capabilities?.(c.config) ?? {};
+        });
+        return [pid, { forwardedRecords: caps.some((x) => x.forwardedRecords === true), everyOccurrence: caps.some((x) => x.everyOccurrence === true) }];
+      }),
+    );
+  }
 
   get isReady(): boolean {
     return this.state === 'running' && this.processing && (this.store?.isAvailable?.() ?? true);
@@ -103,8 +116,9 @@ export class Service {
           c.config,
         );
       });
-      if (this.forwards(pid)) processors.push(forwardRecords());
-      if (this.reportsEveryOccurrence(pid)) processors.push(occurrenceRecords());
+      // The stages the pipeline's exporters asked for, after the configured processors.
+      if (this.consumes.get(pid)!.forwardedRecords) processors.push(forwardRecords());
+      if (this.consumes.get(pid)!.everyOccurrence) processors.push(occurrenceRecords());
       const chain: OperatorFunction<WorkPage, WorkPage> = (source) => processors.reduce((page$, op) => page$.pipe(op), source);
       const exporterRunners = p.exporters.map(
         (eid) =>
@@ -165,7 +179,7 @@ export class Service {
       for (const signal of ['traces', 'logs'] as const) {
         const targets = [...config.service.pipelines.values()].filter((p) => p.signal === signal && p.receivers.includes(id)).map((p) => p.id);
         if (targets.length) consumers[signal] = this.consumerFor(targets);
-        if (targets.some((pid) => this.forwards(pid))) forward[signal] = true;
+        if (targets.some((pid) => this.consumes.get(pid)!.forwardedRecords)) forward[signal] = true;
       }
       if (Object.keys(consumers).length === 0) continue;
       const receiver = registry.receivers
@@ -206,18 +220,6 @@ export class Service {
    * else append durably to every target pipeline and wake its runner. Resolves only after the
    * store committed the append, which is when a receiver may acknowledge.
    */
-  /** Whether a pipeline has an exporter that reports every occurrence, not only work events. */
-  private reportsEveryOccurrence(pipelineId: string): boolean {
-    return this.config.service.pipelines
-      .get(pipelineId)!
-      .exporters.some((eid) => (this.config.exporters.get(eid)?.config as { occurrence_spans?: string } | undefined)?.occurrence_spans === 'all');
-  }
-
-  /** Whether a pipeline has an exporter that forwards received telemetry. */
-  private forwards(pipelineId: string): boolean {
-    return this.config.service.pipelines.get(pipelineId)!.exporters.some((eid) => (this.config.exporters.get(eid)?.config as { forward?: boolean } | undefined)?.forward === true);
-  }
-
   /**
    * A receiver's state (`opts.state`) is written with the append to the last target pipeline: it
    * never runs ahead of a pipeline that has not got the records yet, and after a crash between
@@ -226,7 +228,7 @@ export class Service {
    */
   private consumerFor(pipelineIds: string[]): IngestConsumer {
     // Decided once: which target pipelines keep the received records for forwarding.
-    const forwarding = new Set(pipelineIds.filter((pid) => this.forwards(pid)));
+    const forwarding = new Set(pipelineIds.filter((pid) => this.consumes.get(pid)!.forwardedRecords));
     const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
     const last = pipelineIds[pipelineIds.length - 1];
     return async (events: AgentEvent[], opts: IngestOptions = {}) => {
@@ -281,7 +283,11 @@ export class Service {
     };
   }
 
-  /** vigil's own metrics, read from the components' counters and the store at scrape time. */
+  /**
+   * vigil's own metrics, read from the components' counters and the store at scrape time, named
+   * by Prometheus and Collector conventions: `vigil_<what>_<unit>`, counters ending in `_total`, one
+   * meaning per family (labels only split it).
+   */
   async metrics(): Promise<MetricFamily[]> {
     const st = this.store ? await this.store.status().catch(() => undefined) : undefined;
     const perPipeline = (pick: (s: PipelineRunner['stats']) => number) =>
@@ -293,43 +299,39 @@ export class Service {
     const outboxLag = (st?.pipelines ?? []).flatMap((p) => p.outbox.exporters.map((e) => ({ labels: { pipeline: p.pipeline, exporter: e.exporter }, value: e.lag })));
     const ingestLag = (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.partitions.reduce((n, x) => n + x.pending, 0) }));
     return [
-      family('vigil_up', 'gauge', '1 while the pipelines run.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
-      family('vigil_ingest_records_total', 'counter', 'Records handed to the ingest log by receivers, by outcome.', [
+      family('vigil_build_info', 'gauge', 'Always 1; the labels name the running vigil and Node.js versions.', [{ labels: { version: VIGIL_VERSION, node_version: process.version }, value: 1 }]),
+      family('vigil_up', 'gauge', '1 while the pipelines run, 0 while starting, stopping or waiting for the store.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
+      family('vigil_ingest_records_total', 'counter', 'Records receivers handed to the ingest log, by outcome: appended, duplicate (already held), refused (backpressure or store down).', [
         { labels: { outcome: 'appended' }, value: this.ingestStats.appended },
         { labels: { outcome: 'duplicate' }, value: this.ingestStats.duplicates },
         { labels: { outcome: 'refused' }, value: this.ingestStats.refused },
       ]),
-      family(
-        'vigil_receiver_counter',
-        'counter',
-        "Each receiver's own counters (requests, accepted, refused, rejected, irrelevant, ...) by signal and protocol (protocol=\"total\" sums them); `key` names the counter.",
-        [...this.receivers].flatMap(([receiver, r]) => flattenStats(r.stats?.(), ['signal'], { receiver }, { protocols: 'protocol' })),
-      ),
-      family('vigil_ingest_backlog', 'gauge', 'Records waiting in the ingest log per pipeline.', ingestLag),
+      ...componentFamilies('receiver', this.receivers),
+      family('vigil_ingest_backlog_records', 'gauge', 'Records waiting in the ingest log, per pipeline.', ingestLag),
       family('vigil_pages_total', 'counter', 'Pages processed and committed.', perPipeline((s) => s.pages)),
       family('vigil_page_failures_total', 'counter', 'Page processing attempts that failed and are retried.', perPipeline((s) => s.failedPages)),
       family(
-        'vigil_classified_total',
+        'vigil_classified_records_total',
         'counter',
         'Records classified, by diagnostic class.',
         [...this.pipelines].flatMap(([pipeline, p]) => Object.entries(p.runner.stats.classified).map(([classification, value]) => ({ labels: { pipeline, classification }, value }))),
       ),
       family('vigil_occurrences_total', 'counter', 'Failure occurrences counted.', perPipeline((s) => s.occurrences)),
-      family('vigil_work_events_total', 'counter', 'Work events created, by type.', [
+      family('vigil_work_events_total', 'counter', 'Work events produced, by type (created, updated).', [
         ...perPipeline((s) => s.workCreated).map((x) => ({ ...x, labels: { ...x.labels, type: 'created' } })),
         ...perPipeline((s) => s.workUpdated).map((x) => ({ ...x, labels: { ...x.labels, type: 'updated' } })),
       ]),
       family('vigil_groups', 'gauge', 'Occurrence groups in the store.', st ? [{ labels: {}, value: st.groups }] : []),
-      family('vigil_open_work', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
-      family('vigil_exporter_sent_total', 'counter', 'Outbox entries an exporter delivered.', perExporter((s) => s.exported)),
+      family('vigil_open_work_items', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
+      family('vigil_exporter_sent_items_total', 'counter', 'Outbox items an exporter delivered (confirmed by the receiving side).', perExporter((s) => s.exported)),
       family('vigil_exporter_failed_attempts_total', 'counter', 'Delivery attempts that failed (and were retried or dead-lettered).', perExporter((s) => s.failedAttempts)),
-      family('vigil_exporter_dead_lettered_total', 'counter', 'Outbox entries given up on and kept as dead letters.', perExporter((s) => s.deadLettered)),
-      family('vigil_outbox_lag', 'gauge', 'Outbox entries waiting for each exporter.', outboxLag),
+      family('vigil_exporter_dead_lettered_items_total', 'counter', 'Outbox items given up on and kept as dead letters.', perExporter((s) => s.deadLettered)),
+      family('vigil_outbox_lag_items', 'gauge', 'Outbox items waiting for each exporter.', outboxLag),
       family('vigil_dead_letters', 'gauge', 'Dead letters kept in the store.', st ? [{ labels: {}, value: st.deadLetters.total }] : []),
-      family('vigil_timers_pending', 'gauge', 'Durable timers waiting to fall due, per pipeline.', (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending }))),
-      family('vigil_timers_fired_total', 'counter', 'Durable timers fired (timer pages committed).', perPipeline((s) => s.timersFired)),
+      family('vigil_pending_timers', 'gauge', 'Durable timers waiting to fall due.', (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending }))),
+      family('vigil_fired_timers_total', 'counter', 'Durable timers fired (timer pages committed).', perPipeline((s) => s.timersFired)),
       family('vigil_state_entries', 'gauge', 'Live processor-state entries per namespace.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.entries }))),
-      family('vigil_state_evicted_total', 'counter', 'Processor-state entries evicted at their namespace bound.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted }))),
+      family('vigil_state_evicted_entries_total', 'counter', 'Processor-state entries evicted at their namespace bound.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted }))),
     ];
   }
 

@@ -125,7 +125,7 @@ export class MemoryStore implements StateStore {
 
   private partitionLog(pipeline: string, partition: string): PartitionLog {
     let parts = this.logs.get(pipeline);
-    if (!parts) this.logs.set(pipeline, (parts = new Map()));
+    if (!parts) this.logs.set(pipeline, (parts = new Map<string, PartitionLog>()));
     let log = parts.get(partition);
     if (!log) parts.set(partition, (log = { entries: [], cursor: 0 }));
     return log;
@@ -244,7 +244,7 @@ export class MemoryStore implements StateStore {
   private applyState(state: EncodedNamespace[], now: number): void {
     for (const ns of state) {
       let map = this.kv.get(ns.namespace);
-      if (!map) this.kv.set(ns.namespace, (map = new Map()));
+      if (!map) this.kv.set(ns.namespace, (map = new Map<string, KvEntry>()));
       for (const w of ns.writes) {
         const cur = this.live(map.get(w.key), now)?.version ?? 0;
         map.delete(w.key);
@@ -290,7 +290,7 @@ export class MemoryStore implements StateStore {
   private applyTimers(pipeline: string, t: EncodedTimers): void {
     if (!t.set.length && !t.clear.length) return;
     let map = this.timers.get(pipeline);
-    if (!map) this.timers.set(pipeline, (map = new Map()));
+    if (!map) this.timers.set(pipeline, (map = new Map<string, StoredTimer>()));
     for (const c of t.clear) map.delete(c.id);
     for (const s of t.set) map.set(s.id, { id: s.id, owner: s.owner, partition: s.partition, due: s.due, json: s.json, version: ++this.timerSeq });
   }

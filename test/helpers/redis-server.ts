@@ -66,7 +66,7 @@ export class RedisServer {
       // A server that did not come up must not outlive the test (its pipes would keep the test
       // file's process alive): stop it and say what it printed.
       await this.kill();
-      throw new Error(`${(err as Error).message}\n${this.log}`);
+      throw new Error(`${(err as Error).message}\n${this.log}`, { cause: err });
     }
   }
 

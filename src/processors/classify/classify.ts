@@ -143,7 +143,7 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
   if (typeof value === 'string') return `the string ${JSON.stringify(clip(value, 40))}`;
-  return `${typeof value} ${String(value)}`;
+  return `${typeof value} ${String(value as number | boolean)}`;
 }
 
 function clip(text: string, max: number): string {

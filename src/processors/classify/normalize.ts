@@ -67,11 +67,10 @@ export function normalizeMessage(input: string): string {
   // Output is built from verbatim segments of the input (s[seg, i)) and placeholders, so that a
   // text with few volatile parts costs few concatenations.
   let out = '';
-  let seg = 0;
   let i = 0;
   // Skip leading whitespace.
   while (i < n && isSpace(s.charCodeAt(i))) i++;
-  seg = i;
+  let seg = i;
   const r: WordMask = { text: '', end: 0 };
   // A quote character with no closing partner further on: skip searching again (keeps it linear).
   let noClose = '';

@@ -1,5 +1,6 @@
 /**
- * For pipelines whose otlphttp exporter reports every occurrence (`occurrence_spans: all`): each
+ * For pipelines with an exporter that consumes every occurrence (its factory declares
+ * `everyOccurrence`, as otlphttp does with `occurrence_spans: all`): each
  * occurrence the recurrence processor counted becomes an `occurrence` outbox item in the page's
  * commit, whether or not it created or updated work.
  */

@@ -1,14 +1,16 @@
 /**
- * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every append and every
- * page commit is one transaction, fsynced before it resolves (`synchronous: full`), so what a
- * receiver acknowledged survives a crash and a commit is all or nothing. better-sqlite3 is
+ * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every page commit is
+ * one transaction, and the appends of one turn of the event loop are one transaction (group
+ * commit), each fsynced before it resolves (`synchronous: full`), so what a receiver acknowledged
+ * survives a crash and a commit is all or nothing. better-sqlite3 is
  * synchronous: each call runs to completion on the event loop, which also makes this process the
  * only writer between two awaits.
  */
-import { mkdirSync } from 'node:fs';
+import { close as closeFd, fdatasync, mkdirSync, open as openFd } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { VigilError } from '../../errors.ts';
+import { VigilError, errorMessage } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
@@ -73,6 +75,20 @@ export class SqliteStore implements StateStore {
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
   private readonly bases = new PageBases();
+  /** Appends waiting for this turn's group commit, and the scheduled commit. */
+  private appends: Array<{
+    pipeline: string;
+    events: AgentEvent[];
+    state: EncodedNamespace[];
+    resolve: (r: AppendResult) => void;
+    reject: (err: unknown) => void;
+  }> = [];
+  private appendTurn: NodeJS.Immediate | undefined;
+  /** Group commits whose WAL sync is still running; set once a sync failed (then SQLite syncs on the loop). */
+  private readonly syncing = new Set<Promise<void>>();
+  private syncOnLoop = false;
+  /** The write-ahead log, opened at the first sync. */
+  private walFd: Promise<number> | undefined;
 
   constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
     this.file = resolve(cfg.path);
@@ -153,15 +169,29 @@ export class SqliteStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    // Appends already accepted are committed first, not dropped.
+    if (this.appendTurn) {
+      clearImmediate(this.appendTurn);
+      this.commitAppends();
+    }
     const db = this.db;
     this.db = undefined;
     db?.close();
+    // Their WAL syncs run on a descriptor of their own: the appends answer once the disk has them.
+    await Promise.all(this.syncing);
+    const wal = this.walFd;
+    this.walFd = undefined;
+    if (wal) await wal.then((fd) => new Promise((resolve) => closeFd(fd, resolve)), () => undefined);
+  }
+
+  private closedError(): VigilError {
+    return new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
   }
 
   /** Runs `fn` on the open database, turning SQLite errors into VigilErrors that name the file. */
   private run<T>(what: string, fn: (db: Db) => T): T {
     const db = this.db;
-    if (!db) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
+    if (!db) throw this.closedError();
     try {
       return fn(db);
     } catch (err) {
@@ -169,34 +199,124 @@ export class SqliteStore implements StateStore {
     }
   }
 
-  async append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
+  /**
+   * Group commit: appends that arrive in the same turn of the event loop (concurrent requests) are
+   * written in one transaction and made durable by one fsync, and each resolves only after it.
+   * Each keeps its own savepoint, so one append that fails does not fail the others. With
+   * `synchronous: full` the fsync runs off the event loop (see syncWal), so requests keep being
+   * read and decoded while the disk syncs.
+   */
+  append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
+    if (!this.db) return Promise.reject(this.closedError());
+    let state: EncodedNamespace[];
+    try {
+      state = encodeStateWrites(opts.state);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.appends.push({ pipeline, events, state, resolve, reject });
+      this.appendTurn ??= setImmediate(() => this.commitAppends());
+    });
+  }
+
+  /** Commits every append waiting for this turn: one transaction, one fsync. */
+  private commitAppends(): void {
+    this.appendTurn = undefined;
+    const batch = this.appends;
+    this.appends = [];
+    if (batch.length === 0) return;
     const now = this.now();
-    const state = encodeStateWrites(opts.state);
-    const result = this.run('append to the ingest log', (db) =>
-      db
-        .transaction(() => {
-          this.checkState(state, now);
-          let appended = 0;
-          let duplicates = 0;
-          for (const event of events) {
-            const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
-            if (seen && seen.expires > now) {
-              duplicates++;
-              continue;
+    const outcomes: Array<AppendResult | Error> = [];
+    // The commit itself does not wait for the disk; syncWal() makes it durable before anyone is answered.
+    const syncOffLoop = this.cfg.synchronous === 'full' && !this.syncOnLoop;
+    try {
+      this.run('append to the ingest log', (db) => {
+        if (syncOffLoop) db.pragma('synchronous = NORMAL');
+        try {
+          db.transaction(() => {
+            for (const a of batch) {
+              try {
+                outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, now))());
+              } catch (err) {
+                // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
+                if (!db.inTransaction) throw err;
+                outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+              }
             }
-            this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
-            this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
-            appended++;
-          }
-          this.applyState(state, now);
-          return { appended, duplicates };
-        })
-        .immediate(),
-    );
-    const cached = this.pending.get(pipeline);
-    if (cached) cached.count += result.appended;
-    this.purge(now);
-    return result;
+          }).immediate();
+        } finally {
+          if (syncOffLoop) db.pragma('synchronous = FULL');
+        }
+      });
+    } catch (err) {
+      for (const a of batch) a.reject(err);
+      return;
+    }
+    const answer = () =>
+      batch.forEach((a, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome instanceof Error) return a.reject(outcome);
+        const cached = this.pending.get(a.pipeline);
+        if (cached) cached.count += outcome.appended;
+        a.resolve(outcome);
+      });
+    try {
+      this.purge(now);
+    } catch (err) {
+      this.logger?.warn('could not purge expired entries', { path: this.file, error: errorMessage(err) });
+    }
+    if (!syncOffLoop) return answer();
+    const synced = this.syncWal().then(answer, (err: unknown) => {
+      // Not known to be durable: refuse (retryably), and let SQLite sync on the loop from now on.
+      this.syncOnLoop = true;
+      this.logger?.error('could not sync the write-ahead log; appends now sync on the event loop', { path: this.file, error: errorMessage(err) });
+      const refusal = new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+      for (const a of batch) a.reject(refusal);
+    });
+    this.syncing.add(synced);
+    void synced.finally(() => this.syncing.delete(synced));
+  }
+
+  /**
+   * fdatasync of the write-ahead log in the thread pool: what SQLite does at each commit with
+   * `synchronous = FULL` (the WAL holds every committed frame; SQLite syncs the log itself before it
+   * checkpoints it into the database, and its header when it starts reusing it). The log stays the
+   * same file while the store is open (SQLite removes it only when its last connection closes), so
+   * one descriptor serves every sync; the log's directory entry is synced once, since SQLite creates
+   * the log on the first write after opening.
+   */
+  private async syncWal(): Promise<void> {
+    this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
+    let fd: number;
+    try {
+      fd = await this.walFd;
+    } catch (err) {
+      this.walFd = undefined;
+      // Closing the store checkpoints the log into the database (synced) and removes it.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return;
+      throw err;
+    }
+    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** One append with its receiver state, inside its savepoint of the group's transaction (a refused state write rolls back only it). */
+  private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], now: number): AppendResult {
+    this.checkState(state, now);
+    let appended = 0;
+    let duplicates = 0;
+    for (const event of events) {
+      const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
+      if (seen && seen.expires > now) {
+        duplicates++;
+        continue;
+      }
+      this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
+      this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
+      appended++;
+    }
+    this.applyState(state, now);
+    return { appended, duplicates };
   }
 
   /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
@@ -527,6 +647,17 @@ export class SqliteStore implements StateStore {
       };
     });
   }
+}
+
+/** Opens the write-ahead log for syncing (a plain descriptor), after syncing the directory that holds its entry. */
+async function openWal(wal: string, dir: string): Promise<number> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return new Promise<number>((resolve, reject) => openFd(wal, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
 }
 
 function parseJson<T>(text: string, file: string, what: string): T {
