@@ -51,6 +51,12 @@ export interface IngestOptions {
    * May come with no records (a batch of only malformed lines still moves an offset).
    */
   state?: StateWrite[];
+  /**
+   * Trace id → session, named by the records of this batch (kept or not: a successful root span
+   * that names its session is not kept, the fact is). The records of those traces that name no
+   * session take it (DESIGN 3.3). May come with no records.
+   */
+  traceSessions?: ReadonlyMap<string, string>;
 }
 export interface IngestResult {
   appended: number;

@@ -25,6 +25,20 @@ export interface AgentEvent {
   /** Causal reference: the span (or the span a log record was emitted in). */
   traceId?: string;
   spanId?: string;
+  /** The parent of the span (spans only): how the records of one failure are related (DESIGN 3.3). */
+  parentSpanId?: string;
+  /**
+   * The record names no session and belongs to a trace: `partition` is only its fallback
+   * (`service.instance.id`, else `default`) until its trace's session is known. Cleared when the
+   * correlation step has decided the partition (src/service/correlation/).
+   */
+  awaitsSession?: true;
+  /** Who the agent acted for (`user.id`, `enduser.id`, the AI SDK's `ai.telemetry.metadata.userId`). */
+  user?: string;
+  /** Set while the record waits in the correlation log: where it goes and when it arrived. */
+  route?: EventRoute;
+  /** How the record relates to the other records of the same failure; set by the correlation step. */
+  correlation?: Correlation;
   /** The agent turn this record belongs to (max_per_turn); absent → the page is the turn. */
   turnId?: string;
   /** Where it came from, for operators reading status and evidence. */
@@ -47,6 +61,47 @@ export interface AgentEvent {
 }
 
 import type { ForwardRecord } from './forward.ts';
+
+/** Where a record waiting in the correlation log goes once its session and failure are decided. */
+export interface EventRoute {
+  /** The pipelines that take it. */
+  pipelines: string[];
+  /** When vigil received it (ms since the epoch, vigil's clock): its waits count from here. */
+  receivedAt: number;
+  /** Its partition: its own session, or its fallback while it `awaitsSession`. */
+  partition: string;
+}
+
+/**
+ * One failure seen through several records (a failed span, its failed ancestors, log records
+ * written inside or about it) is one occurrence (DESIGN 3.3). Each record of a trace's failure
+ * carries the event id of the most telling record (`anchor`, the failure's name) and of the
+ * record that is counted (`counted`: the anchor, unless the anchor goes to no pipeline that
+ * counts occurrences — then each such record counts for itself). A record whose `counted` is
+ * another record's id is evidence only: it is never counted, and stateful processors (the
+ * watchdog) take the `anchor` as the one failed run.
+ */
+export interface Correlation {
+  anchor: string;
+  counted: string;
+  /** On the counted record: the other records of the failure known when it was released. */
+  related?: RelatedRecord[];
+}
+
+export interface RelatedRecord {
+  eventId: string;
+  source: EventSource;
+  /** Its reference kind, when it was released with the record that lists it. */
+  kind?: string;
+  spanId?: string;
+  /** A bounded excerpt of the record's failure text. */
+  excerpt?: string;
+}
+
+/** Whether the record only adds evidence to a failure another record counts. */
+export function isEvidenceOnly(event: AgentEvent): boolean {
+  return event.correlation !== undefined && event.correlation.counted !== event.eventId;
+}
 
 export type EventSource = 'otlp.logs' | 'otlp.traces' | 'jsonl' | 'journal';
 

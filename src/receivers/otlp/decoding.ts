@@ -4,6 +4,7 @@
  * build the record, or only check it (validate it, count its bounds, collect the facts the
  * relevance test reads) without building anything.
  */
+import { sessionOf } from './mapping/common.ts';
 import { addMessage } from './normalized.ts';
 import type { Attributes, DecodeStats, NormalizedScope } from './normalized.ts';
 
@@ -24,6 +25,19 @@ export interface DecodedRecords<R> {
   stats: DecodeStats;
   /** Records checked and let go by the relevance test (see DecodeOptions). */
   skipped: number;
+  /** Trace id → session named by the skipped records (see noteSkippedSession). */
+  sessions: Map<string, string>;
+}
+
+/**
+ * A skipped record that names a session (on itself or its resource) still tells its trace's
+ * session (DESIGN 3.3): the fact is kept, the record is not. The trace id is only read then.
+ */
+export function noteSkippedSession(sessions: Map<string, string>, facts: { attributes: Attributes }, resourceSession: string | undefined, traceId: () => string | undefined): void {
+  const session = sessionOf(facts.attributes, {}) ?? resourceSession;
+  if (session === undefined) return;
+  const id = traceId();
+  if (id !== undefined) sessions.set(id, session);
 }
 
 /**

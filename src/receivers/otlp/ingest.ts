@@ -124,7 +124,10 @@ export async function exportDecoded(
 ): Promise<ExportOutcome> {
   const decodeStats: DecodeStats = input.decoded.stats;
   const mapped = input.signal === 'traces' ? mapTraces(input.decoded.groups, options) : mapLogs(input.decoded.groups, options);
-  const result = mapped.events.length > 0 ? await consumer(mapped.events) : { appended: 0, duplicates: 0 };
+  // The sessions named by every record of the request, kept or not: their traces' other records take them.
+  const traceSessions = mapped.traceSessions;
+  for (const [traceId, session] of input.decoded.sessions) traceSessions.set(traceId, session);
+  const result = mapped.events.length > 0 || traceSessions.size > 0 ? await consumer(mapped.events, { traceSessions }) : { appended: 0, duplicates: 0 };
 
   const rejected = decodeStats.rejected + mapped.rejected;
   // Records the decoder checked but did not build (skipIrrelevant) are accepted and not relevant.

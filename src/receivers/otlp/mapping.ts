@@ -14,13 +14,13 @@
  */
 import type { AgentEvent, EventSource } from '../../model/event.ts';
 import type { ForwardRecord } from '../../model/forward.ts';
-import { contextOf, text } from './mapping/common.ts';
+import { contextOf, sessionOf, text } from './mapping/common.ts';
 import { mapLog } from './mapping/logs.ts';
 import { mapSpan } from './mapping/spans.ts';
 import { logContentHash } from './mapping/logs.ts';
 import type { Attributes, NormalizedLogs, NormalizedTraces } from './normalized.ts';
 
-export { DEFAULT_PARTITION, SESSION_KEYS, UNKNOWN_SERVICE } from './mapping/common.ts';
+export { DEFAULT_PARTITION, SESSION_KEYS, UNKNOWN_SERVICE, sessionOf } from './mapping/common.ts';
 export { REFERENCE_KINDS, logContentHash } from './mapping/logs.ts';
 export { isErrorSeverity } from './mapping/relevance.ts';
 
@@ -45,6 +45,11 @@ export interface MapResult {
   /** Records that could not be mapped; counted with the decode rejections. */
   rejected: number;
   messages: string[];
+  /**
+   * Trace id → session of every mapped record (relevant or not) that names a session and belongs
+   * to a trace: what the trace's other records take as their session (DESIGN 3.3).
+   */
+  traceSessions: Map<string, string>;
 }
 
 /** Maps spans (see mapping/spans.ts). */
@@ -53,6 +58,7 @@ export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptio
   const result = emptyResult();
   for (const group of groups) {
     group.spans.forEach((span, i) => {
+      noteSession(result, span.traceId, span.attributes, group.resource);
       const record: ForwardRecord | undefined = options.forward ? { signal: 'traces', resource: group.resource, scope: group.scope, span } : undefined;
       collect(
         result,
@@ -71,6 +77,7 @@ export function mapLogs(groups: readonly NormalizedLogs[], options: MapOptions =
   const result = emptyResult();
   for (const group of groups) {
     group.logs.forEach((log, i) => {
+      noteSession(result, log.traceId, log.attributes, group.resource);
       const record: ForwardRecord | undefined = options.forward ? { signal: 'logs', resource: group.resource, scope: group.scope, log } : undefined;
       collect(
         result,
@@ -86,7 +93,14 @@ export function mapLogs(groups: readonly NormalizedLogs[], options: MapOptions =
 }
 
 function emptyResult(): MapResult {
-  return { events: [], relevant: 0, irrelevant: 0, rejected: 0, messages: [] };
+  return { events: [], relevant: 0, irrelevant: 0, rejected: 0, messages: [], traceSessions: new Map() };
+}
+
+/** Remembers the session a record of a trace names (the last record naming one wins). */
+function noteSession(result: MapResult, traceId: string | undefined, attrs: Attributes, resource: Attributes): void {
+  if (traceId === undefined) return;
+  const session = sessionOf(attrs, resource);
+  if (session !== undefined) result.traceSessions.set(traceId, session);
 }
 
 /**

@@ -107,6 +107,8 @@ export interface DecodedTraces {
   stats: DecodeStats;
   /** Spans checked but not built (with `skipIrrelevant`): accepted, and certainly not relevant. Not in `groups`. */
   skipped: number;
+  /** Trace id → session named by the skipped spans: their trace's session is kept, the spans are not. */
+  sessions: Map<string, string>;
 }
 
 export interface DecodedLogs {
@@ -114,6 +116,8 @@ export interface DecodedLogs {
   stats: DecodeStats;
   /** Log records checked but not built (with `skipIrrelevant`): accepted, and certainly not relevant. Not in `groups`. */
   skipped: number;
+  /** Trace id → session named by the skipped log records. */
+  sessions: Map<string, string>;
 }
 
 export interface DecodeOptions {

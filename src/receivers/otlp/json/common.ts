@@ -11,7 +11,9 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
-import { FieldError, countsOf, itemPath, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import { sessionOf } from '../mapping/common.ts';
+import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
@@ -124,6 +126,19 @@ export function idField(r: JsonReader, name: string, bytes: number, build: boole
   if (!build) return VALID_ID;
   const hex = buf.toString('latin1', start, r.strEnd);
   return upper ? hex.toLowerCase() : hex;
+}
+
+/** Notes where a checking walk found the trace id it just read (see TraceIdAt). */
+export function noteTraceId(r: JsonReader, id: string | undefined, facts: TraceIdAt): void {
+  if (id !== VALID_ID) facts.traceIdAt = -1;
+  else if (r.strEscaped) facts.traceIdText = r.stringText().toLowerCase();
+  else facts.traceIdAt = r.strStart;
+}
+
+/** The trace id a checking walk located: 32 hex characters, lowercased. */
+export function hexTraceId(buf: Buffer, facts: TraceIdAt): string | undefined {
+  if (facts.traceIdText !== undefined) return facts.traceIdText;
+  return facts.traceIdAt < 0 ? undefined : buf.toString('latin1', facts.traceIdAt, facts.traceIdAt + 32).toLowerCase();
 }
 
 /** An optional id: undefined when absent, empty or all zeros. */
@@ -689,13 +704,15 @@ function scopeAt(r: JsonReader, stats: DecodeStats): NormalizedScope {
 }
 
 /** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
-export interface RecordKind<R, F> {
+export interface RecordKind<R, F extends { attributes: Attributes }> {
   names: RequestNames;
   /** Builds the record at the cursor (no `checking`), or only checks it, filling `checking.facts`. */
   walk(r: JsonReader, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
   mayMatter(facts: F): boolean;
   /** Facts to fill, reused for every record of a request. */
   newFacts(): F;
+  /** The trace id of the checked record (see TraceIdAt). */
+  traceIdOf(buf: Buffer, facts: F): string | undefined;
 }
 
 /**
@@ -704,13 +721,15 @@ export interface RecordKind<R, F> {
  * counts to the walk that builds. A record with a bad field is rejected alone (its syntax is still
  * checked to its end).
  */
-export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+export function decodeSignal<R, F extends { attributes: Attributes }>(body: string | Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
   const stats = emptyStats();
   const groups: DecodedRecords<R>['groups'] = [];
   const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
   let skipped = 0;
+  const sessions = new Map<string, string>();
   decodeRequest(body, kind.names, stats, (r, resource, scope, path, first) => {
     const records: R[] = [];
+    const resourceSession = sessionOf({}, resource);
     let i = first;
     if (r === undefined) {
       groups.push({ resource, scope, records });
@@ -726,6 +745,7 @@ export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R
           kind.walk(r, stats, checking);
           if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
             skipped++;
+            noteSkippedSession(sessions, checking.facts, resourceSession, () => kind.traceIdOf(r.buf, checking.facts));
             continue;
           }
           restoreCounts(stats, before);
@@ -742,7 +762,7 @@ export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R
     groups.push({ resource, scope, records });
     return i - first;
   });
-  return { groups, stats, skipped };
+  return { groups, stats, skipped, sessions };
 }
 
 /**

@@ -9,7 +9,7 @@ import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
-import { WatchedKeys, wrongType, anyValue, attributeList, attributes, decodeSignal, enumField, idField, nanosField, optionalId, stringField, uint32Field } from './common.ts';
+import { WatchedKeys, wrongType, anyValue, attributeList, attributes, decodeSignal, enumField, hexTraceId, idField, noteTraceId, nanosField, optionalId, stringField, uint32Field } from './common.ts';
 import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
 import type { JsonReader } from './reader.ts';
@@ -44,13 +44,14 @@ const LOGS: RecordKind<NormalizedLog, LogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
   mayMatter: logMayMatter,
-  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }),
+  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  traceIdOf: hexTraceId,
 };
 
 /** Decodes an OTLP/JSON ExportLogsServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for a body that cannot be read at all. */
 export function decodeLogsJson(body: string | Uint8Array, options: DecodeOptions = {}): DecodedLogs {
-  const { groups, stats, skipped } = decodeSignal(body, LOGS, options);
-  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, logs: records })), stats, skipped };
+  const { groups, stats, skipped, sessions } = decodeSignal(body, LOGS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, logs: records })), stats, skipped, sessions };
 }
 
 /**
@@ -59,7 +60,11 @@ export function decodeLogsJson(body: string | Uint8Array, options: DecodeOptions
  */
 function walkLog(r: JsonReader, stats: DecodeStats, checking: Checking<LogFacts> | undefined): NormalizedLog | undefined {
   const build = checking === undefined;
-  if (checking) checking.mustBuild = false;
+  if (checking) {
+    checking.mustBuild = false;
+    checking.facts.traceIdAt = -1;
+    checking.facts.traceIdText = undefined;
+  }
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
   r.openObject();
   let time = '0';
@@ -106,6 +111,7 @@ function walkLog(r: JsonReader, stats: DecodeStats, checking: Checking<LogFacts>
         break;
       case L.TRACE_ID:
         traceId = idField(r, 'traceId', 16, build);
+        if (checking) noteTraceId(r, traceId, checking.facts);
         break;
       case L.SPAN_ID:
         spanId = idField(r, 'spanId', 8, build);

@@ -10,7 +10,7 @@ import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
-import { WatchedKeys, wrongType, attributeList, attributes, decodeSignal, enumField, idField, nanosField, optionalId, requiredId, stringField } from './common.ts';
+import { WatchedKeys, wrongType, attributeList, attributes, decodeSignal, enumField, hexTraceId, idField, nanosField, noteTraceId, optionalId, requiredId, stringField } from './common.ts';
 import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
 import type { JsonReader } from './reader.ts';
@@ -52,13 +52,14 @@ const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
   names: TRACES_REQUEST,
   walk: walkSpan,
   mayMatter: spanMayMatter,
-  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  traceIdOf: hexTraceId,
 };
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for a body that cannot be read at all. */
 export function decodeTracesJson(body: string | Uint8Array, options: DecodeOptions = {}): DecodedTraces {
-  const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
-  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
+  const { groups, stats, skipped, sessions } = decodeSignal(body, SPANS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped, sessions };
 }
 
 /** The span object at the cursor: built (no `checking`), or only checked, filling `checking.facts`. */
@@ -70,6 +71,8 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
     facts.statusCode = 0;
     facts.eventNames.length = 0;
     facts.attributes = {};
+    facts.traceIdAt = -1;
+    facts.traceIdText = undefined;
     checking.mustBuild = false;
   }
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
@@ -91,6 +94,7 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
     switch (SPAN_FIELDS.idOf(r)) {
       case S.TRACE_ID:
         traceId = idField(r, 'traceId', 16, build);
+        if (facts) noteTraceId(r, traceId, facts);
         break;
       case S.SPAN_ID:
         spanId = idField(r, 'spanId', 8, build);

@@ -14,10 +14,15 @@ export const UNKNOWN_SERVICE = 'unknown_service';
 /**
  * Session keys in the order they decide the partition, each read on the record and then on its
  * resource: OpenTelemetry `session.id`, GenAI `gen_ai.conversation.id`, Codex's `conversation.id`,
- * MCP's `mcp.session.id`. A resource's `service.instance.id` (one agent process, which may hold
- * many sessions) comes after all of them.
+ * MCP's `mcp.session.id`, the Vercel AI SDK's `ai.telemetry.metadata.sessionId` (its
+ * `experimental_telemetry.metadata.sessionId`). A record that names none takes its trace's session
+ * (see src/service/correlation/); a resource's `service.instance.id` (one agent process, which may
+ * hold many sessions) comes after all of them.
  */
-export const SESSION_KEYS: readonly string[] = ['session.id', 'gen_ai.conversation.id', 'conversation.id', 'mcp.session.id'];
+export const SESSION_KEYS: readonly string[] = ['session.id', 'gen_ai.conversation.id', 'conversation.id', 'mcp.session.id', 'ai.telemetry.metadata.sessionId'];
+
+/** Who the agent acted for: OpenTelemetry `user.id` (and the older `enduser.id`), the AI SDK's `ai.telemetry.metadata.userId`. */
+export const USER_KEYS: readonly string[] = ['user.id', 'enduser.id', 'ai.telemetry.metadata.userId'];
 
 /** An event without its kind, payload and evidence: identity and context. */
 export type EventBase = Omit<AgentEvent, 'kind' | 'payload' | 'evidence'>;
@@ -56,18 +61,45 @@ export function flag(v: AttributeValue | undefined): boolean | undefined {
   return undefined;
 }
 
-/** Partition, service and revision: the record's own attributes first, then its resource's. */
-export function contextOf(record: Attributes, resource: Attributes): { partition: string; service: string; revision: string | undefined } {
-  let partition: string | undefined;
+/** The session a record names: the first session key on the record, then on its resource; undefined when none. */
+export function sessionOf(record: Attributes, resource: Attributes): string | undefined {
   for (const key of SESSION_KEYS) {
-    partition = text(record[key]) ?? text(resource[key]);
-    if (partition !== undefined) break;
+    const session = text(record[key]) ?? text(resource[key]);
+    if (session !== undefined) return session;
   }
-  return {
-    partition: partition ?? text(resource['service.instance.id']) ?? DEFAULT_PARTITION,
+  return undefined;
+}
+
+/** The partition of a record that names no session: its resource's `service.instance.id`, else `default`. */
+export function fallbackPartition(resource: Attributes): string {
+  return text(resource['service.instance.id']) ?? DEFAULT_PARTITION;
+}
+
+export interface EventContext {
+  partition: string;
+  service: string;
+  revision: string | undefined;
+  /** Set when the record names no session but belongs to a trace: the trace's session decides (see AgentEvent). */
+  awaitsSession?: true;
+  user?: string;
+}
+
+/**
+ * Partition, service, revision and user: the record's own attributes first, then its resource's.
+ * A record in a trace (`traceId`) that names no session gets the fallback partition and
+ * `awaitsSession`, so its trace's session can take over before it is processed.
+ */
+export function contextOf(record: Attributes, resource: Attributes, traceId?: string): EventContext {
+  const session = sessionOf(record, resource);
+  const context: EventContext = {
+    partition: session ?? fallbackPartition(resource),
     service: text(resource['service.name']) ?? UNKNOWN_SERVICE,
     revision: text(record['vigil.revision']) ?? text(record['service.version']) ?? text(resource['vigil.revision']) ?? text(resource['service.version']),
   };
+  if (session === undefined && traceId !== undefined) context.awaitsSession = true;
+  const user = firstText(record, USER_KEYS) ?? firstText(resource, USER_KEYS);
+  if (user !== undefined) context.user = user;
+  return context;
 }
 
 export type ExceptionEvidence = Pick<Evidence, 'exceptionType' | 'exceptionMessage' | 'stacktrace'>;

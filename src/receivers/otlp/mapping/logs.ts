@@ -32,7 +32,7 @@ export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => num
   // The base (with the content hash for the event id) is only computed for records that matter.
   const base = (): EventBase => ({
     eventId: text(attrs['log.record.uid']) ?? logContentHash(log, group.resource),
-    ...contextOf(attrs, group.resource),
+    ...contextOf(attrs, group.resource, log.traceId),
     time: Math.floor(log.timeMs ?? log.observedTimeMs ?? now()),
     operation: eventName ?? text(attrs['gen_ai.tool.name']),
     traceId: log.traceId,
@@ -80,7 +80,7 @@ export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => num
 
 /** The facts of a built log record, for the relevance test. */
 export function logFacts(log: NormalizedLog): LogFacts {
-  return { severityNumber: log.severityNumber, severityText: log.severityText, eventName: log.eventName, body: log.body, attributes: log.attributes };
+  return { severityNumber: log.severityNumber, severityText: log.severityText, eventName: log.eventName, body: log.body, attributes: log.attributes, traceIdAt: -1, traceIdText: log.traceId };
 }
 
 /**

@@ -11,13 +11,23 @@
  * the checking decoders fill exactly those into the facts.
  */
 import type { AttributeValue, Attributes } from '../normalized.ts';
-import { exceptionOf, exceptionTextOf, isPlainObject, text } from './common.ts';
+import { exceptionOf, exceptionTextOf, isPlainObject, SESSION_KEYS, text } from './common.ts';
 
 /** OTLP status code ERROR. */
 export const STATUS_CODE_ERROR = 2;
 
+/**
+ * Where a checking decoder found a record's trace id, so the id is only read for the few records
+ * whose trace must be remembered (a record that names a session): the offset of its value in the
+ * request body (-1: none), or the text when it could not be read in place (an escaped JSON string).
+ */
+export interface TraceIdAt {
+  traceIdAt: number;
+  traceIdText: string | undefined;
+}
+
 /** What the span test reads. A checking decoder fills only the event names and attribute keys listed below. */
-export interface SpanFacts {
+export interface SpanFacts extends TraceIdAt {
   /** 0 unset, 1 ok, 2 error. */
   statusCode: number;
   /** Names of the span's events (a checking decoder: those in SPAN_EVENT_NAMES). */
@@ -28,8 +38,12 @@ export interface SpanFacts {
 
 /** Span event names the test reads. */
 export const SPAN_EVENT_NAMES: readonly string[] = ['exception'];
-/** Span attribute keys the test reads. */
-export const SPAN_ATTRIBUTE_KEYS: readonly string[] = ['error.type'];
+/**
+ * Span attribute keys the checking decoders hand back: what the test reads (`error.type`), and the
+ * session keys — a successful span that names a session is not kept, but its trace's session is
+ * (the trace's other records take it; DESIGN 3.3).
+ */
+export const SPAN_ATTRIBUTE_KEYS: readonly string[] = ['error.type', ...SESSION_KEYS];
 
 /** Whether a span may matter: status ERROR, an `exception` event, or an `error.type`. */
 export function spanMayMatter(f: SpanFacts): boolean {
@@ -37,7 +51,7 @@ export function spanMayMatter(f: SpanFacts): boolean {
 }
 
 /** What the log test reads. A checking decoder fills only the attribute keys listed below. */
-export interface LogFacts {
+export interface LogFacts extends TraceIdAt {
   severityNumber: number;
   severityText: string;
   /** The LogRecord `eventName` field. */
@@ -48,8 +62,8 @@ export interface LogFacts {
   attributes: Attributes;
 }
 
-/** Log attribute keys the test reads. */
-export const LOG_ATTRIBUTE_KEYS: readonly string[] = ['event.name', 'exception.type', 'exception.message', 'exception.stacktrace', 'error.type'];
+/** Log attribute keys the checking decoders hand back: what the test reads, and the session keys (as for spans). */
+export const LOG_ATTRIBUTE_KEYS: readonly string[] = ['event.name', 'exception.type', 'exception.message', 'exception.stacktrace', 'error.type', ...SESSION_KEYS];
 
 /** OTLP SeverityNumber 17 is ERROR; 17..24 are ERROR and FATAL. */
 const SEVERITY_ERROR = 17;

@@ -65,11 +65,12 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
   const evidence = compact({ ...exceptionEvidence, errorType, statusMessage });
   const base: EventBase = {
     eventId: `${span.traceId}:${span.spanId}`,
-    ...contextOf(span.attributes, group.resource),
+    ...contextOf(span.attributes, group.resource, span.traceId),
     time: Math.floor(span.endTimeMs ?? span.startTimeMs ?? now()),
-    operation: span.name || text(span.attributes['gen_ai.tool.name']),
+    operation: operationNameOf(span),
     traceId: span.traceId,
     spanId: span.spanId,
+    parentSpanId: span.parentSpanId,
     turnId: span.traceId,
     source: 'otlp.traces',
   };
@@ -114,7 +115,16 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
 
 /** The facts of a built span, for the relevance test. */
 export function spanFacts(span: NormalizedSpan): SpanFacts {
-  return { statusCode: span.status.code, eventNames: span.events.map((e) => e.name), attributes: span.attributes };
+  return { statusCode: span.status.code, eventNames: span.events.map((e) => e.name), attributes: span.attributes, traceIdAt: -1, traceIdText: span.traceId };
+}
+
+/**
+ * What the span was doing, as the occurrence's operation: the span name; for the AI SDK's
+ * `ai.toolCall` the tool's name (`ai.toolCall.name`), as its span name names no tool.
+ */
+function operationNameOf(span: NormalizedSpan): string | undefined {
+  if (span.name === 'ai.toolCall') return text(span.attributes['ai.toolCall.name']) ?? span.name;
+  return span.name || text(span.attributes['gen_ai.tool.name']);
 }
 
 /** The GenAI operation of a span: `gen_ai.operation.name`, else the span name's first word, else an older convention. */

@@ -9,7 +9,9 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
-import { FieldError, countsOf, itemPath, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import { sessionOf } from '../mapping/common.ts';
+import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
@@ -156,6 +158,11 @@ export function id(r: WireReader, end: number, name: string, bytes: number, buil
 
 /** What a checked id reads as. */
 export const VALID_ID = 'valid';
+
+/** The trace id a checking walk located (see TraceIdAt): 16 bytes read as lowercase hex. */
+export function rawTraceId(buf: Buffer, facts: TraceIdAt): string | undefined {
+  return facts.traceIdAt < 0 ? undefined : buf.toString('hex', facts.traceIdAt, facts.traceIdAt + 16);
+}
 
 export function required(value: string | undefined, name: string, bytes: number): string {
   if (value === undefined) throw new FieldError(name, `is required (${bytes} bytes, not all zeros)`);
@@ -487,13 +494,15 @@ function decodeScope(r: WireReader, end: number, _build: boolean, _arg: undefine
 }
 
 /** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
-export interface RecordKind<R, F> {
+export interface RecordKind<R, F extends { attributes: Attributes }> {
   names: RequestNames;
   /** Builds the record at the cursor, ending at `end` (no `checking`), or only checks it, filling `checking.facts`. */
   walk(r: WireReader, end: number, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
   mayMatter(facts: F): boolean;
   /** Facts to fill, reused for every record of a request. */
   newFacts(): F;
+  /** The trace id of the checked record (see TraceIdAt). */
+  traceIdOf(buf: Buffer, facts: F): string | undefined;
 }
 
 /**
@@ -501,13 +510,15 @@ export interface RecordKind<R, F> {
  * built only when the relevance test lets it through — a walk that only checks leaves the bound
  * counts to the walk that builds. A record with a bad field is rejected alone.
  */
-export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+export function decodeSignal<R, F extends { attributes: Attributes }>(body: Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
   const stats = emptyStats();
   const groups: DecodedRecords<R>['groups'] = [];
   const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
   let skipped = 0;
+  const sessions = new Map<string, string>();
   decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
     const records: R[] = [];
+    const resourceSession = sessionOf({}, resource);
     for (let i = 0; i < ranges.length; i += 2) {
       const start = ranges[i]!;
       const end = ranges[i + 1]!;
@@ -518,6 +529,7 @@ export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, opt
           kind.walk(r, end, stats, checking);
           if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
             skipped++;
+            noteSkippedSession(sessions, checking.facts, resourceSession, () => kind.traceIdOf(r.buf, checking.facts));
             continue;
           }
           restoreCounts(stats, before);
@@ -531,7 +543,7 @@ export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, opt
     }
     groups.push({ resource, scope, records });
   });
-  return { groups, stats, skipped };
+  return { groups, stats, skipped, sessions };
 }
 
 /** Receives the records of one (resource, scope): their ranges as (start, end) pairs and their path. */

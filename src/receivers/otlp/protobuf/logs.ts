@@ -10,7 +10,7 @@ import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
-import { anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, readString, withMerged } from './common.ts';
+import { anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, rawTraceId, readString, withMerged } from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
 import type { WireReader } from './wire.ts';
 
@@ -32,19 +32,23 @@ const LOGS: RecordKind<NormalizedLog, LogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
   mayMatter: logMayMatter,
-  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }),
+  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  traceIdOf: rawTraceId,
 };
 
 /** Decodes an OTLP/protobuf ExportLogsServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
 export function decodeLogsProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedLogs {
-  const { groups, stats, skipped } = decodeSignal(body, LOGS, options);
-  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, logs: records })), stats, skipped };
+  const { groups, stats, skipped, sessions } = decodeSignal(body, LOGS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, logs: records })), stats, skipped, sessions };
 }
 
 /** One log record: built (no `checking`), or only checked, filling `checking.facts`. */
 function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Checking<LogFacts> | undefined): NormalizedLog | undefined {
   const build = checking === undefined;
-  if (checking) checking.mustBuild = false;
+  if (checking) {
+    checking.mustBuild = false;
+    checking.facts.traceIdAt = -1;
+  }
   let time = '0';
   let observed = '0';
   let severityNumber = 0;
@@ -89,6 +93,7 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
         break;
       case LOG.TRACE_ID:
         traceId = id(r, end, 'traceId', 16, build);
+        if (checking) checking.facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
         break;
       case LOG.SPAN_ID:
         spanId = id(r, end, 'spanId', 8, build);

@@ -10,7 +10,7 @@ import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
-import { checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, readString, required, withMerged } from './common.ts';
+import { checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, rawTraceId, readString, required, withMerged } from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
 import { LEN } from './wire.ts';
 import type { WireReader } from './wire.ts';
@@ -41,13 +41,14 @@ const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
   names: TRACES_REQUEST,
   walk: walkSpan,
   mayMatter: spanMayMatter,
-  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  traceIdOf: rawTraceId,
 };
 
 /** Decodes an OTLP/protobuf ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
 export function decodeTracesProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedTraces {
-  const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
-  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
+  const { groups, stats, skipped, sessions } = decodeSignal(body, SPANS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped, sessions };
 }
 
 /**
@@ -62,6 +63,7 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     facts.statusCode = 0;
     facts.eventNames.length = 0;
     facts.attributes = {};
+    facts.traceIdAt = -1;
     checking.mustBuild = false;
   }
   let traceId: string | undefined;
@@ -82,6 +84,7 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     switch (r.field) {
       case SPAN.TRACE_ID:
         traceId = id(r, end, 'traceId', 16, build);
+        if (facts) facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
         break;
       case SPAN.SPAN_ID:
         spanId = id(r, end, 'spanId', 8, build);

@@ -1,0 +1,112 @@
+/**
+ * The ingest half of correlation (DESIGN 3.3): which records wait in the correlation log before
+ * their pipelines get them, and the trace → session facts written with each append.
+ *
+ * - Every record of a trace that can be a failure goes through the correlation log: its session
+ *   may come from another record of the trace, and its failure may be seen through other records
+ *   (plan.ts). While the log holds anything, every other record of those pipelines goes through
+ *   it too, behind them, so each session's records keep their arrival order. Records only kept to
+ *   be forwarded never wait.
+ * - Each record that names a session and belongs to a trace (kept or not: a successful root span
+ *   that names its session is not kept) tells its trace's session. The fact — not the record — is
+ *   written with the append, in the store's `trace-session` namespace (bounded, expiring, shared by
+ *   sidecars on Redis). A process remembers which facts it wrote recently, so a trace costs one
+ *   write, not one per request.
+ */
+import type { AgentEvent } from '../model/event.ts';
+import type { StateWrite } from '../store/state.ts';
+
+/** The store pipeline and partition of the correlation log (no configured pipeline can have this id). */
+export const CORRELATION_PIPELINE = 'correlation';
+export const WAITING_PARTITION = 'waiting';
+/** State namespaces: trace → session, and the failure records released per trace. */
+export const TRACE_SESSION_NAMESPACE = 'trace-session';
+export const TRACE_FAILURES_NAMESPACE = 'trace-failures';
+
+export interface CorrelationSettings {
+  /** How long a record that names no session waits for its trace's session. */
+  sessionWait: number;
+  /** How long a log record of a failure in a trace waits for the span it is about. */
+  failureWait: number;
+  /** Traces whose session (and failure records) the store keeps at most. */
+  maxTraces: number;
+  /** How long a trace's session and failure records are kept after they were last written. */
+  traceTtl: number;
+}
+
+export const DEFAULT_CORRELATION: CorrelationSettings = {
+  sessionWait: 10_000,
+  failureWait: 5_000,
+  maxTraces: 100_000,
+  traceTtl: 3_600_000,
+};
+
+/** Records split by whether they wait in the correlation log. */
+export interface IngestSplit {
+  waiting: AgentEvent[];
+  direct: AgentEvent[];
+}
+
+/** Which records go through the correlation log (see the header); `logHolds`: it holds records now. */
+export function splitForCorrelation(events: readonly AgentEvent[], logHolds: boolean): IngestSplit {
+  const waiting: AgentEvent[] = [];
+  const direct: AgentEvent[] = [];
+  for (const e of events) {
+    if (e.forwardOnly) direct.push(e);
+    else if (e.traceId !== undefined || logHolds) waiting.push(e);
+    else direct.push(e);
+  }
+  return { waiting, direct };
+}
+
+/** A record as the correlation log keeps it: in its one partition, with where it goes and when it came. */
+export function waitingEvent(event: AgentEvent, pipelines: readonly string[], receivedAt: number): AgentEvent {
+  return { ...event, partition: WAITING_PARTITION, route: { pipelines: [...pipelines], receivedAt, partition: event.partition } };
+}
+
+/** Trace id → session of a batch: what its receiver found, and the records that name their own session. */
+export function sessionFacts(events: readonly AgentEvent[], traceSessions: ReadonlyMap<string, string> | undefined): Map<string, string> {
+  const facts = new Map<string, string>(traceSessions ?? []);
+  for (const e of events) {
+    if (e.traceId !== undefined && !e.awaitsSession && !e.forwardOnly) facts.set(e.traceId, e.partition);
+  }
+  return facts;
+}
+
+/**
+ * The facts a process wrote recently, so it writes each trace's session once. Bounded (the oldest
+ * are forgotten) and rewritten after half the TTL, so an entry of a trace still in use never
+ * expires in the store.
+ */
+export class WrittenFacts {
+  private readonly written = new Map<string, { session: string; at: number }>();
+
+  constructor(
+    private readonly settings: CorrelationSettings,
+    private readonly max = 50_000,
+  ) {}
+
+  /** State writes for the facts not written recently. */
+  writes(facts: ReadonlyMap<string, string>, now: number): StateWrite[] {
+    const out: StateWrite[] = [];
+    for (const [traceId, session] of facts) {
+      const w = this.written.get(traceId);
+      if (w && w.session === session && now - w.at < this.settings.traceTtl / 2) continue;
+      out.push({ namespace: TRACE_SESSION_NAMESPACE, key: traceId, value: session, ttlMs: this.settings.traceTtl, maxEntries: this.settings.maxTraces });
+    }
+    return out;
+  }
+
+  /** Notes writes that were committed. */
+  note(writes: readonly StateWrite[], now: number): void {
+    for (const w of writes) {
+      if (w.namespace !== TRACE_SESSION_NAMESPACE) continue;
+      this.written.delete(w.key);
+      this.written.set(w.key, { session: String(w.value), at: now });
+    }
+    for (const key of this.written.keys()) {
+      if (this.written.size <= this.max) break;
+      this.written.delete(key);
+    }
+  }
+}
