@@ -136,7 +136,14 @@ export interface ExporterCapabilities {
 }
 
 export type ReceiverFactory<Cfg = unknown> = Factory<Cfg, ReceiverSettings, Lifecycle>;
-export type ProcessorFactory<Cfg = unknown> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
+export interface ProcessorFactory<Cfg = unknown> extends Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>> {
+  /**
+   * The processor counts occurrences (`recurrence`). Of the records through which one failure is
+   * seen, the correlation step names one to be counted, preferring a record that goes to a
+   * pipeline with such a processor (DESIGN 3.3, one failure, one occurrence).
+   */
+  readonly countsOccurrences?: boolean;
+}
 export interface ExporterFactory<Cfg = unknown> extends Factory<Cfg, ExporterSettings, Exporter> {
   /** What this exporter, so configured, consumes; absent means work events only. */
   capabilities?(config: Cfg): ExporterCapabilities;

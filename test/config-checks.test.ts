@@ -194,6 +194,7 @@ ${PIPELINE}`),
         drain_timeout: 15_000,
         processing: { page_size: 256 },
         ingest: { max_backlog: 100_000 },
+        correlation: { session_wait: 10_000, failure_wait: 5_000, max_traces: 100_000, trace_ttl: 3_600_000 },
       },
     );
     const file = cfg.exporters.get('file')!.config as typeof DEFAULT_DELIVERY;

@@ -52,6 +52,7 @@ export interface ServiceConfig {
   drain_timeout: number;
   processing: { page_size: number };
   ingest: { max_backlog: number };
+  correlation: { session_wait: number; failure_wait: number; max_traces: number; trace_ttl: number };
 }
 
 export interface VigilConfig {

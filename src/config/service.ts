@@ -8,6 +8,7 @@ import { SIGNALS } from '../component.ts';
 import type { ComponentConfig, PipelineConfig, ServiceConfig } from './load.ts';
 import type { ParseContext, Path } from './schema.ts';
 import { closest, defaultsOf, describePath, s } from './schema.ts';
+import { DEFAULT_CORRELATION } from '../correlation/ingest.ts';
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const PIPELINE_NAME = /^[A-Za-z0-9_.-]+$/;
@@ -37,6 +38,21 @@ const serviceSchema = s.object({
   processing: s.object({ page_size: s.int({ min: 1, max: 100_000 }).default(256) }),
   /** Records waiting in one pipeline's ingest log beyond which receivers refuse with a retryable answer. */
   ingest: s.object({ max_backlog: s.int({ min: 1 }).default(100_000) }),
+  /**
+   * Trace-aware sessions and one failure, one occurrence (DESIGN 3.3): how long records wait for
+   * their trace's session and for the other records of their failure, and how many traces the
+   * store remembers.
+   */
+  correlation: s.object({
+    /** A record that names no session waits this long for its trace's session, then takes service.instance.id / default. */
+    session_wait: s.duration().default(DEFAULT_CORRELATION.sessionWait),
+    /** A failure record of a trace waits this long for the other records of its failure (the span a log is about, a failed child). */
+    failure_wait: s.duration().default(DEFAULT_CORRELATION.failureWait),
+    /** Traces whose session and failure records the store keeps at most (the oldest written go first). */
+    max_traces: s.int({ min: 1 }).default(DEFAULT_CORRELATION.maxTraces),
+    /** How long a trace's session and failure records are kept after they were last written. */
+    trace_ttl: s.duration({ min: 1000 }).default(DEFAULT_CORRELATION.traceTtl),
+  }),
 });
 
 /** What the service section refers to: the components that parsed, and every id written down. */
@@ -79,8 +95,8 @@ export function readService(raw: unknown, defined: Defined, registry: Registry, 
   warnUnused(defined, used, ctx);
   // The settings as the schema parsed them, its defaults filled in. Without a parse the section
   // was reported as wrong, and the config is refused before these are used.
-  const { telemetry, drain_timeout, processing, ingest } = parsed ?? defaultsOf(serviceSchema);
-  return { extensions, pipelines, telemetry, drain_timeout, processing, ingest };
+  const { telemetry, drain_timeout, processing, ingest, correlation } = parsed ?? defaultsOf(serviceSchema);
+  return { extensions, pipelines, telemetry, drain_timeout, processing, ingest, correlation };
 }
 
 /** `traces`, `logs`, `traces/<name>`, `logs/<name>`; anything else is reported at the key. */

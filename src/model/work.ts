@@ -59,7 +59,15 @@ export interface WorkEventData {
     source: string;
     event_id: string;
     excerpt: string | null;
+    /**
+     * The other records through which the same failure was seen (DESIGN 3.3, one failure, one
+     * occurrence): log records written about it, ancestor spans it failed, known when it was
+     * counted. Absent when there were none.
+     */
+    related?: Array<{ event_id: string; source: string; kind: string | null; span_id: string | null; excerpt: string | null }>;
   };
+  /** Who the agent acted for (`user.id`, the AI SDK's `ai.telemetry.metadata.userId`), when the record names one. */
+  user?: string;
 }
 
 /**

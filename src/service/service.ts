@@ -25,6 +25,8 @@ import { forwardRecords } from '../processors/forward/operator.ts';
 import { occurrenceRecords } from '../processors/occurrences/operator.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 import { VIGIL_VERSION } from '../version.ts';
+import { CORRELATION_PIPELINE, sessionFacts, splitForCorrelation, waitingEvent, WrittenFacts, type CorrelationSettings } from '../correlation/ingest.ts';
+import { CorrelationRunner } from './correlation-runner.ts';
 
 
 export interface ServiceOptions {
@@ -32,6 +34,8 @@ export interface ServiceOptions {
   /** Overrides for tests. */
   maxBacklog?: number;
   pageSize?: number;
+  /** vigil's clock (ms since the epoch) for arrival times and waits; `Date.now` by default. */
+  now?: () => number;
 }
 
 interface PipelineParts {
@@ -54,6 +58,12 @@ export class Service {
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
   /** Per pipeline: what its exporters consume besides work events, as their factories declare it. */
   private readonly consumes: ReadonlyMap<string, Required<ExporterCapabilities>>;
+  /** The correlation log's runner (trace-aware sessions, one failure one occurrence); created with the store. */
+  private correlation: CorrelationRunner | undefined;
+  private readonly correlationSettings: CorrelationSettings;
+  /** Trace → session facts this process wrote recently (one write per trace, not per request). */
+  private readonly writtenFacts: WrittenFacts;
+  private readonly now: () => number;
 
   constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {
     this.consumes = new Map(
@@ -65,6 +75,10 @@ export class Service {
         return [pid, { forwardedRecords: caps.some((x) => x.forwardedRecords === true), everyOccurrence: caps.some((x) => x.everyOccurrence === true) }];
       }),
     );
+    const c = config.service.correlation;
+    this.correlationSettings = { sessionWait: c.session_wait, failureWait: c.failure_wait, maxTraces: c.max_traces, traceTtl: c.trace_ttl };
+    this.writtenFacts = new WrittenFacts(this.correlationSettings);
+    this.now = opts.now ?? Date.now;
   }
 
   get isReady(): boolean {
@@ -145,6 +159,18 @@ export class Service {
       this.pipelines.set(pid, { runner, exporters: exporterRunners });
     }
 
+    const pipelineIds = [...config.service.pipelines.keys()];
+    this.correlation = new CorrelationRunner({
+      store,
+      logger: log.child({ component: 'correlation' }),
+      settings: this.correlationSettings,
+      pageSize: opts.pageSize ?? config.service.processing.page_size,
+      counting: new Set(pipelineIds.filter((pid) => config.service.pipelines.get(pid)!.processors.some((id) => registry.processors.get(config.processors.get(id)!.type)?.countsOccurrences === true))),
+      forwarding: new Set(pipelineIds.filter((pid) => this.consumes.get(pid)!.forwardedRecords)),
+      onReleased: (pids) => pids.forEach((pid) => this.pipelines.get(pid)?.runner.notify()),
+      now: this.now,
+    });
+
     // Processing needs the store. A networked store that is not reachable yet keeps connecting in
     // the background: the receivers start anyway and answer retryably until it is (DESIGN 1).
     if (store.isAvailable?.() ?? true) {
@@ -207,6 +233,7 @@ export class Service {
       }
     }
     for (const [, p] of this.pipelines) p.runner.start();
+    this.correlation?.start();
     this.processing = true;
     if (retry) this.opts.logger.info('the state store is reachable: processing started', { store: this.config.state.type });
   }
@@ -217,20 +244,25 @@ export class Service {
 
   /**
    * The ingest path of DESIGN 1: refuse (retryably) when a pipeline's backlog is over its limit,
-   * else append durably to every target pipeline and wake its runner. Resolves only after the
-   * store committed the append, which is when a receiver may acknowledge.
-   */
-  /**
-   * A receiver's state (`opts.state`) is written with the append to the last target pipeline: it
-   * never runs ahead of a pipeline that has not got the records yet, and after a crash between
-   * two appends the receiver re-reads from its older state while the event-id dedupe drops what
-   * the first pipelines already have.
+   * else append durably and wake the runners. Resolves only after the store committed the
+   * appends, which is when a receiver may acknowledge.
+   *
+   * Records of a trace that can be failures — and, while it holds any, every record — go to the
+   * correlation log first, once for all target pipelines (src/correlation/ingest.ts); the others
+   * go to each target pipeline's ingest log. The trace → session facts of the batch are written
+   * with it.
+   *
+   * A receiver's state (`opts.state`, with the facts) is written with the last append — the
+   * correlation log's when records wait there, else the last target pipeline's: it never runs
+   * ahead of a pipeline that has not got the records yet, and after a crash between two appends
+   * the receiver re-reads from its older state while the event-id dedupe drops what the first
+   * appends already have.
    */
   private consumerFor(pipelineIds: string[]): IngestConsumer {
     // Decided once: which target pipelines keep the received records for forwarding.
     const forwarding = new Set(pipelineIds.filter((pid) => this.consumes.get(pid)!.forwardedRecords));
     const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
-    const last = pipelineIds[pipelineIds.length - 1];
+    const last = pipelineIds[pipelineIds.length - 1]!;
     return async (events: AgentEvent[], opts: IngestOptions = {}) => {
       const store = this.store;
       if (!store || this.state === 'stopped') {
@@ -242,19 +274,34 @@ export class Service {
       try {
         // A malformed state write is the receiver's bug: refuse it before any pipeline has the records.
         encodeStateWrites(opts.state);
+        const now = this.now();
+        const waitingNow = await store.pendingCount(CORRELATION_PIPELINE);
         for (const pid of pipelineIds) {
-          if ((await store.pendingCount(pid)) >= maxBacklog) {
+          if ((await store.pendingCount(pid)) + waitingNow >= maxBacklog) {
             this.ingestStats.refused += events.length;
             throw new VigilError('VIGIL_INGEST_BACKPRESSURE', `pipeline '${pid}' has ${maxBacklog} or more records waiting; retry later`, { transient: true });
           }
         }
+        const facts = this.writtenFacts.writes(sessionFacts(events, opts.traceSessions), now);
+        const state = [...(opts.state ?? []), ...facts];
+        const { waiting, direct } = splitForCorrelation(events, waitingNow > 0);
+        const stateOn = waiting.length ? CORRELATION_PIPELINE : last;
         for (const pid of pipelineIds) {
-          const state = pid === last ? opts.state : undefined;
-          const r = await store.append(pid, forwarding.has(pid) ? events : withoutForwarding(events), state?.length ? { state } : {});
+          const withState = pid === stateOn && state.length > 0;
+          if (direct.length === 0 && !withState) continue;
+          const r = await store.append(pid, forwarding.has(pid) ? direct : withoutForwarding(direct), withState ? { state } : {});
           appended = Math.max(appended, r.appended);
           duplicates = Math.max(duplicates, r.duplicates);
           this.pipelines.get(pid)?.runner.notify();
         }
+        if (waiting.length) {
+          const r = await store.append(CORRELATION_PIPELINE, waiting.map((e) => waitingEvent(e, pipelineIds, now)), state.length ? { state } : {});
+          appended += r.appended;
+          duplicates += r.duplicates;
+        }
+        this.writtenFacts.note(facts, now);
+        // New records to release, or new facts that may release waiting ones.
+        if (waiting.length || facts.length) this.correlation?.notify();
       } catch (err) {
         if (isVigilError(err) && err.transient) throw err;
         this.ingestStats.refused += events.length;
@@ -273,6 +320,7 @@ export class Service {
       state: this.state,
       store,
       ingest: { ...this.ingestStats },
+      correlation: this.correlation ? structuredClone(this.correlation.stats) : undefined,
       receivers: Object.fromEntries([...this.receivers].map(([id, r]) => [id, r.stats?.() ?? {}])),
       pipelines: Object.fromEntries(
         [...this.pipelines].map(([id, p]) => [
@@ -308,6 +356,18 @@ export class Service {
       ]),
       ...componentFamilies('receiver', this.receivers),
       family('vigil_ingest_backlog_records', 'gauge', 'Records waiting in the ingest log, per pipeline.', ingestLag),
+      family(
+        'vigil_correlation_released_records_total',
+        'counter',
+        'Records the correlation log released to their pipelines, by how their session was decided: own (named by the record), trace (from another record of the trace), fallback (none known after session_wait).',
+        this.correlation ? (['own', 'trace', 'fallback'] as const).map((session) => ({ labels: { session }, value: this.correlation!.stats.released[session] })) : [],
+      ),
+      family(
+        'vigil_correlation_evidence_records_total',
+        'counter',
+        'Failure records released as evidence of a failure another record of it counts (one failure, one occurrence).',
+        this.correlation ? [{ labels: {}, value: this.correlation.stats.evidence }] : [],
+      ),
       family('vigil_pages_total', 'counter', 'Pages processed and committed.', perPipeline((s) => s.pages)),
       family('vigil_page_failures_total', 'counter', 'Page processing attempts that failed and are retried.', perPipeline((s) => s.failedPages)),
       family(
@@ -358,6 +418,16 @@ export class Service {
     for (const [id, r] of this.receivers) await settle(id, () => r.shutdown());
     // Runners that never started (the store never became reachable) have nothing to drain.
     const started = this.processing;
+    // Records whose waits are over go on to their pipelines before those drain; the others stay
+    // in the correlation log and wait out the rest after the next start.
+    if (started && this.correlation) {
+      await settle('correlation', async () => {
+        await this.correlation!.stop();
+        while (Date.now() < deadline && (await this.correlation!.runOnce())) {
+          // released a page; look again
+        }
+      });
+    }
     for (const [, p] of this.pipelines) {
       if (!started) continue;
       await settle('pipeline drain', async () => {

@@ -15,6 +15,9 @@ export function enrichmentOf(item: PageItem): Attributes | undefined {
   const out: Attributes = { 'vigil.classification': d.classification };
   if (d.signature) out['vigil.signature'] = d.signature;
   if (d.fingerprint) out['vigil.fingerprint'] = d.fingerprint;
+  const c = item.entry.event.correlation;
+  // Evidence of a failure another record counts (DESIGN 3.3): which record.
+  if (c && c.counted !== item.entry.event.eventId) out['vigil.evidence_of'] = c.counted;
   if (item.occurrence) {
     out['vigil.occurrence.id'] = item.occurrence.occurrenceId;
     out['vigil.group.key'] = item.occurrence.groupKey;

@@ -2,6 +2,7 @@ import { from } from 'rxjs';
 import type { ProcessorFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import { DEFAULT_GROUPING_WINDOW_MS, DEFAULT_MAX_PER_TURN, DEFAULT_MIN_RECURRENCE } from './decide.ts';
+import { COUNTED_MAX_ENTRIES, COUNTED_NAMESPACE } from './counted.ts';
 import { recurrence } from './operator.ts';
 
 const schema = s.object({
@@ -20,14 +21,17 @@ export type RecurrenceConfig = Infer<typeof schema>;
 export const recurrenceFactory: ProcessorFactory<RecurrenceConfig> = {
   type: 'recurrence',
   schema,
+  countsOccurrences: true,
   create(settings, cfg) {
     const { store, pipeline } = settings;
+    const counted = settings.state.withNamespace(COUNTED_NAMESPACE, { maxEntries: COUNTED_MAX_ENTRIES });
     return recurrence(
       { minRecurrence: cfg.min_recurrence, groupingWindow: cfg.grouping_window, maxPerTurn: cfg.max_per_turn, scope: cfg.scope },
       {
         loadGroups: (keys) => from(store.loadGroups(keys)),
         loadTurns: (_p, turnIds) => from(store.loadTurns(pipeline, turnIds)),
         lookupRevisions: (ids) => from(store.lookupRevisions(ids)),
+        loadCounted: (ids) => from(counted.load(ids)),
       },
       {
         onUnresolvedRevision: (executionId, event, page) =>

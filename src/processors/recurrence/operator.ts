@@ -5,7 +5,7 @@
  * the state view passed in; it keeps nothing between pages itself.
  */
 import { concatMap, forkJoin, from, map, of, type ObservableInput, type OperatorFunction } from 'rxjs';
-import { isFailure, type AgentEvent } from '../../model/event.ts';
+import { isEvidenceOnly, isFailure, type AgentEvent } from '../../model/event.ts';
 import {
   groupKey as makeGroupKey,
   occurrenceId as makeOccurrenceId,
@@ -14,10 +14,12 @@ import {
   workEventId,
   workId as makeWorkId,
 } from '../../model/identity.ts';
-import type { Decision, GroupState, OutboxItem, WorkEventType, WorkOutboxItem } from '../../model/work.ts';
+import type { Decision, GroupState, OutboxItem, WorkEventData, WorkEventType, WorkOutboxItem } from '../../model/work.ts';
+import type { StateEntry, StateWrite } from '../../store/state.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { PageItem, WorkPage } from '../page.ts';
 import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
+import { COUNTED_MAX_ENTRIES, COUNTED_NAMESPACE, COUNTED_TTL_MS, type CountedOccurrence } from './counted.ts';
 
 export type GroupingScope = 'service' | 'session';
 
@@ -26,6 +28,11 @@ export interface RecurrenceStateView {
   loadGroups(keys: readonly string[]): ObservableInput<Map<string, GroupState>>;
   loadTurns(pipeline: string, turnIds: readonly string[]): ObservableInput<Map<string, number>>;
   lookupRevisions(executionIds: readonly string[]): ObservableInput<Map<string, string>>;
+  /**
+   * Occurrences already counted, among `occurrenceIds` (the store's `occurrences` namespace, see
+   * counted.ts). Absent: nothing is looked up, every occurrence of a page is counted.
+   */
+  loadCounted?(occurrenceIds: readonly string[]): ObservableInput<Map<string, StateEntry>>;
 }
 
 export interface RecurrenceOptions extends RecurrencePolicy {
@@ -52,7 +59,8 @@ export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView, 
         return forkJoin({
           groups: planned.length ? from(state.loadGroups(unique(planned.map((p) => p.groupKey)))) : from([new Map<string, GroupState>()]),
           turns: planned.length ? from(state.loadTurns(page.pipeline, turnIds)) : from([new Map<string, number>()]),
-        }).pipe(map(({ groups, turns }) => applyPage(page, opts, planned, revisions, groups, turns)));
+          counted: planned.length && state.loadCounted ? from(state.loadCounted(unique(planned.map((p) => p.occurrenceId)))) : from([new Map<string, StateEntry>()]),
+        }).pipe(map(({ groups, turns, counted }) => applyPage(page, opts, planned, revisions, groups, turns, counted)));
       }),
     );
   });
@@ -94,6 +102,8 @@ function planPage(
       return;
     }
     if (!item.diagnosis || !isFailure(item.diagnosis)) return;
+    // Another record of the same failure is counted (DESIGN 3.3, one failure, one occurrence).
+    if (isEvidenceOnly(event)) return;
     const identity = item.diagnosis.identity;
     let revision: string;
     if (identity?.rules === 'reference') {
@@ -187,8 +197,15 @@ function applyPage(
   revisions: Array<{ executionId: string; revision: string }>,
   stored: Map<string, GroupState>,
   storedTurns: Map<string, number>,
+  counted: Map<string, StateEntry>,
 ): WorkPage {
   const items: PageItem[] = page.items.slice();
+  /** Occurrences counted before (by another pipeline, or a repeated record), and those counted by this page. */
+  const countedBefore = new Map<string, { entry: CountedOccurrence; version: number }>();
+  for (const [id, e] of counted) countedBefore.set(id, { entry: e.value as CountedOccurrence, version: e.version });
+  const countedNow = new Set<string>();
+  const ledger: StateWrite[] = [];
+  const replayed: OutboxItem[] = [];
   const groups = new Map<string, GroupState>();
   const turnsCreated = new Map<string, number>();
   /** Groups updated while their work item was open, with the item that updated them last. */
@@ -199,6 +216,25 @@ function applyPage(
   for (const p of planned) {
     const item = items[p.index]!;
     const event = item.entry.event;
+    const before = countedBefore.get(p.occurrenceId);
+    if (before || countedNow.has(p.occurrenceId)) {
+      // Counted already: the same record reached this page twice, or another pipeline counted it
+      // (two pipelines take the same receiver). It is not counted again; a pipeline that has not
+      // delivered its work events yet delivers the same events (same ids, same content).
+      if (before) {
+        const c = before.entry;
+        items[p.index] = {
+          ...item,
+          occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision: c.d, workId: c.w, revision: p.revision, ...operationOf(p), count: c.c, ...(c.s ? { suppressed: c.s } : {}) },
+        };
+        if (!c.p.includes(page.pipeline)) {
+          for (const e of c.e) replayed.push(workEvent(e.type === 'c' ? 'dev.vigil.work.created' : 'dev.vigil.work.updated', items[p.index]!, p, snapshotGroup(p.groupKey, c.w!, e), e.d));
+          ledger.push(countedWrite(p.occurrenceId, { ...c, p: [...c.p, page.pipeline] }, before.version + 1));
+        }
+      }
+      continue;
+    }
+    countedNow.add(p.occurrenceId);
     const previous = groups.get(p.groupKey) ?? stored.get(p.groupKey);
     const total = (previous?.count ?? 0) + 1;
     const decision = decide(opts, total, previous?.lastSeen, event.time);
@@ -255,6 +291,23 @@ function applyPage(
     outbox.push(workEvent('dev.vigil.work.updated', item, p, groups.get(key)!, item.occurrence!.decision));
   }
 
+  // What each occurrence counted here produced, so that a pipeline seeing it later counts it not
+  // again and delivers the same events.
+  const emitted = new Map<string, CountedOccurrence['e']>();
+  for (const o of outbox) {
+    if (o.kind !== 'work') continue;
+    const d = o.event.data;
+    const list = emitted.get(d.occurrence_id) ?? [];
+    list.push({ type: o.event.type === 'dev.vigil.work.created' ? 'c' : 'u', d: d.decision, c: d.count, f: Date.parse(d.first_seen), l: Date.parse(d.last_seen) });
+    emitted.set(d.occurrence_id, list);
+  }
+  for (const id of countedNow) {
+    const item = items.find((i) => i.occurrence?.occurrenceId === id)!;
+    const o = item.occurrence!;
+    ledger.push(countedWrite(id, { p: [page.pipeline], d: o.decision, w: o.workId, c: o.count, ...(o.suppressed ? { s: o.suppressed } : {}), e: emitted.get(id) ?? [] }, 1));
+  }
+  outbox.push(...replayed);
+
   return {
     ...page,
     items,
@@ -265,8 +318,18 @@ function applyPage(
       revisions: [...page.commit.revisions, ...revisions],
       failures: [...page.commit.failures, ...failures],
       outbox: [...page.commit.outbox, ...outbox],
+      ...(ledger.length ? { state: [...(page.commit.state ?? []), ...ledger] } : {}),
     },
   };
+}
+
+function countedWrite(occurrenceId: string, value: CountedOccurrence, version: number): StateWrite {
+  return { namespace: COUNTED_NAMESPACE, key: occurrenceId, value, version, ttlMs: COUNTED_TTL_MS, maxEntries: COUNTED_MAX_ENTRIES };
+}
+
+/** The group as a recorded work event saw it. */
+function snapshotGroup(groupKey: string, workId: string, e: CountedOccurrence['e'][number]): GroupState {
+  return { groupKey, count: e.c, firstSeen: e.f, lastSeen: e.l, lastDecision: e.d, openWorkId: workId, workGeneration: 0, version: 0 };
 }
 
 const EXCERPT_MAX = 2000;
@@ -302,14 +365,25 @@ function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, gr
         operation: p.operation ?? null,
         trace_id: event.traceId ?? null,
         span_id: event.spanId ?? null,
+        ...(event.user !== undefined ? { user: event.user } : {}),
         evidence: {
           kind: event.kind,
           source: event.source,
           event_id: event.eventId,
           excerpt: d.excerpt ? d.excerpt.slice(0, EXCERPT_MAX) : null,
+          ...relatedEvidence(event),
         },
       },
     },
+  };
+}
+
+/** The other records of the failure (DESIGN 3.3), as the work event lists them. */
+function relatedEvidence(event: AgentEvent): { related?: WorkEventData['evidence']['related'] } {
+  const related = event.correlation?.related;
+  if (!related?.length) return {};
+  return {
+    related: related.map((r) => ({ event_id: r.eventId, source: r.source, kind: r.kind ?? null, span_id: r.spanId ?? null, excerpt: r.excerpt ?? null })),
   };
 }
 

@@ -1,0 +1,220 @@
+/**
+ * Drives the correlation log (src/correlation/): reads its page, plans what may go on
+ * (plan.ts), appends those records to the ingest logs of their pipelines — each in its decided
+ * session, with its correlation — and then commits the log's cursor together with the failure
+ * records it released per trace. One round at a time; across sidecars on Redis the cursor commit
+ * decides a race (the loser's round is refused and planned again).
+ *
+ * Crash safety: the appends come before the commit. A crash in between leaves the records in
+ * the log; the next round plans them again from the same state and appends them again, which the
+ * pipelines' event-id dedupe drops. Nothing acknowledged is lost (the records stay in the
+ * correlation log until their pipelines have them) or counted twice. The waits count from each
+ * record's arrival time, which is part of the record, so after a restart a record waits only for
+ * what is left of its wait.
+ */
+import { errorMessage, isVigilError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { AgentEvent } from '../model/event.ts';
+import { CORRELATION_PIPELINE, TRACE_FAILURES_NAMESPACE, TRACE_SESSION_NAMESPACE, WAITING_PARTITION, type CorrelationSettings } from '../correlation/ingest.ts';
+import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
+import type { StateWrite } from '../store/state.ts';
+import type { LogEntry, StateStore } from '../store/types.ts';
+import { backoffDelay, sleep, Wakeup } from './backoff.ts';
+import { IDLE_POLL_MS } from './pipeline-runner.ts';
+
+/** Longest page the runner reads to bring a failure record's whole wait into view. */
+export const MAX_CORRELATION_PAGE = 65_536;
+
+export interface CorrelationRunnerOptions {
+  store: StateStore;
+  logger: Logger;
+  settings: CorrelationSettings;
+  pageSize: number;
+  /** Pipelines that count occurrences (a processor that does, e.g. `recurrence`). */
+  counting: ReadonlySet<string>;
+  /** Pipelines that forward received records downstream: they keep each record's received copy. */
+  forwarding: ReadonlySet<string>;
+  /** Records were appended to these pipelines. */
+  onReleased?(pipelines: readonly string[]): void;
+  /** vigil's clock (ms since the epoch); `Date.now` by default. */
+  now?: () => number;
+}
+
+export interface CorrelationStats {
+  /** Records released to their pipelines, by how their session was decided. */
+  released: { own: number; trace: number; fallback: number };
+  /** Records released as evidence of a failure another record counts. */
+  evidence: number;
+  rounds: number;
+  failedRounds: number;
+}
+
+export class CorrelationRunner {
+  private readonly wakeup = new Wakeup();
+  private readonly abort = new AbortController();
+  private readonly now: () => number;
+  private loop: Promise<void> | undefined;
+  private busy: Promise<boolean> | undefined;
+  private wakeAt: number | null = null;
+  private failures = 0;
+  readonly stats: CorrelationStats = { released: { own: 0, trace: 0, fallback: 0 }, evidence: 0, rounds: 0, failedRounds: 0 };
+
+  constructor(private readonly opts: CorrelationRunnerOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Records (or trace → session facts) were appended. */
+  notify(): void {
+    this.wakeup.notify();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+  }
+
+  /** How long the loop sleeps when idle: until the first waiting record may go, at most the idle poll. */
+  idleWaitMs(): number {
+    if (this.wakeAt === null) return IDLE_POLL_MS;
+    return Math.max(0, Math.min(IDLE_POLL_MS, this.wakeAt - this.now()));
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      let progressed = false;
+      try {
+        progressed = await this.runOnce();
+        if (this.failures > 0) this.opts.logger.info('the correlation log is processed again', {});
+        this.failures = 0;
+      } catch (err) {
+        this.stats.failedRounds++;
+        this.failures++;
+        if (isVigilError(err, 'VIGIL_STORE_CONFLICT')) {
+          this.opts.logger.debug('correlation log: commit conflict; planned again', { error: errorMessage(err) });
+          continue;
+        }
+        const delay = backoffDelay({ initial: 200, max: 5000 }, this.failures);
+        if (this.failures === 1 || this.failures % 20 === 0) {
+          this.opts.logger.warn('correlation log: a round failed; its records stay and are retried', { attempts: this.failures, retry_in_ms: delay, error: errorMessage(err) });
+        }
+        await sleep(delay, signal);
+        continue;
+      }
+      if (!progressed) await this.wakeup.wait(this.idleWaitMs(), signal);
+    }
+  }
+
+  /** One round: release what may go now. True when anything was released. Rounds never overlap. */
+  async runOnce(): Promise<boolean> {
+    while (this.busy) await this.busy.catch(() => undefined);
+    this.busy = this.round();
+    try {
+      return await this.busy;
+    } finally {
+      this.busy = undefined;
+    }
+  }
+
+  private async round(): Promise<boolean> {
+    const { store, settings } = this.opts;
+    let limit = this.opts.pageSize;
+    for (;;) {
+      const entries = await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
+      if (entries.length === 0) {
+        this.wakeAt = null;
+        return false;
+      }
+      const { sessions, released, versions } = await this.loadState(entries);
+      const plan = planRelease(
+        { entries, sessions, released, complete: entries.length < limit || limit >= MAX_CORRELATION_PAGE },
+        { now: this.now(), sessionWait: settings.sessionWait, failureWait: settings.failureWait, counts: (ps) => ps.some((p) => this.opts.counting.has(p)) },
+      );
+      this.wakeAt = plan.wakeAt;
+      if (plan.released.length === 0 && plan.needMore) {
+        limit = Math.min(limit * 4, MAX_CORRELATION_PAGE);
+        continue;
+      }
+      if (plan.released.length === 0) return false;
+      await this.release(plan, versions);
+      return true;
+    }
+  }
+
+  /** The known sessions of the page's traces, and the failure records released per trace (with their versions). */
+  private async loadState(entries: readonly LogEntry[]) {
+    const awaiting = new Set<string>();
+    const traces = new Set<string>();
+    for (const { event } of entries) {
+      if (event.traceId === undefined) continue;
+      traces.add(event.traceId);
+      if (event.awaitsSession) awaiting.add(event.traceId);
+    }
+    const [sessionEntries, failureEntries] = await Promise.all([
+      awaiting.size ? this.opts.store.loadState(TRACE_SESSION_NAMESPACE, [...awaiting]) : new Map(),
+      traces.size ? this.opts.store.loadState(TRACE_FAILURES_NAMESPACE, [...traces]) : new Map(),
+    ]);
+    const sessions = new Map<string, string>();
+    for (const [traceId, e] of sessionEntries) if (typeof e.value === 'string') sessions.set(traceId, e.value);
+    const released = new Map<string, ReleasedRecord[]>();
+    const versions = new Map<string, number>();
+    for (const [traceId, e] of failureEntries) {
+      const list = (e.value as { r?: unknown } | null)?.r;
+      if (Array.isArray(list)) released.set(traceId, list as ReleasedRecord[]);
+      versions.set(traceId, e.version);
+    }
+    return { sessions, released, versions };
+  }
+
+  private async release(plan: ReleasePlan, versions: ReadonlyMap<string, number>): Promise<void> {
+    const { store, settings, forwarding } = this.opts;
+    const byPipeline = new Map<string, AgentEvent[]>();
+    for (const { event } of plan.released) {
+      const { route, ...rest } = event;
+      for (const pid of route?.pipelines ?? []) {
+        const list = byPipeline.get(pid) ?? [];
+        list.push(forwarding.has(pid) ? rest : withoutReceivedCopy(rest));
+        byPipeline.set(pid, list);
+      }
+    }
+    // The pipelines get the records first; a crash before the commit below repeats these appends, which dedupe drops.
+    for (const [pid, events] of byPipeline) await store.append(pid, events);
+    const state: StateWrite[] = [...plan.traces].map(([traceId, list]) => ({
+      namespace: TRACE_FAILURES_NAMESPACE,
+      key: traceId,
+      value: { r: list },
+      version: (versions.get(traceId) ?? 0) + 1,
+      ttlMs: settings.traceTtl,
+      maxEntries: settings.maxTraces,
+    }));
+    await store.commit({
+      pipeline: CORRELATION_PIPELINE,
+      partition: WAITING_PARTITION,
+      cursor: plan.released[plan.released.length - 1]!.entryId,
+      groups: [],
+      turns: [],
+      revisions: [],
+      outbox: [],
+      failures: [],
+      state,
+    });
+    this.stats.rounds++;
+    for (const r of plan.released) {
+      this.stats.released[r.session]++;
+      const c = r.event.correlation;
+      if (c && c.counted !== r.event.eventId) this.stats.evidence++;
+    }
+    this.opts.onReleased?.([...byPipeline.keys()]);
+  }
+}
+
+/** A record as a pipeline that does not forward keeps it: without the received copy. */
+export function withoutReceivedCopy(event: AgentEvent): AgentEvent {
+  if (!event.forward) return event;
+  const { forward: _forward, ...rest } = event;
+  return rest;
+}
