@@ -60,7 +60,7 @@ export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView, 
           groups: planned.length ? from(state.loadGroups(unique(planned.map((p) => p.groupKey)))) : from([new Map<string, GroupState>()]),
           turns: planned.length ? from(state.loadTurns(page.pipeline, turnIds)) : from([new Map<string, number>()]),
           counted: planned.length && state.loadCounted ? from(state.loadCounted(unique(planned.map((p) => p.occurrenceId)))) : from([new Map<string, StateEntry>()]),
-        }).pipe(map(({ groups, turns, counted }) => applyPage(page, opts, planned, revisions, groups, turns, counted)));
+        }).pipe(map(({ groups, turns, counted }) => applyPage(page, opts, planned, revisions, groups, turns, state.loadCounted ? counted : undefined)));
       }),
     );
   });
@@ -197,12 +197,13 @@ function applyPage(
   revisions: Array<{ executionId: string; revision: string }>,
   stored: Map<string, GroupState>,
   storedTurns: Map<string, number>,
-  counted: Map<string, StateEntry>,
+  /** Occurrences counted before, among the page's; undefined: counted occurrences are not kept (no `loadCounted`). */
+  counted: Map<string, StateEntry> | undefined,
 ): WorkPage {
   const items: PageItem[] = page.items.slice();
   /** Occurrences counted before (by another pipeline, or a repeated record), and those counted by this page. */
   const countedBefore = new Map<string, { entry: CountedOccurrence; version: number }>();
-  for (const [id, e] of counted) countedBefore.set(id, { entry: e.value as CountedOccurrence, version: e.version });
+  for (const [id, e] of counted ?? []) countedBefore.set(id, { entry: e.value as CountedOccurrence, version: e.version });
   const countedNow = new Set<string>();
   const ledger: StateWrite[] = [];
   const replayed: OutboxItem[] = [];
@@ -301,7 +302,7 @@ function applyPage(
     list.push({ type: o.event.type === 'dev.vigil.work.created' ? 'c' : 'u', d: d.decision, c: d.count, f: Date.parse(d.first_seen), l: Date.parse(d.last_seen) });
     emitted.set(d.occurrence_id, list);
   }
-  for (const id of countedNow) {
+  for (const id of counted ? countedNow : []) {
     const item = items.find((i) => i.occurrence?.occurrenceId === id)!;
     const o = item.occurrence!;
     ledger.push(countedWrite(id, { p: [page.pipeline], d: o.decision, w: o.workId, c: o.count, ...(o.suppressed ? { s: o.suppressed } : {}), e: emitted.get(id) ?? [] }, 1));
