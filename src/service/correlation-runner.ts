@@ -17,7 +17,7 @@ import type { Logger } from '../logger.ts';
 import type { AgentEvent } from '../model/event.ts';
 import { CORRELATION_PIPELINE, TRACE_FAILURES_NAMESPACE, TRACE_SESSION_NAMESPACE, WAITING_PARTITION, type CorrelationSettings } from '../correlation/ingest.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
-import type { StateWrite } from '../store/state.ts';
+import type { StateEntry, StateWrite } from '../store/state.ts';
 import type { LogEntry, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from './backoff.ts';
 import { IDLE_POLL_MS } from './pipeline-runner.ts';
@@ -86,7 +86,7 @@ export class CorrelationRunner {
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      let progressed = false;
+      let progressed: boolean;
       try {
         progressed = await this.runOnce();
         if (this.failures > 0) this.opts.logger.info('the correlation log is processed again', {});
@@ -155,8 +155,8 @@ export class CorrelationRunner {
       if (event.awaitsSession) awaiting.add(event.traceId);
     }
     const [sessionEntries, failureEntries] = await Promise.all([
-      awaiting.size ? this.opts.store.loadState(TRACE_SESSION_NAMESPACE, [...awaiting]) : new Map(),
-      traces.size ? this.opts.store.loadState(TRACE_FAILURES_NAMESPACE, [...traces]) : new Map(),
+      awaiting.size ? this.opts.store.loadState(TRACE_SESSION_NAMESPACE, [...awaiting]) : new Map<string, StateEntry>(),
+      traces.size ? this.opts.store.loadState(TRACE_FAILURES_NAMESPACE, [...traces]) : new Map<string, StateEntry>(),
     ]);
     const sessions = new Map<string, string>();
     for (const [traceId, e] of sessionEntries) if (typeof e.value === 'string') sessions.set(traceId, e.value);
