@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { sessionFacts, splitForCorrelation, waitingEvent } from '../src/correlation/ingest.ts';
+import { canonicalFailure } from '../src/correlation/failure-keys.ts';
+import { DEFAULT_CORRELATION, sessionFacts, splitForCorrelation, TRACE_SESSION_NAMESPACE, waitingEvent, WrittenFacts } from '../src/correlation/ingest.ts';
 import { planRelease, type ReleasedRecord } from '../src/correlation/plan.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
@@ -331,3 +332,54 @@ function permutations<T>(xs: readonly T[]): T[][] {
   if (xs.length <= 1) return [xs.slice()];
   return xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
 }
+
+describe('the same failure once type prefixes and wrappers are set aside', () => {
+  const rows: Array<[string, string | undefined]> = [
+    ['429 Rate limit reached for gpt-4o-mini', '429 Rate limit reached for gpt-4o-mini'],
+    ['Error: 429 Rate limit reached for gpt-4o-mini\n    at APIError.generate (x.js:1:1)', '429 Rate limit reached for gpt-4o-mini'],
+    ['AI_APICallError: Rate limit reached', 'Rate limit reached'],
+    ["Error: KeyError: 'results'", "'results'"],
+    ["tool run_python failed (attempt 3): Error: KeyError: 'results'", "'results'"],
+    ["[retry] attempt 1 failed: KeyError: 'results'", "'results'"],
+    ['Uncaught TypeError [ERR_INVALID_ARG_TYPE]: bad argument', 'bad argument'],
+    ['java.io.IOException: disk full', 'disk full'],
+    ["Error code: 429 - {'error': {}}", "Error code: 429 - {'error': {}}"],
+    ['Error: x', undefined],
+    ['   \n  ', undefined],
+  ];
+  for (const [text, canonical] of rows) test(JSON.stringify(text.slice(0, 50)), () => assert.equal(canonicalFailure(text), canonical));
+});
+
+describe('correlation at ingest', () => {
+  const event = (over: Partial<AgentEvent>): AgentEvent => ({ eventId: 'e', kind: 'execution.completed', payload: { state: 'error' }, partition: 'p', time: 0, service: 's', source: 'otlp.logs', ...over });
+
+  test('records of a trace wait; others only while the log holds records; forward-only records never', () => {
+    const traced = event({ traceId: 't1' });
+    const untraced = event({});
+    const forwardOnly = event({ traceId: 't1', forwardOnly: true });
+    assert.deepEqual(splitForCorrelation([traced, untraced, forwardOnly], false), { waiting: [traced], direct: [untraced, forwardOnly] });
+    assert.deepEqual(splitForCorrelation([traced, untraced, forwardOnly], true), { waiting: [traced, untraced], direct: [forwardOnly] });
+    assert.deepEqual(waitingEvent(traced, ['traces'], 42).route, { pipelines: ['traces'], receivedAt: 42, partition: 'p' });
+  });
+
+  test('a batch tells the sessions its receiver found and those its records name; a record that awaits its session tells none', () => {
+    const facts = sessionFacts([event({ traceId: 't1', partition: 's1' }), event({ traceId: 't2', partition: 'fallback', awaitsSession: true })], new Map([['t3', 's3']]));
+    assert.deepEqual([...facts].sort(), [
+      ['t1', 's1'],
+      ['t3', 's3'],
+    ]);
+  });
+
+  test('a process writes a trace session once, again when it changes or after half its TTL', () => {
+    const written = new WrittenFacts(DEFAULT_CORRELATION, 2);
+    const facts = new Map([['t1', 's1']]);
+    const first = written.writes(facts, 0);
+    assert.deepEqual(first, [{ namespace: TRACE_SESSION_NAMESPACE, key: 't1', value: 's1', ttlMs: DEFAULT_CORRELATION.traceTtl, maxEntries: DEFAULT_CORRELATION.maxTraces }]);
+    written.note(first, 0);
+    assert.deepEqual(written.writes(facts, 1000), []);
+    assert.equal(written.writes(new Map([['t1', 's2']]), 1000).length, 1);
+    assert.equal(written.writes(facts, DEFAULT_CORRELATION.traceTtl / 2).length, 1);
+    written.note(written.writes(new Map([['t2', 'x'], ['t3', 'y']]), 5), 5);
+    assert.equal(written.writes(facts, 1000).length, 1, 'bounded: the oldest is forgotten');
+  });
+});

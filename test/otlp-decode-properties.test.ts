@@ -4,7 +4,8 @@
  *   decodes to the same records, fully built or with the relevance test skipping records;
  * - checking a record and building it never disagree: with skipIrrelevant, the records built are
  *   exactly those of the full decode the relevance test keeps, with the same rejections and counts,
- *   and they map to the same events (the test is where the mapping starts too);
+ *   and they map to the same events (the test is where the mapping starts too); the sessions the
+ *   skipped records name are handed back, so a trace's session is the same either way;
  * - the JSON reader refuses exactly what is not JSON: whenever JSON.parse throws on a mutated body,
  *   the decoder refuses the request, and it only calls a body "not valid JSON" when JSON.parse does
  *   (or when the nesting bound is crossed).
@@ -30,7 +31,7 @@ const LogsRequest = otlp.collector.logs.v1.ExportLogsServiceRequest;
 // Valid requests in their OTLP/JSON form.
 
 const hexId = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'));
-const text = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.constantFrom('', 'exception', 'error.type', 'event.name', 'Traceback (most recent call last):\nValueError: x', '{"kind":"tool.result"}'));
+const text = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.constantFrom('', 'exception', 'error.type', 'event.name', 'session.id', 'ai.telemetry.metadata.sessionId', 'Traceback (most recent call last):\nValueError: x', '{"kind":"tool.result"}'));
 const nanos = fc.oneof(fc.constant('0'), fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }).map(String));
 const double = fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => (Object.is(d, -0) ? 0 : d));
 const anyValue: fc.Arbitrary<Record<string, unknown>> = fc.letrec((tie) => ({
@@ -88,6 +89,11 @@ function toProtobufObject(v: unknown, key = ''): unknown {
   return v;
 }
 
+/** Trace → session of a request: what the decoder handed back for skipped records and what the mapping found on built ones. */
+function sessionsOf(skipped: ReadonlyMap<string, string>, built: ReadonlyMap<string, string>): Array<[string, string]> {
+  return [...new Map([...built, ...skipped])].sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
 const keepSpan = (s: Parameters<typeof spanFacts>[0]) => spanMayMatter(spanFacts(s));
 const keepLog = (l: Parameters<typeof logFacts>[0]) => logMayMatter(logFacts(l));
 
@@ -114,6 +120,7 @@ describe('OTLP/JSON and OTLP/protobuf decode generated requests alike', () => {
         const skipping = decodeTracesJson(json, { skipIrrelevant: true });
         assertSkipping(fromJson as never, skipping as never, 'spans', keepSpan);
         assert.deepEqual(mapTraces(skipping.groups, { now: () => 0 }).events, mapTraces(fromJson.groups, { now: () => 0 }).events);
+        assert.deepEqual(sessionsOf(skipping.sessions, mapTraces(skipping.groups).traceSessions), sessionsOf(new Map(), mapTraces(fromJson.groups).traceSessions));
         assert.deepEqual(decodeTracesProtobuf(bytes, { skipIrrelevant: true }), skipping);
       }),
       { numRuns: 300 },
@@ -131,6 +138,7 @@ describe('OTLP/JSON and OTLP/protobuf decode generated requests alike', () => {
         const skipping = decodeLogsJson(json, { skipIrrelevant: true });
         assertSkipping(fromJson as never, skipping as never, 'logs', keepLog);
         assert.deepEqual(mapLogs(skipping.groups, { now: () => 0 }).events, mapLogs(fromJson.groups, { now: () => 0 }).events);
+        assert.deepEqual(sessionsOf(skipping.sessions, mapLogs(skipping.groups).traceSessions), sessionsOf(new Map(), mapLogs(fromJson.groups).traceSessions));
         assert.deepEqual(decodeLogsProtobuf(bytes, { skipIrrelevant: true }), skipping);
       }),
       { numRuns: 300 },

@@ -568,8 +568,8 @@ describe('OTLP mapping: the relevance of text below ERROR', () => {
 });
 
 describe('OTLP mapping: the partition order', () => {
-  test('session.id, gen_ai.conversation.id, conversation.id, mcp.session.id, then the resource service.instance.id', () => {
-    const keys = ['session.id', 'gen_ai.conversation.id', 'conversation.id', 'mcp.session.id'];
+  test('session.id, gen_ai.conversation.id, conversation.id, mcp.session.id, ai.telemetry.metadata.sessionId, then the resource service.instance.id', () => {
+    const keys = ['session.id', 'gen_ai.conversation.id', 'conversation.id', 'mcp.session.id', 'ai.telemetry.metadata.sessionId'];
     for (let i = 0; i < keys.length; i++) {
       const attributes = Object.fromEntries(keys.slice(i).map((k) => [k, `by-${k}`]));
       const r = mapLogs(logsOf([log({ severityNumber: 17, body: 'x', attributes })]));
@@ -577,5 +577,72 @@ describe('OTLP mapping: the partition order', () => {
     }
     const r = mapLogs(logsOf([log({ severityNumber: 17, body: 'x' })], { 'service.instance.id': 'inst-9', 'mcp.session.id': 'mcp-1' }));
     assert.equal(r.events[0]!.partition, 'mcp-1');
+  });
+});
+
+describe('OTLP mapping: the session of a trace', () => {
+  test('a record in a trace that names no session awaits its trace session; its partition is only the fallback', () => {
+    const r = mapTraces(tracesOf([span({ status: { code: 2, message: 'boom' }, parentSpanId: 'aaaaaaaaaaaaaaaa' })]));
+    assert.equal(r.events[0]!.partition, 'inst-1');
+    assert.equal(r.events[0]!.awaitsSession, true);
+    assert.equal(r.events[0]!.parentSpanId, 'aaaaaaaaaaaaaaaa');
+    const logged = mapLogs(logsOf([log({ severityNumber: 17, body: 'x' })]));
+    assert.equal(logged.events[0]!.awaitsSession, true);
+  });
+
+  test('a record that names its session (or whose resource does), or outside any trace, awaits nothing', () => {
+    const own = mapTraces(tracesOf([span({ status: { code: 2, message: 'boom' }, attributes: { 'session.id': 's-1' } })]));
+    assert.equal(own.events[0]!.awaitsSession, undefined);
+    const byResource = mapLogs(logsOf([log({ severityNumber: 17, body: 'x' })], { ...RESOURCE, 'session.id': 's-2' }));
+    assert.equal(byResource.events[0]!.awaitsSession, undefined);
+    const untraced = mapLogs(logsOf([log({ severityNumber: 17, body: 'x', traceId: undefined, spanId: undefined })]));
+    assert.equal(untraced.events[0]!.awaitsSession, undefined);
+  });
+
+  test('every record that names a session tells its trace session, kept or not', () => {
+    const root = span({ spanId: 'bbbbbbbbbbbbbbbb', name: 'invoke_agent demo', attributes: { 'gen_ai.operation.name': 'invoke_agent', 'session.id': 'sess-root' } });
+    const child = span({ spanId: 'cccccccccccccccc', status: { code: 2, message: 'boom' } });
+    const r = mapTraces(tracesOf([child, root]));
+    assert.equal(r.relevant, 1, 'the successful root is not kept');
+    assert.deepEqual([...r.traceSessions], [[TRACE_ID, 'sess-root']]);
+  });
+});
+
+describe('OTLP mapping: the Vercel AI SDK', () => {
+  const metadata = { 'ai.telemetry.metadata.sessionId': 'sess-ai', 'ai.telemetry.metadata.userId': 'user-7' };
+
+  test('ai.telemetry.metadata.sessionId is the session and userId the user', () => {
+    const r = mapTraces(tracesOf([span({ name: 'ai.generateText', status: { code: 2, message: 'x' }, attributes: metadata })]));
+    assert.equal(r.events[0]!.partition, 'sess-ai');
+    assert.equal(r.events[0]!.user, 'user-7');
+    assert.equal(r.events[0]!.awaitsSession, undefined);
+  });
+
+  test('a failed ai.toolCall is a tool error whose operation is the tool name', () => {
+    const r = mapTraces(
+      tracesOf([
+        span({
+          name: 'ai.toolCall',
+          status: { code: 2, message: "SyntaxError: Unexpected token '}'" },
+          attributes: { ...metadata, 'ai.toolCall.name': 'read_json', 'ai.toolCall.id': 'call_1' },
+          events: [{ name: 'exception', timeUnixNano: '0', timeMs: undefined, attributes: { 'exception.type': 'Error', 'exception.message': "SyntaxError: Unexpected token '}'" } }],
+        }),
+      ]),
+    );
+    const e = r.events[0]!;
+    assert.equal(e.kind, 'tool.result');
+    assert.equal(e.operation, 'read_json');
+    assert.equal(e.payload.tool_name, 'read_json');
+    assert.equal(e.payload.call_id, 'call_1');
+  });
+
+  test('ai.generateText.doGenerate and ai.streamText.doStream are model requests: provider and model from ai.model.*', () => {
+    for (const name of ['ai.generateText.doGenerate', 'ai.streamText.doStream']) {
+      const r = mapTraces(tracesOf([span({ name, status: { code: 2, message: 'Rate limit reached' }, attributes: { ...metadata, 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini' } })]));
+      const mr = r.events[0]!.payload.model_request as Record<string, unknown>;
+      assert.equal(mr.provider, 'openai.chat', name);
+      assert.equal(mr.model, 'gpt-4o-mini', name);
+      assert.equal(r.events[0]!.operation, name);
+    }
   });
 });

@@ -214,3 +214,81 @@ describe('recurrence identity and revision (DESIGN 3.3)', () => {
     assert.notEqual(occ[0]!.groupKey, occ[1]!.groupKey);
   });
 });
+
+describe('recurrence: one failure, one occurrence (marble tests, virtual time)', () => {
+  /** A harness whose state also keeps the `occurrences` namespace, shared by the pipelines it runs. */
+  function sharedHarness(opts: RecurrenceOptions) {
+    const state = mapState();
+    const counted = new Map<string, { value: unknown; version: number }>();
+    const scheduler = new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected));
+    const operator = recurrence(opts, {
+      loadGroups: (keys) => of(state.pick(state.groups, keys)),
+      loadTurns: (_p, ids) => of(state.pick(state.turns, ids)),
+      lookupRevisions: (ids) => of(state.pick(state.revisions, ids)),
+      loadCounted: (ids) => of(state.pick(counted, ids)),
+    });
+    const events: Array<{ pipeline: string; id: string; type: string; count: number; decision: string; related: string[] }> = [];
+    const run = (source: Observable<WorkPage>) =>
+      source.pipe(
+        operator,
+        tap((p) => {
+          state.apply(p.commit);
+          for (const w of p.commit.state ?? []) {
+            const cur = counted.get(w.key)?.version ?? 0;
+            assert.equal(w.version, cur + 1, `a conditional write of ${w.key} on the version it read`);
+            counted.set(w.key, { value: w.value, version: w.version! });
+          }
+          for (const o of p.commit.outbox) {
+            if (o.kind !== 'work') continue;
+            events.push({ pipeline: p.pipeline, id: o.id, type: o.event.type.replace('dev.vigil.work.', ''), count: o.event.data.count, decision: o.event.data.decision, related: (o.event.data.evidence.related ?? []).map((r) => r.event_id) });
+          }
+        }),
+        map((p) => p.items.map((i) => i.occurrence?.decision ?? '-').join(',')),
+      );
+    return { scheduler, run, events, state };
+  }
+
+  /** A page whose second item is evidence of the first (as the correlation log releases them). */
+  function withEvidence(pipeline: string) {
+    const page = diagnosedPage([{ id: 'span-1', time: 0 }, { id: 'log-1', time: 5 }], 'session-1', pipeline);
+    page.items[0]!.entry.event.correlation = { anchor: 'span-1', counted: 'span-1', related: [{ eventId: 'log-1', source: 'otlp.logs', kind: 'execution.completed', excerpt: 'Error: boom' }] };
+    page.items[1]!.entry.event.correlation = { anchor: 'span-1', counted: 'span-1' };
+    return page;
+  }
+
+  test('a record that is evidence of another is not counted; the counted one lists it', () => {
+    const { scheduler, run, events } = sharedHarness({ ...defaults, minRecurrence: 1 });
+    scheduler.run(({ cold, expectObservable }) => {
+      expectObservable(run(cold('a|', { a: withEvidence('traces') }))).toBe('a|', { a: 'BurstThresholdReached,-' });
+    });
+    assert.deepEqual(events, [{ pipeline: 'traces', id: events[0]!.id, type: 'created', count: 1, decision: 'BurstThresholdReached', related: ['log-1'] }]);
+  });
+
+  test('two pipelines with the same records: counted once; the second delivers the same events; a repeated record counts nothing', () => {
+    const { scheduler, run, events, state } = sharedHarness(defaults);
+    const pageOf = (pipeline: string, specs: Array<{ id: string; time: number }>) => diagnosedPage(specs, 'session-1', pipeline);
+    scheduler.run(({ cold, expectObservable }) => {
+      const pages = cold('a-b-c-d-e|', {
+        a: pageOf('logs', [{ id: 'r1', time: 0 }]),
+        b: pageOf('logs', [{ id: 'r2', time: 1 * S }, { id: 'r3', time: 2 * S }]),
+        c: pageOf('logs/b', [{ id: 'r1', time: 0 }, { id: 'r2', time: 1 * S }]),
+        d: pageOf('logs/b', [{ id: 'r3', time: 2 * S }]),
+        e: pageOf('logs', [{ id: 'r3', time: 2 * S }]),
+      });
+      expectObservable(run(pages)).toBe('a-b-c-d-e|', {
+        a: 'BurstCoalesced',
+        b: 'BurstThresholdReached,BurstThresholdReached',
+        c: 'BurstCoalesced,BurstThresholdReached',
+        d: 'BurstThresholdReached',
+        e: 'BurstThresholdReached',
+      });
+    });
+    const of2 = (p: string) => events.filter((e) => e.pipeline === p).map(({ pipeline: _p, ...e }) => e);
+    assert.deepEqual(of2('logs'), [
+      { id: of2('logs')[0]!.id, type: 'created', count: 2, decision: 'BurstThresholdReached', related: [] },
+      { id: of2('logs')[1]!.id, type: 'updated', count: 3, decision: 'BurstThresholdReached', related: [] },
+    ]);
+    assert.deepEqual(of2('logs/b'), of2('logs'), 'the same events, by id and content');
+    assert.equal([...state.groups.values()][0]!.count, 3, 'three records, counted once each');
+  });
+});
