@@ -177,3 +177,48 @@ describe('the JSON reader refuses exactly what is not JSON', () => {
     );
   });
 });
+
+describe('the sessions skipped records name', () => {
+  test('each trace is read once: the first skipped span of a trace that names a session; later ones of the trace are not read again', () => {
+    const T1 = '11111111111111111111111111111111';
+    const T2 = '22222222222222222222222222222222';
+    const sp = (traceId: string, n: number, attrs: Array<[string, string]>) => ({
+      traceId,
+      spanId: `00000000000000${String(n).padStart(2, '0')}`,
+      name: 'step',
+      startTimeUnixNano: '1',
+      endTimeUnixNano: '2',
+      attributes: attrs.map(([key, v]) => ({ key, value: { stringValue: v } })),
+      status: { code: 0 },
+    });
+    const request = {
+      resourceSpans: [
+        {
+          resource: { attributes: [] },
+          scopeSpans: [
+            {
+              spans: [
+                sp(T1, 1, []),
+                sp(T1, 2, [['gen_ai.conversation.id', 'conv-1'], ['session.id', 'sess-1']]),
+                sp(T1, 3, [['session.id', 'sess-1']]),
+                sp(T2, 4, [['ai.telemetry.metadata.sessionId', 'sess-2']]),
+                sp(T1, 5, [['session.id', 'sess-1']]),
+              ],
+            },
+          ],
+        },
+        { resource: { attributes: [{ key: 'session.id', value: { stringValue: 'sess-res' } }] }, scopeSpans: [{ spans: [sp('33333333333333333333333333333333', 6, [])] }] },
+      ],
+    };
+    const json = JSON.stringify(request);
+    const bytes = TraceRequest.encode(TraceRequest.fromObject(toProtobufObject(request))).finish();
+    const expected = [
+      [T1, 'sess-1'],
+      [T2, 'sess-2'],
+      ['33333333333333333333333333333333', 'sess-res'],
+    ];
+    assert.deepEqual([...decodeTracesJson(json, { skipIrrelevant: true }).sessions], expected, 'session.id before gen_ai.conversation.id; the resource when the span names none');
+    assert.deepEqual([...decodeTracesProtobuf(bytes, { skipIrrelevant: true }).sessions], expected);
+    assert.deepEqual([...mapTraces(decodeTracesJson(json).groups).traceSessions], expected, 'as the mapping of the built spans finds them');
+  });
+});

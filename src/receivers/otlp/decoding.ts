@@ -6,6 +6,7 @@
  */
 import { sessionOf } from './mapping/common.ts';
 import { addMessage } from './normalized.ts';
+import type { TraceIdAt } from './mapping/relevance.ts';
 import type { Attributes, DecodeStats, NormalizedScope } from './normalized.ts';
 
 /** The names of one signal's request messages, for paths and messages. */
@@ -33,11 +34,20 @@ export interface DecodedRecords<R> {
  * A skipped record that names a session (on itself or its resource) still tells its trace's
  * session (DESIGN 3.3): the fact is kept, the record is not. The trace id is only read then.
  */
-export function noteSkippedSession(sessions: Map<string, string>, facts: { attributes: Attributes }, resourceSession: string | undefined, traceId: () => string | undefined): void {
-  const session = sessionOf(facts.attributes, {}) ?? resourceSession;
+export function noteSkippedSession(
+  sessions: Map<string, string>,
+  checking: Checking<{ attributes: Attributes } & TraceIdAt>,
+  resource: Attributes,
+  traceId: () => string | undefined,
+): void {
+  const facts = checking.facts;
+  if (facts.sameTrace) return;
+  const session = sessionOf(facts.attributes, resource);
   if (session === undefined) return;
   const id = traceId();
-  if (id !== undefined) sessions.set(id, session);
+  if (id === undefined || sessions.has(id)) return;
+  sessions.set(id, session);
+  checking.notedTraceAt = facts.traceIdAt;
 }
 
 /**
@@ -87,6 +97,15 @@ function joinPath(prefix: string, path: string): string {
 export interface Checking<F> {
   facts: F;
   mustBuild: boolean;
+  /** Where the trace id of the last skipped record whose session was kept is (-1: none); see TraceIdAt.sameTrace. */
+  notedTraceAt: number;
+}
+
+/** Whether `len` bytes at `a` and at `b` of `buf` are equal (`b` < 0: no). */
+export function sameBytes(buf: Buffer, a: number, b: number, len: number): boolean {
+  if (a < 0 || b < 0) return false;
+  for (let i = 0; i < len; i++) if (buf[a + i] !== buf[b + i]) return false;
+  return true;
 }
 
 export type BoundCounts = readonly [number, number, number];

@@ -126,7 +126,7 @@ export async function exportDecoded(
   const mapped = input.signal === 'traces' ? mapTraces(input.decoded.groups, options) : mapLogs(input.decoded.groups, options);
   // The sessions named by every record of the request, kept or not: their traces' other records take them.
   const traceSessions = mapped.traceSessions;
-  for (const [traceId, session] of input.decoded.sessions) traceSessions.set(traceId, session);
+  for (const [traceId, session] of input.decoded.sessions) if (!traceSessions.has(traceId)) traceSessions.set(traceId, session);
   const result = mapped.events.length > 0 || traceSessions.size > 0 ? await consumer(mapped.events, { traceSessions }) : { appended: 0, duplicates: 0 };
 
   const rejected = decodeStats.rejected + mapped.rejected;

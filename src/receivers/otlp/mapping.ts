@@ -96,9 +96,9 @@ function emptyResult(): MapResult {
   return { events: [], relevant: 0, irrelevant: 0, rejected: 0, messages: [], traceSessions: new Map() };
 }
 
-/** Remembers the session a record of a trace names (the last record naming one wins). */
+/** Remembers the session a record of a trace names (in a request, the first record naming one). */
 function noteSession(result: MapResult, traceId: string | undefined, attrs: Attributes, resource: Attributes): void {
-  if (traceId === undefined) return;
+  if (traceId === undefined || result.traceSessions.has(traceId)) return;
   const session = sessionOf(attrs, resource);
   if (session !== undefined) result.traceSessions.set(traceId, session);
 }

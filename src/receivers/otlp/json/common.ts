@@ -11,8 +11,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
-import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
-import { sessionOf } from '../mapping/common.ts';
+import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, sameBytes, setKey, under } from '../decoding.ts';
 import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
@@ -128,11 +127,15 @@ export function idField(r: JsonReader, name: string, bytes: number, build: boole
   return upper ? hex.toLowerCase() : hex;
 }
 
-/** Notes where a checking walk found the trace id it just read (see TraceIdAt). */
-export function noteTraceId(r: JsonReader, id: string | undefined, facts: TraceIdAt): void {
-  if (id !== VALID_ID) facts.traceIdAt = -1;
-  else if (r.strEscaped) facts.traceIdText = r.stringText().toLowerCase();
-  else facts.traceIdAt = r.strStart;
+/** Notes where a checking walk found the trace id it just read, and whether it is the last noted one (see TraceIdAt). */
+export function noteTraceId(r: JsonReader, id: string | undefined, facts: TraceIdAt, notedAt: number): void {
+  facts.traceIdAt = -1;
+  if (id !== VALID_ID) return;
+  if (r.strEscaped) facts.traceIdText = r.stringText().toLowerCase();
+  else {
+    facts.traceIdAt = r.strStart;
+    facts.sameTrace = sameBytes(r.buf, r.strStart, notedAt, 32);
+  }
 }
 
 /** The trace id a checking walk located: 32 hex characters, lowercased. */
@@ -704,7 +707,7 @@ function scopeAt(r: JsonReader, stats: DecodeStats): NormalizedScope {
 }
 
 /** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
-export interface RecordKind<R, F extends { attributes: Attributes }> {
+export interface RecordKind<R, F extends { attributes: Attributes } & TraceIdAt> {
   names: RequestNames;
   /** Builds the record at the cursor (no `checking`), or only checks it, filling `checking.facts`. */
   walk(r: JsonReader, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
@@ -721,15 +724,14 @@ export interface RecordKind<R, F extends { attributes: Attributes }> {
  * counts to the walk that builds. A record with a bad field is rejected alone (its syntax is still
  * checked to its end).
  */
-export function decodeSignal<R, F extends { attributes: Attributes }>(body: string | Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt>(body: string | Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
   const stats = emptyStats();
   const groups: DecodedRecords<R>['groups'] = [];
-  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false, notedTraceAt: -1 } : undefined;
   let skipped = 0;
   const sessions = new Map<string, string>();
   decodeRequest(body, kind.names, stats, (r, resource, scope, path, first) => {
     const records: R[] = [];
-    const resourceSession = sessionOf({}, resource);
     let i = first;
     if (r === undefined) {
       groups.push({ resource, scope, records });
@@ -745,7 +747,7 @@ export function decodeSignal<R, F extends { attributes: Attributes }>(body: stri
           kind.walk(r, stats, checking);
           if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
             skipped++;
-            noteSkippedSession(sessions, checking.facts, resourceSession, () => kind.traceIdOf(r.buf, checking.facts));
+            noteSkippedSession(sessions, checking, resource, () => kind.traceIdOf(r.buf, checking.facts));
             continue;
           }
           restoreCounts(stats, before);

@@ -5,7 +5,7 @@
  */
 import { LOGS_REQUEST, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
+import { LOG_ATTRIBUTE_KEYS, LOG_TEST_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
@@ -39,12 +39,13 @@ const LOG_FIELDS = new FieldNames(
   }),
 );
 const WATCHED = new WatchedKeys(LOG_ATTRIBUTE_KEYS);
+const WATCHED_BY_TEST = new WatchedKeys(LOG_TEST_KEYS);
 
 const LOGS: RecordKind<NormalizedLog, LogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
   mayMatter: logMayMatter,
-  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
   traceIdOf: hexTraceId,
 };
 
@@ -64,6 +65,7 @@ function walkLog(r: JsonReader, stats: DecodeStats, checking: Checking<LogFacts>
     checking.mustBuild = false;
     checking.facts.traceIdAt = -1;
     checking.facts.traceIdText = undefined;
+    checking.facts.sameTrace = false;
   }
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
   r.openObject();
@@ -104,14 +106,14 @@ function walkLog(r: JsonReader, stats: DecodeStats, checking: Checking<LogFacts>
         }
         break;
       case L.ATTRIBUTES:
-        if (!attributes(r, 'attributes', stats, list, build ? attrs : undefined, WATCHED, attrs)) {
+        if (!attributes(r, 'attributes', stats, list, build ? attrs : undefined, checking?.facts.sameTrace ? WATCHED_BY_TEST : WATCHED, attrs)) {
           checking!.mustBuild = true;
           return undefined;
         }
         break;
       case L.TRACE_ID:
         traceId = idField(r, 'traceId', 16, build);
-        if (checking) noteTraceId(r, traceId, checking.facts);
+        if (checking) noteTraceId(r, traceId, checking.facts, checking.notedTraceAt);
         break;
       case L.SPAN_ID:
         spanId = idField(r, 'spanId', 8, build);

@@ -6,7 +6,7 @@
  */
 import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_TEST_KEYS, spanMayMatter } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
@@ -46,13 +46,14 @@ const EVENT_FIELDS = new FieldNames(withSnakeCase({ timeUnixNano: 1, name: 2, at
 const LINK_FIELDS = new FieldNames(withSnakeCase({ traceId: 1, spanId: 2, attributes: 3 }));
 const STATUS_FIELDS = new FieldNames({ code: 1, message: 2 });
 const WATCHED = new WatchedKeys(SPAN_ATTRIBUTE_KEYS);
+const WATCHED_BY_TEST = new WatchedKeys(SPAN_TEST_KEYS);
 const WATCHED_EVENTS = new WatchedKeys(SPAN_EVENT_NAMES);
 
 const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
   names: TRACES_REQUEST,
   walk: walkSpan,
   mayMatter: spanMayMatter,
-  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
   traceIdOf: hexTraceId,
 };
 
@@ -73,6 +74,7 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
     facts.attributes = {};
     facts.traceIdAt = -1;
     facts.traceIdText = undefined;
+    facts.sameTrace = false;
     checking.mustBuild = false;
   }
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
@@ -94,7 +96,7 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
     switch (SPAN_FIELDS.idOf(r)) {
       case S.TRACE_ID:
         traceId = idField(r, 'traceId', 16, build);
-        if (facts) noteTraceId(r, traceId, facts);
+        if (facts) noteTraceId(r, traceId, facts, checking!.notedTraceAt);
         break;
       case S.SPAN_ID:
         spanId = idField(r, 'spanId', 8, build);
@@ -118,7 +120,7 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
         end = nanosField(r, 'endTimeUnixNano', build);
         break;
       case S.ATTRIBUTES:
-        if (!attributes(r, 'attributes', stats, list, attrs, WATCHED, facts?.attributes)) {
+        if (!attributes(r, 'attributes', stats, list, attrs, facts?.sameTrace ? WATCHED_BY_TEST : WATCHED, facts?.attributes)) {
           checking!.mustBuild = true;
           return undefined;
         }

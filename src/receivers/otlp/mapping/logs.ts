@@ -80,7 +80,7 @@ export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => num
 
 /** The facts of a built log record, for the relevance test. */
 export function logFacts(log: NormalizedLog): LogFacts {
-  return { severityNumber: log.severityNumber, severityText: log.severityText, eventName: log.eventName, body: log.body, attributes: log.attributes, traceIdAt: -1, traceIdText: log.traceId };
+  return { severityNumber: log.severityNumber, severityText: log.severityText, eventName: log.eventName, body: log.body, attributes: log.attributes, traceIdAt: -1, traceIdText: log.traceId, sameTrace: false };
 }
 
 /**

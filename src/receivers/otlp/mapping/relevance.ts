@@ -24,6 +24,11 @@ export const STATUS_CODE_ERROR = 2;
 export interface TraceIdAt {
   traceIdAt: number;
   traceIdText: string | undefined;
+  /**
+   * The trace id is that of the last skipped record whose trace's session was kept: the walk need
+   * not read the session keys again (the records of a trace come together in a request).
+   */
+  sameTrace: boolean;
 }
 
 /** What the span test reads. A checking decoder fills only the event names and attribute keys listed below. */
@@ -44,6 +49,8 @@ export const SPAN_EVENT_NAMES: readonly string[] = ['exception'];
  * (the trace's other records take it; DESIGN 3.3).
  */
 export const SPAN_ATTRIBUTE_KEYS: readonly string[] = ['error.type', ...SESSION_KEYS];
+/** The span attribute keys the relevance test itself reads (what a walk reads once the trace's session is known). */
+export const SPAN_TEST_KEYS: readonly string[] = ['error.type'];
 
 /** Whether a span may matter: status ERROR, an `exception` event, or an `error.type`. */
 export function spanMayMatter(f: SpanFacts): boolean {
@@ -63,7 +70,8 @@ export interface LogFacts extends TraceIdAt {
 }
 
 /** Log attribute keys the checking decoders hand back: what the test reads, and the session keys (as for spans). */
-export const LOG_ATTRIBUTE_KEYS: readonly string[] = ['event.name', 'exception.type', 'exception.message', 'exception.stacktrace', 'error.type', ...SESSION_KEYS];
+export const LOG_TEST_KEYS: readonly string[] = ['event.name', 'exception.type', 'exception.message', 'exception.stacktrace', 'error.type'];
+export const LOG_ATTRIBUTE_KEYS: readonly string[] = [...LOG_TEST_KEYS, ...SESSION_KEYS];
 
 /** OTLP SeverityNumber 17 is ERROR; 17..24 are ERROR and FATAL. */
 const SEVERITY_ERROR = 17;

@@ -115,7 +115,7 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
 
 /** The facts of a built span, for the relevance test. */
 export function spanFacts(span: NormalizedSpan): SpanFacts {
-  return { statusCode: span.status.code, eventNames: span.events.map((e) => e.name), attributes: span.attributes, traceIdAt: -1, traceIdText: span.traceId };
+  return { statusCode: span.status.code, eventNames: span.events.map((e) => e.name), attributes: span.attributes, traceIdAt: -1, traceIdText: span.traceId, sameTrace: false };
 }
 
 /**

@@ -10,7 +10,6 @@
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
 import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
-import { sessionOf } from '../mapping/common.ts';
 import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
@@ -494,7 +493,7 @@ function decodeScope(r: WireReader, end: number, _build: boolean, _arg: undefine
 }
 
 /** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
-export interface RecordKind<R, F extends { attributes: Attributes }> {
+export interface RecordKind<R, F extends { attributes: Attributes } & TraceIdAt> {
   names: RequestNames;
   /** Builds the record at the cursor, ending at `end` (no `checking`), or only checks it, filling `checking.facts`. */
   walk(r: WireReader, end: number, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
@@ -510,15 +509,14 @@ export interface RecordKind<R, F extends { attributes: Attributes }> {
  * built only when the relevance test lets it through — a walk that only checks leaves the bound
  * counts to the walk that builds. A record with a bad field is rejected alone.
  */
-export function decodeSignal<R, F extends { attributes: Attributes }>(body: Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt>(body: Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
   const stats = emptyStats();
   const groups: DecodedRecords<R>['groups'] = [];
-  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false, notedTraceAt: -1 } : undefined;
   let skipped = 0;
   const sessions = new Map<string, string>();
   decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
     const records: R[] = [];
-    const resourceSession = sessionOf({}, resource);
     for (let i = 0; i < ranges.length; i += 2) {
       const start = ranges[i]!;
       const end = ranges[i + 1]!;
@@ -529,7 +527,7 @@ export function decodeSignal<R, F extends { attributes: Attributes }>(body: Uint
           kind.walk(r, end, stats, checking);
           if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
             skipped++;
-            noteSkippedSession(sessions, checking.facts, resourceSession, () => kind.traceIdOf(r.buf, checking.facts));
+            noteSkippedSession(sessions, checking, resource, () => kind.traceIdOf(r.buf, checking.facts));
             continue;
           }
           restoreCounts(stats, before);

@@ -4,9 +4,9 @@
  * it, count its bounds and collect the facts the relevance test reads (severity, event name,
  * scalar body, the watched attributes).
  */
-import { LOGS_REQUEST, under } from '../decoding.ts';
+import { LOGS_REQUEST, sameBytes, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
+import { LOG_ATTRIBUTE_KEYS, LOG_TEST_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
@@ -32,7 +32,7 @@ const LOGS: RecordKind<NormalizedLog, LogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
   mayMatter: logMayMatter,
-  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
   traceIdOf: rawTraceId,
 };
 
@@ -48,6 +48,7 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
   if (checking) {
     checking.mustBuild = false;
     checking.facts.traceIdAt = -1;
+    checking.facts.sameTrace = false;
   }
   let time = '0';
   let observed = '0';
@@ -83,7 +84,7 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
         break;
       }
       case LOG.ATTRIBUTES:
-        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, LOG_ATTRIBUTE_KEYS, watchedAttributes)) {
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, checking?.facts.sameTrace ? LOG_TEST_KEYS : LOG_ATTRIBUTE_KEYS, watchedAttributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
@@ -93,7 +94,10 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
         break;
       case LOG.TRACE_ID:
         traceId = id(r, end, 'traceId', 16, build);
-        if (checking) checking.facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
+        if (checking) {
+          checking.facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
+          checking.facts.sameTrace = sameBytes(r.buf, checking.facts.traceIdAt, checking.notedTraceAt, 16);
+        }
         break;
       case LOG.SPAN_ID:
         spanId = id(r, end, 'spanId', 8, build);

@@ -4,9 +4,9 @@
  * validate it, count its bounds and collect the facts the relevance test reads (status code,
  * event names, the watched attributes) — so that a span the test lets go costs a scan, not a copy.
  */
-import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
+import { TRACES_REQUEST, itemPath, sameBytes, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_TEST_KEYS, spanMayMatter } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
@@ -41,7 +41,7 @@ const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
   names: TRACES_REQUEST,
   walk: walkSpan,
   mayMatter: spanMayMatter,
-  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined }),
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
   traceIdOf: rawTraceId,
 };
 
@@ -64,6 +64,7 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     facts.eventNames.length = 0;
     facts.attributes = {};
     facts.traceIdAt = -1;
+    facts.sameTrace = false;
     checking.mustBuild = false;
   }
   let traceId: string | undefined;
@@ -84,7 +85,10 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     switch (r.field) {
       case SPAN.TRACE_ID:
         traceId = id(r, end, 'traceId', 16, build);
-        if (facts) facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
+        if (facts) {
+          facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
+          facts.sameTrace = sameBytes(r.buf, facts.traceIdAt, checking!.notedTraceAt, 16);
+        }
         break;
       case SPAN.SPAN_ID:
         spanId = id(r, end, 'spanId', 8, build);
@@ -110,7 +114,7 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
         endTime = nanos(r, end, 'endTimeUnixNano', build);
         break;
       case SPAN.ATTRIBUTES:
-        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, SPAN_ATTRIBUTE_KEYS, facts?.attributes)) {
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, facts?.sameTrace ? SPAN_TEST_KEYS : SPAN_ATTRIBUTE_KEYS, facts?.attributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
