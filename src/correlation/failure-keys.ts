@@ -13,7 +13,7 @@
  * masking of volatile parts: the same failure prints the same message in each of its records.
  */
 import type { AgentEvent } from '../model/event.ts';
-import { stableHash } from '../model/identity.ts';
+import { hash64 } from '../processors/classify/fingerprint3.ts';
 import { unwrap } from '../processors/classify/formats/wrapper.ts';
 
 /** Characters of the canonical text a key is made of. */
@@ -36,7 +36,7 @@ export function failureKeys(event: AgentEvent): string[] {
   for (const t of failureTexts(event)) {
     const canonical = canonicalFailure(t);
     if (canonical === undefined) continue;
-    const key = stableHash(['failure', canonical], 12);
+    const key = hash64([canonical]);
     if (!keys.includes(key)) keys.push(key);
     if (keys.length >= MAX_KEYS) break;
   }
@@ -108,9 +108,12 @@ export function isFailedSpan(event: AgentEvent): boolean {
 }
 
 function firstLine(text: string): string | undefined {
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
+  for (let start = 0; start < text.length; ) {
+    const nl = text.indexOf('\n', start);
+    const end = nl < 0 ? text.length : nl;
+    const line = text.slice(start, end).trim();
     if (line !== '') return line;
+    start = end + 1;
   }
   return undefined;
 }

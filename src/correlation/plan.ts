@@ -116,6 +116,12 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   for (const [traceId, list] of input.released) known.set(traceId, [...list]);
   const changed = new Set<string>();
   const candidates = candidatesOf(input.entries, opts);
+  const byTrace = new Map<string, Candidate[]>();
+  for (const c of candidates.values()) {
+    const list = byTrace.get(c.event.traceId!);
+    if (list) list.push(c);
+    else byTrace.set(c.event.traceId!, [c]);
+  }
   // A record of the page that names its session tells its trace's session too (its fact may not be written yet).
   const sessions = new Map(input.sessions);
   for (const { event } of input.entries) {
@@ -159,7 +165,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
       const traceId = event.traceId!;
       const list = known.get(traceId) ?? [];
       // The records of the page it may be decided with: not released yet, of its trace, arrived within its failure wait.
-      const pending = [...candidates.values()].filter((m) => m.index > i && m.event.traceId === traceId && m.receivedAt <= receivedAt + opts.failureWait);
+      const pending = byTrace.get(traceId)!.filter((m) => m.index > i && m.receivedAt <= receivedAt + opts.failureWait);
       const anchor = anchorOf(candidate.record, list, pending);
       candidate.record.a = anchor;
       const anchorCounts = anchor === candidate.record.e ? candidate.record.c : countsOf(anchor, list, pending);

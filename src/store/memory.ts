@@ -80,6 +80,12 @@ export class MemoryStore implements StateStore {
   private readonly bases = new PageBases();
   /** Namespace → key → entry; a Map's order is write order (a write re-inserts), oldest first. */
   private readonly kv = new Map<string, Map<string, KvEntry>>();
+  /**
+   * Per namespace, a time before which none of its entries expires (a lower bound of their
+   * expiry times), so that a write to a namespace where nothing has expired purges nothing without
+   * looking at its entries.
+   */
+  private readonly earliestExpiry = new Map<string, number>();
   private readonly evicted = new Map<string, number>();
   private readonly timers = new Map<string, Map<string, StoredTimer>>();
   private timerSeq = 0;
@@ -249,10 +255,11 @@ export class MemoryStore implements StateStore {
         const cur = this.live(map.get(w.key), now)?.version ?? 0;
         map.delete(w.key);
         if (w.json !== null) map.set(w.key, { json: w.json, version: cur + 1, ...(w.ttlMs !== undefined ? { expiresAt: now + w.ttlMs } : {}) });
+        if (w.json !== null && w.ttlMs !== undefined) this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, now + w.ttlMs));
       }
-      this.purge(map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
+      this.purge(ns.namespace, map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
       if (map.size > ns.maxEntries) {
-        this.purge(map, now, map.size - ns.maxEntries);
+        this.purge(ns.namespace, map, now, map.size - ns.maxEntries);
         let evict = map.size - ns.maxEntries;
         if (evict > 0) this.evicted.set(ns.namespace, (this.evicted.get(ns.namespace) ?? 0) + evict);
         for (const key of map.keys()) {
@@ -260,19 +267,35 @@ export class MemoryStore implements StateStore {
           map.delete(key);
         }
       }
-      if (map.size === 0) this.kv.delete(ns.namespace);
+      if (map.size === 0) {
+        this.kv.delete(ns.namespace);
+        this.earliestExpiry.delete(ns.namespace);
+      }
     }
   }
 
-  /** Deletes up to `max` expired entries. */
-  private purge(map: Map<string, KvEntry>, now: number, max: number): void {
+  /**
+   * Deletes up to `max` expired entries. Looks at none while nothing can have expired; a look at
+   * every entry learns when the next one expires.
+   */
+  private purge(namespace: string, map: Map<string, KvEntry>, now: number, max: number): void {
+    if (now < (this.earliestExpiry.get(namespace) ?? Infinity)) return;
+    let next = Infinity;
     for (const [key, e] of map) {
-      if (max <= 0) return;
-      if (e.expiresAt !== undefined && e.expiresAt <= now) {
-        map.delete(key);
-        max--;
+      if (e.expiresAt === undefined) continue;
+      if (e.expiresAt > now) {
+        next = Math.min(next, e.expiresAt);
+        continue;
       }
+      if (max <= 0) {
+        // More have expired than this purge may delete: the next one looks again.
+        next = now;
+        break;
+      }
+      map.delete(key);
+      max--;
     }
+    this.earliestExpiry.set(namespace, next);
   }
 
   private checkTimers(pipeline: string, t: EncodedTimers): void {
