@@ -56,12 +56,14 @@ describe('every registered component', () => {
         assert.deepEqual(ctx.issues, []);
         const before = openResources();
         const logger = memoryLogger();
+        const store = new MemoryStore();
         const settings = {
           id: type,
           logger,
           consumers: { logs: async () => ({ appended: 0, duplicates: 0 }) },
           pipeline: 'logs',
-          store: new MemoryStore(),
+          store,
+          state: stateClient(store, type, { owner: type }),
           isReady: () => true,
           status: async () => ({}),
         };
