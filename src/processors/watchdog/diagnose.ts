@@ -224,12 +224,13 @@ export function diagnoseProviderFailure(input: FailureFacts): ProviderDiagnosis 
 function factsOf(input: FailureFacts): Facts {
   const raw = input.error ?? '';
   const text = raw.toLowerCase();
+  const type = (input.errorType ?? '').toLowerCase();
   return {
     text,
     raw,
     status: input.status ?? statusInText(raw),
-    type: (input.errorType ?? '').toLowerCase(),
-    provider: providerName(input.provider, text),
+    type,
+    provider: providerName(input.provider, `${text} ${type}`),
     model: input.model,
     reason: (input.reason ?? '').toLowerCase(),
   };
