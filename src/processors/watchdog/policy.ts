@@ -158,8 +158,8 @@ function onActivity(state: ConversationState, a: ActivityObservation, opts: Poli
     if (a.title) f.title = a.title.slice(0, 200);
     if (a.lastActivityMs !== undefined) f.activity_ms = Math.max(f.activity_ms ?? -Infinity, a.lastActivityMs);
     if (a.lastTool) addTool(f, a.lastTool.name, a.lastTool.ms);
-    // A finished turn clears the runtime's own checkpoint.
-    if (f.runtime && a.time >= f.runtime.ms) f.runtime = null;
+    // A finished turn (of another run than the one the runtime is retrying) clears the runtime's checkpoint.
+    if (f.runtime && a.run !== f.runtime.run && a.time >= f.runtime.ms) f.runtime = null;
   } else {
     f.activity_ms = Math.max(f.activity_ms ?? -Infinity, a.time);
     if (a.tool) addTool(f, a.tool, a.time);
