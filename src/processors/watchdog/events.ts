@@ -18,8 +18,8 @@ export const REPORT_EVENT = 'dev.vigil.provider.report';
  * `[run failed] #<conversation> "<title>": <error>. Last step: <step>.[ After one automatic retry.][ <hint>.]`
  */
 export function reportLine(conversation: string, f: Pick<FailureRecord, 'title' | 'error' | 'step' | 'hint'>, retried: boolean): string {
-  const hint = noPeriod(f.hint);
-  return `[run failed] #${conversation} "${f.title}": ${noPeriod(f.error)}. Last step: ${noPeriod(f.step)}.${retried ? ' After one automatic retry.' : ''}${hint ? ` ${hint}.` : ''}`;
+  const hint = f.hint.trim();
+  return `[run failed] #${conversation} "${f.title}": ${sentence(f.error)} Last step: ${sentence(f.step)}${retried ? ' After one automatic retry.' : ''}${hint ? ` ${sentence(hint)}` : ''}`;
 }
 
 /** What a retry asks the agent: continue where it stopped, without redoing work. */
@@ -77,4 +77,10 @@ export function providerEvent(input: ProviderEventInput): WorkOutboxItem {
 
 function noPeriod(s: string): string {
   return s.trim().replace(/\.+$/, '');
+}
+
+/** The text ended as a sentence: a period added unless it already ends in `.`, `!`, `?` or `…`. */
+function sentence(s: string): string {
+  const t = s.trim();
+  return /[.!?…]$/.test(t) ? t : `${t}.`;
 }
