@@ -45,7 +45,7 @@ const tool = (endMs: number, name = 'read_file') => span(`execute_tool ${name}`,
 const agent = (endMs: number, attrs: Attributes = {}) => span('invoke_agent coder', endMs, { 'gen_ai.operation.name': 'invoke_agent', ...attrs });
 const failedChat = (endMs: number) => ({ ...chat(endMs, { 'error.type': 'InternalServerError' }), status: { code: 2, message: '500 The server had an error' } });
 
-const markers = (events: AgentEvent[]) => events.filter((e) => e.kind === ACTIVITY_KIND).map((e) => ({ ...e.payload, time: e.time - T0 }));
+const markers = (events: AgentEvent[]): Array<Record<string, unknown>> => events.filter((e) => e.kind === ACTIVITY_KIND).map((e) => ({ ...e.payload, time: e.time - T0 }));
 
 describe('the relevance test with activity markers', () => {
   const facts = (name: string, attributes: Attributes = {}, statusCode = 0, eventNames: string[] = []) => ({ name, attributes, statusCode, eventNames });

@@ -224,6 +224,13 @@ service:
       'newest first by failure time; the history is not there',
     );
     assert.match(status.failures[0]!.line, /^\[run failed\] #sess-hist2 "Untitled": 401 OAuth token refresh failed for anthropic: .* Last step: model request\. The Anthropic login expired/);
+    // `vigil status` reads the same from the store (read-only, beside the running vigil).
+    const cli = spawnVigil(['status', '-c', cfg]);
+    assert.equal(await cli.exited, 0, cli.stderr());
+    const out = cli.stdout();
+    assert.match(out, /watchdog: reported failures \(2, newest first by failure time\); runs judged: .*history 1/);
+    assert.ok(out.indexOf('#sess-hist2') < out.indexOf('#sess-D'), out);
+    assert.match(out, /invalid_credentials \[run failed\] #sess-D "Untitled": 401 Incorrect API key provided/);
   } finally {
     vigil.child.kill('SIGTERM');
     await vigil.exited;
