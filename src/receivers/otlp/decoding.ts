@@ -77,6 +77,8 @@ function joinPath(prefix: string, path: string): string {
 export interface Checking<F> {
   facts: F;
   mustBuild: boolean;
+  /** Activity marks are wanted: the walk also reads what a mark carries (name, ids, times, the marker attributes). */
+  markers: boolean;
 }
 
 export type BoundCounts = readonly [number, number, number];

@@ -16,7 +16,7 @@ import type { AgentEvent, EventSource } from '../../model/event.ts';
 import type { ForwardRecord } from '../../model/forward.ts';
 import { contextOf, text } from './mapping/common.ts';
 import { mapLog } from './mapping/logs.ts';
-import { coalesceMarkers, markMarker, markOfSpan, spanEventMarkers } from './mapping/markers.ts';
+import { coalesceMarkers, isPending, makeMarker, markMarker, markOfSpan, spanEventMarkers, type PendingMarker } from './mapping/markers.ts';
 import { mapSpan } from './mapping/spans.ts';
 import { logContentHash } from './mapping/logs.ts';
 import type { Attributes, NormalizedLogs, NormalizedTraces } from './normalized.ts';
@@ -56,7 +56,9 @@ export interface MapResult {
 
 /** One received record as mapped: its events (failure first, then markers) and, when forwarding, its received form. */
 interface MappedRecord {
-  events: AgentEvent[];
+  events: Array<AgentEvent | PendingMarker>;
+  /** The received record, when forwarding. */
+  forward?: ForwardRecord;
   forwardOnly?: () => AgentEvent;
 }
 
@@ -70,7 +72,7 @@ export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptio
       const record: ForwardRecord | undefined = options.forward ? { signal: 'traces', resource: group.resource, scope: group.scope, span } : undefined;
       const mapped = collect(result, () => `span ${span.traceId}:${span.spanId} (#${i})`, () => {
         const failure = mapSpan(span, group, now);
-        const events = failure ? [failure] : [];
+        const events: Array<AgentEvent | PendingMarker> = failure ? [failure] : [];
         if (options.markers) {
           const taken = new Set(events.map((e) => e.eventId));
           const id = taken.has(`${span.traceId}:${span.spanId}`) ? `${span.traceId}:${span.spanId}/turn.end` : undefined;
@@ -128,7 +130,7 @@ function emptyResult(): MapResult {
 }
 
 /** Maps one record; a record that cannot be mapped is rejected with a message naming it. */
-function collect(result: MapResult, what: () => string, map: () => AgentEvent[]): MappedRecord | undefined {
+function collect(result: MapResult, what: () => string, map: () => Array<AgentEvent | PendingMarker>): MappedRecord | undefined {
   try {
     return { events: map() };
   } catch (err) {
@@ -138,26 +140,22 @@ function collect(result: MapResult, what: () => string, map: () => AgentEvent[])
   }
 }
 
-/** With forwarding, the record's first event (the one with the record's own id) carries the received record. */
+/** With forwarding, the record's received form travels with its first kept event (see finish). */
 function attachForward(mapped: MappedRecord, record: ForwardRecord | undefined): void {
-  if (record && mapped.events.length > 0) mapped.events[0]!.forward = record;
+  if (record) mapped.forward = record;
 }
 
 /**
- * Coalesces the request's markers (mapping/markers.ts) and counts: a record with events left is
- * relevant; one without is irrelevant (a forward-only event when forwarding).
+ * Coalesces the request's markers (mapping/markers.ts), makes the events of the pending markers
+ * kept, and counts: a record with events left is relevant; one without is irrelevant (a
+ * forward-only event when forwarding).
  */
 function finish(result: MapResult, records: MappedRecord[], markers: boolean): MapResult {
-  const drop = markers ? coalesceMarkers(records.flatMap((r) => r.events)) : new Set<AgentEvent>();
+  const drop = markers ? coalesceMarkers(records.flatMap((r) => r.events)) : new Set<AgentEvent | PendingMarker>();
   for (const r of records) {
-    const kept = drop.size ? r.events.filter((e) => !drop.has(e)) : r.events;
+    const kept = (drop.size ? r.events.filter((e) => !drop.has(e)) : r.events).map((e) => (isPending(e) ? makeMarker(e) : e));
     if (kept.length > 0) {
-      // The received record travels with the record's first kept event.
-      const forward = r.events[0]?.forward;
-      if (forward && !kept[0]!.forward) {
-        for (const e of r.events) delete e.forward;
-        kept[0]!.forward = forward;
-      }
+      if (r.forward) kept[0]!.forward = r.forward;
       result.events.push(...kept);
       result.relevant++;
     } else {

@@ -710,8 +710,8 @@ export interface RecordKind<R, F, M = never> {
 export function decodeSignal<R, F, M>(body: string | Uint8Array, kind: RecordKind<R, F, M>, options: DecodeOptions): DecodedRecords<R, M> {
   const stats = emptyStats();
   const groups: DecodedRecords<R, M>['groups'] = [];
-  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
   const markers = options.markers === true;
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false, markers } : undefined;
   let skipped = 0;
   decodeRequest(body, kind.names, stats, (r, resource, scope, path, first) => {
     const records: R[] = [];

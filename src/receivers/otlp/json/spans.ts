@@ -7,7 +7,7 @@
  */
 import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { SPAN_ATTRIBUTE_KEYS, spanVerdict } from '../mapping/relevance.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_MARKER_KEYS, spanVerdict } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, SpanMark } from '../normalized.ts';
@@ -47,6 +47,8 @@ const EVENT_FIELDS = new FieldNames(withSnakeCase({ timeUnixNano: 1, name: 2, at
 const LINK_FIELDS = new FieldNames(withSnakeCase({ traceId: 1, spanId: 2, attributes: 3 }));
 const STATUS_FIELDS = new FieldNames({ code: 1, message: 2 });
 const WATCHED = new WatchedKeys(SPAN_ATTRIBUTE_KEYS);
+const WATCHED_FOR_MARKS = new WatchedKeys(SPAN_MARKER_KEYS);
+const WATCHED_EVENTS = new WatchedKeys(SPAN_EVENT_NAMES);
 
 /** A checked span's facts, with its ids and times (read when only checking too, for a mark). */
 interface JsonSpanFacts extends SpanFacts {
@@ -81,6 +83,8 @@ export function decodeTracesJson(body: string | Uint8Array, options: DecodeOptio
 /** The span object at the cursor: built (no `checking`), or only checked, filling `checking.facts`. */
 function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined): NormalizedSpan | undefined {
   const build = checking === undefined;
+  // Reading what an activity mark carries costs strings: only when marks are wanted.
+  const read = build || checking.markers;
   let facts: JsonSpanFacts | undefined;
   if (checking) {
     facts = checking.facts;
@@ -106,12 +110,12 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpan
   let status: NormalizedStatus = NO_STATUS;
   while (r.nextKey()) {
     switch (SPAN_FIELDS.idOf(r)) {
-      // Ids, name and times are read when only checking too: an activity mark carries them.
+      // With marks wanted, ids, name and times are read when only checking too: a mark carries them.
       case S.TRACE_ID:
-        traceId = idField(r, 'traceId', 16, true);
+        traceId = idField(r, 'traceId', 16, read);
         break;
       case S.SPAN_ID:
-        spanId = idField(r, 'spanId', 8, true);
+        spanId = idField(r, 'spanId', 8, read);
         break;
       case S.PARENT_SPAN_ID:
         parentSpanId = idField(r, 'parentSpanId', 8, build);
@@ -120,19 +124,19 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpan
         traceState = stringField(r, 'traceState', MAX_STRING_BYTES, stats, build) ?? traceState;
         break;
       case S.NAME:
-        name = stringField(r, 'name', MAX_STRING_BYTES, stats, true) ?? name;
+        name = stringField(r, 'name', MAX_STRING_BYTES, stats, read) ?? name;
         break;
       case S.KIND:
         kind = enumField(r, 'kind', SPAN_KINDS);
         break;
       case S.START:
-        start = nanosField(r, 'startTimeUnixNano', true);
+        start = nanosField(r, 'startTimeUnixNano', read);
         break;
       case S.END:
-        end = nanosField(r, 'endTimeUnixNano', true);
+        end = nanosField(r, 'endTimeUnixNano', read);
         break;
       case S.ATTRIBUTES:
-        if (!attributes(r, 'attributes', stats, list, attrs, WATCHED, facts?.attributes)) {
+        if (!attributes(r, 'attributes', stats, list, attrs, checking?.markers ? WATCHED_FOR_MARKS : WATCHED, facts?.attributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
@@ -215,7 +219,7 @@ function items<T>(
   return true;
 }
 
-/** A span event; when only checked, its name (the relevance test reads it). */
+/** A span event; when only checked, its name (every name with marks wanted, else only one the relevance test reads). */
 function walkEvent(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined): NormalizedSpanEvent {
   const build = checking === undefined;
   r.openObject();
@@ -229,8 +233,12 @@ function walkEvent(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpa
         time = nanosField(r, 'timeUnixNano', build);
         break;
       case 2:
-        // Read when only checking too: the relevance test reads event names.
-        name = stringField(r, 'name', MAX_STRING_BYTES, stats, true) ?? name;
+        // With marks wanted, every name is read; else only whether it is one the test reads.
+        if (build || checking.markers) name = stringField(r, 'name', MAX_STRING_BYTES, stats, true) ?? name;
+        else if (r.type() === JsonType.String) {
+          stringField(r, 'name', MAX_STRING_BYTES, stats, false);
+          name = SPAN_EVENT_NAMES[WATCHED_EVENTS.names.idOf(r)] ?? '';
+        } else name = stringField(r, 'name', MAX_STRING_BYTES, stats, false) ?? name;
         break;
       case 3:
         if (!attributes(r, 'attributes', stats, list, build ? attrs : undefined)) {

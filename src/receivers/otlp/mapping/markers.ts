@@ -42,11 +42,27 @@ export function markOfSpan(span: NormalizedSpan): SpanMark {
 }
 
 /**
+ * A marker not made into an event yet: what coalescing reads (`coalesceMarkers`), with the mark it
+ * is made of. Most span marks are coalesced away, so their events are only made for the few kept.
+ */
+export interface PendingMarker {
+  pending: true;
+  kind: typeof ACTIVITY_KIND;
+  eventId: string;
+  partition: string;
+  turnId: string;
+  time: number;
+  payload: ActivityPayload;
+  mark: SpanMark;
+  resource: Attributes;
+}
+
+/**
  * The activity marker of a span mark: `model_request.ok` for a successful model request (not
  * embeddings), `tool.ok` for a successful tool call, `turn.end` for an agent turn (any status);
  * undefined for anything else. `id` overrides the event id (a span that is also a failure).
  */
-export function markMarker(mark: SpanMark, group: Pick<NormalizedTraces, 'resource'>, now: () => number, id?: string, error?: string): AgentEvent | undefined {
+export function markMarker(mark: SpanMark, group: Pick<NormalizedTraces, 'resource'>, now: () => number, id?: string, error?: string): PendingMarker | undefined {
   const a = mark.attributes;
   const failed = mark.statusCode === STATUS_CODE_ERROR || text(a['error.type']) !== undefined;
   let payload: ActivityPayload;
@@ -65,7 +81,42 @@ export function markMarker(mark: SpanMark, group: Pick<NormalizedTraces, 'resour
     default:
       return undefined;
   }
-  return marker(spanBase(mark, group.resource, now, id), payload);
+  return {
+    pending: true,
+    kind: ACTIVITY_KIND,
+    eventId: id ?? `${mark.traceId}:${mark.spanId}`,
+    partition: contextOf(a, group.resource).partition,
+    turnId: mark.traceId,
+    time: Math.floor(mark.endTimeMs ?? mark.startTimeMs ?? now()),
+    payload,
+    mark,
+    resource: group.resource,
+  };
+}
+
+export function isPending(e: AgentEvent | PendingMarker): e is PendingMarker {
+  return (e as PendingMarker).pending === true;
+}
+
+/** The event of a pending marker (built field by field: no undefined fields to delete). */
+export function makeMarker(p: PendingMarker): AgentEvent {
+  const { service, revision } = contextOf(p.mark.attributes, p.resource);
+  const event: AgentEvent = {
+    eventId: p.eventId,
+    kind: ACTIVITY_KIND,
+    payload: p.payload,
+    partition: p.partition,
+    time: p.time,
+    service,
+    operation: p.mark.name,
+    traceId: p.mark.traceId,
+    spanId: p.mark.spanId,
+    turnId: p.turnId,
+    source: 'otlp.traces',
+  };
+  if (revision !== undefined) event.revision = revision;
+  if (p.mark.name === '') delete event.operation;
+  return event;
 }
 
 /**
@@ -160,14 +211,14 @@ export function marker(base: EventBase, payload: ActivityPayload): AgentEvent {
  * their `count` saying how many they stand for; without one, and with a `turn.end` in the request,
  * the routine markers are folded into the newest `turn.end`. Other markers are always kept.
  */
-export function coalesceMarkers(events: readonly AgentEvent[]): Set<AgentEvent> {
+export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Set<T> {
   interface Turn {
     failures: number[];
-    routine: AgentEvent[];
-    end: AgentEvent | undefined;
+    routine: T[];
+    end: T | undefined;
   }
   const turns = new Map<string, Turn>();
-  const turnOf = (e: AgentEvent): Turn => {
+  const turnOf = (e: T): Turn => {
     const key = `${e.partition}\u0000${e.turnId ?? ''}`;
     let t = turns.get(key);
     if (!t) turns.set(key, (t = { failures: [], routine: [], end: undefined }));
@@ -185,7 +236,7 @@ export function coalesceMarkers(events: readonly AgentEvent[]): Set<AgentEvent> 
       if (!t.end || newer(e, t.end)) t.end = e;
     }
   }
-  const drop = new Set<AgentEvent>();
+  const drop = new Set<T>();
   for (const t of turns.values()) {
     if (t.routine.length === 0) continue;
     if (t.failures.length === 0 && t.end) {
@@ -194,7 +245,7 @@ export function coalesceMarkers(events: readonly AgentEvent[]): Set<AgentEvent> 
       continue;
     }
     t.failures.sort((a, b) => a - b);
-    const newest = new Map<string, { event: AgentEvent; count: number }>();
+    const newest = new Map<string, { event: T; count: number }>();
     for (const e of t.routine) {
       const key = `${segmentOf(t.failures, e.time)}\u0000${String((e.payload as ActivityPayload).activity)}`;
       const kept = newest.get(key);
@@ -212,8 +263,18 @@ export function coalesceMarkers(events: readonly AgentEvent[]): Set<AgentEvent> 
   return drop;
 }
 
+/** What coalescing reads of an event or a pending marker. */
+export interface Coalescible {
+  kind: string;
+  eventId: string;
+  partition: string;
+  turnId?: string | undefined;
+  time: number;
+  payload: Record<string, unknown>;
+}
+
 /** Later in time, ties broken by event id: the choice never depends on the order of the request. */
-function newer(a: AgentEvent, b: AgentEvent): boolean {
+function newer(a: Coalescible, b: Coalescible): boolean {
   return a.time !== b.time ? a.time > b.time : a.eventId > b.eventId;
 }
 
@@ -225,8 +286,8 @@ function segmentOf(failures: number[], time: number): number {
 }
 
 /** Folds a turn's routine markers into its `turn.end`: the last tool call and how much activity there was. */
-function fold(end: AgentEvent, routine: AgentEvent[]): void {
-  let lastTool: AgentEvent | undefined;
+function fold(end: Coalescible, routine: Coalescible[]): void {
+  let lastTool: Coalescible | undefined;
   let last = -Infinity;
   for (const e of routine) {
     last = Math.max(last, e.time);

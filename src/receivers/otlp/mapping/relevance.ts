@@ -21,30 +21,36 @@ import { exceptionOf, exceptionTextOf, isPlainObject, text } from './common.ts';
 export const STATUS_CODE_ERROR = 2;
 
 /**
- * What the span test reads. A checking decoder fills the name, the event names, the attributes
- * whose keys are in SPAN_ATTRIBUTE_KEYS, and where the ids and times are (so a span the test keeps
- * only as an activity mark is never built: `markOf` in the decoders reads them from there).
+ * What the span test reads. A checking decoder fills the status and the attributes whose keys are
+ * in SPAN_ATTRIBUTE_KEYS, and the event names in SPAN_EVENT_NAMES; when activity marks are wanted,
+ * also the name, every event name, the attributes in SPAN_MARKER_KEYS, and the ids and times (so a
+ * span the test keeps only as an activity mark is never built: the decoders' `mark` reads them).
  */
 export interface SpanFacts {
   /** 0 unset, 1 ok, 2 error. */
   statusCode: number;
-  /** The span name. */
+  /** The span name (a checking decoder without marks: ''). */
   name: string;
-  /** Names of the span's events. */
+  /** Names of the span's events (a checking decoder without marks: those in SPAN_EVENT_NAMES). */
   eventNames: string[];
-  /** The span's attributes (a checking decoder: those in SPAN_ATTRIBUTE_KEYS). */
+  /** The span's attributes (a checking decoder: those in SPAN_ATTRIBUTE_KEYS, or SPAN_MARKER_KEYS with marks). */
   attributes: Attributes;
 }
 
 /** What the test says of a span: let it go, build it, or keep only its facts as an activity mark. */
 export type SpanVerdict = 'skip' | 'build' | 'mark';
 
+/** Span event names the test reads when no activity marks are wanted (with marks, it reads every name). */
+export const SPAN_EVENT_NAMES: readonly string[] = ['exception'];
+/** Span attribute keys the test reads when no activity marks are wanted. */
+export const SPAN_ATTRIBUTE_KEYS: readonly string[] = ['error.type'];
+
 /**
- * Span attribute keys the test reads, and the ones an activity marker reads (so a marker can be
- * made from a checked span's facts alone): operation, provider, model, finish reasons, output,
- * tool, session, revision, title and run-end reason.
+ * Span attribute keys the test reads when activity marks are wanted, with the ones a marker reads
+ * (so a marker can be made from a checked span's facts alone): operation, provider, model, finish
+ * reasons, output, tool, session, revision, title and run-end reason.
  */
-export const SPAN_ATTRIBUTE_KEYS: readonly string[] = [
+export const SPAN_MARKER_KEYS: readonly string[] = [
   'error.type',
   'gen_ai.operation.name',
   'openinference.span.kind',
@@ -91,7 +97,8 @@ export const CHECKPOINT_EVENT_NAMES: readonly string[] = ['provider.retry.checkp
 
 /** A span or span-event name that says the context was compacted or recovered. */
 export function isCompactionName(name: string): boolean {
-  return /compact/i.test(name) || name === 'context.recovery';
+  if (name.length < 7) return false;
+  return name.includes('ompact') || name.includes('OMPACT') || name === 'context.recovery' ? /compact/i.test(name) || name === 'context.recovery' : false;
 }
 
 /** Whether a span carries failure evidence: status ERROR, an `exception` event, or an `error.type`. */

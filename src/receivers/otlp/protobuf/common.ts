@@ -144,16 +144,21 @@ export function indexOfName(buf: Buffer, start: number, end: number, names: read
  * that is none of them (most keys) costs one array read: the watched attribute keys of a record walk.
  */
 export class NameIndex {
-  private readonly byLength: Array<Array<[string, number]> | undefined> = [];
+  /** Per length: the names of that length and their indices, side by side. */
+  private readonly names_: Array<string[] | undefined> = [];
+  private readonly indices: Array<number[] | undefined> = [];
   constructor(readonly names: readonly string[]) {
-    names.forEach((name, i) => (this.byLength[name.length] ??= []).push([name, i]));
+    names.forEach((name, i) => {
+      (this.names_[name.length] ??= []).push(name);
+      (this.indices[name.length] ??= []).push(i);
+    });
   }
 
   /** The index in `names` of the bytes `buf[start, end)`, or -1. */
   indexOf(buf: Buffer, start: number, end: number): number {
-    const bucket = this.byLength[end - start];
+    const bucket = this.names_[end - start];
     if (bucket === undefined) return -1;
-    for (const [name, i] of bucket) if (bytesEqual(buf, start, end, name)) return i;
+    for (let k = 0; k < bucket.length; k++) if (bytesEqual(buf, start, end, bucket[k]!)) return this.indices[end - start]![k]!;
     return -1;
   }
 }
@@ -542,8 +547,8 @@ export interface RecordKind<R, F, M = never> {
 export function decodeSignal<R, F, M>(body: Uint8Array, kind: RecordKind<R, F, M>, options: DecodeOptions): DecodedRecords<R, M> {
   const stats = emptyStats();
   const groups: DecodedRecords<R, M>['groups'] = [];
-  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
   const markers = options.markers === true;
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false, markers } : undefined;
   let skipped = 0;
   decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
     const records: R[] = [];

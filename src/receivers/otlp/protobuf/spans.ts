@@ -8,12 +8,13 @@
  */
 import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { SPAN_ATTRIBUTE_KEYS, spanVerdict } from '../mapping/relevance.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_MARKER_KEYS, spanVerdict } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, SpanMark } from '../normalized.ts';
-import { NameIndex, checkString, decodeSignal, enumValue, id, keyValue, message, nanos, nanosMs, readString, required, withMerged } from './common.ts';
+import { NameIndex, checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, nanosMs, readString, required, withMerged } from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
+import { LEN } from './wire.ts';
 import type { WireReader } from './wire.ts';
 
 /** Span field numbers (trace.proto). */
@@ -47,6 +48,7 @@ interface ProtoSpanFacts extends SpanFacts {
 }
 
 const WATCHED = new NameIndex(SPAN_ATTRIBUTE_KEYS);
+const WATCHED_FOR_MARKS = new NameIndex(SPAN_MARKER_KEYS);
 
 const SPANS: RecordKind<NormalizedSpan, ProtoSpanFacts, SpanMark> = {
   names: TRACES_REQUEST,
@@ -76,6 +78,9 @@ export function decodeTracesProtobuf(body: Uint8Array, options: DecodeOptions = 
  */
 function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Checking<ProtoSpanFacts> | undefined): NormalizedSpan | undefined {
   const build = checking === undefined;
+  // Reading what an activity mark carries costs strings: only when marks are wanted.
+  const marking = checking?.markers === true;
+  const watched = marking ? WATCHED_FOR_MARKS : WATCHED;
   let facts: ProtoSpanFacts | undefined;
   if (checking) {
     facts = checking.facts;
@@ -119,22 +124,22 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
         parentSpanId = id(r, end, 'parentSpanId', 8, build);
         break;
       case SPAN.NAME:
-        // Read when only checking too: the activity test reads it.
-        name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        if (build || marking) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        else checkString(r, end, 'name', MAX_STRING_BYTES, stats);
         break;
       case SPAN.KIND:
         kind = enumValue(r, end, 'kind');
         break;
       case SPAN.START:
-        if (facts) facts.startMs = nanosMs(r, end, 'startTimeUnixNano');
-        else start = nanos(r, end, 'startTimeUnixNano', true);
+        if (marking) facts!.startMs = nanosMs(r, end, 'startTimeUnixNano');
+        else start = nanos(r, end, 'startTimeUnixNano', build);
         break;
       case SPAN.END:
-        if (facts) facts.endMs = nanosMs(r, end, 'endTimeUnixNano');
-        else endTime = nanos(r, end, 'endTimeUnixNano', true);
+        if (marking) facts!.endMs = nanosMs(r, end, 'endTimeUnixNano');
+        else endTime = nanos(r, end, 'endTimeUnixNano', build);
         break;
       case SPAN.ATTRIBUTES:
-        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, WATCHED, facts?.attributes)) {
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, watched, facts?.attributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
@@ -231,7 +236,13 @@ function walkEvent(r: WireReader, end: number, stats: DecodeStats, checking: Che
         time = nanos(r, end, 'timeUnixNano', build);
         break;
       case EVENT.NAME:
-        name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        if (build || checking.markers) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        else {
+          expectWire(r, LEN, 'name', end);
+          const s = r.lengthDelimited(end);
+          checkUtf8(r.buf, s, r.pos, 'name', MAX_STRING_BYTES, stats);
+          name = SPAN_EVENT_NAMES[indexOfName(r.buf, s, r.pos, SPAN_EVENT_NAMES)] ?? '';
+        }
         break;
       case EVENT.ATTRIBUTES:
         if (!keyValue(r, end, stats, 'attributes', i++, build ? attributes : undefined, seen)) {
