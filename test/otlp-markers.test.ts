@@ -130,15 +130,23 @@ describe('markers from spans', () => {
     assert.deepEqual([r.relevant, r.irrelevant], [1, 4]);
   });
 
-  test('a turn with a failure: the newest marker of each kind on either side of it, with their counts', () => {
-    const r = mapTraces(tracesOf([tool(T0 + 1), tool(T0 + 2, 'bash'), failedChat(T0 + 3), chat(T0 + 4), chat(T0 + 5), tool(T0 + 6), agent(T0 + 7)]), { markers: true });
+  test('a turn with a failure: the last tool call before it; what follows folded into the turn.end', () => {
+    const r = mapTraces(tracesOf([tool(T0 + 1), chat(T0 + 2), tool(T0 + 3, 'bash'), failedChat(T0 + 4), chat(T0 + 5), chat(T0 + 6), tool(T0 + 7), agent(T0 + 8)]), { markers: true });
     assert.equal(r.events.filter((e) => e.kind !== ACTIVITY_KIND).length, 1, 'the failure');
     assert.deepEqual(markers(r.events), [
-      { activity: 'tool.ok', tool_name: 'bash', call_id: `call_${T0 + 2}`, count: 2, time: 2 },
-      { activity: 'model_request.ok', provider: 'openai', model: 'gpt-4o', finish_reasons: ['stop'], output_empty: false, count: 2, time: 5 },
-      { activity: 'tool.ok', tool_name: 'read_file', call_id: `call_${T0 + 6}`, time: 6 },
-      { activity: 'turn.end', status: 'ok', time: 7 },
+      { activity: 'tool.ok', tool_name: 'bash', call_id: `call_${T0 + 3}`, count: 2, time: 3 },
+      { activity: 'turn.end', status: 'ok', last_tool: 'read_file', last_tool_call_id: `call_${T0 + 7}`, last_tool_ms: T0 + 7, activity_count: 3, last_activity_ms: T0 + 7, time: 8 },
     ]);
+  });
+
+  test('a turn with a failure and no turn.end in the request: after it, the newest of each kind', () => {
+    const r = mapTraces(tracesOf([chat(T0 + 1), tool(T0 + 2), failedChat(T0 + 3), chat(T0 + 4), tool(T0 + 5, 'bash'), chat(T0 + 6)]), { markers: true });
+    assert.deepEqual(markers(r.events), [
+      { activity: 'tool.ok', tool_name: 'read_file', call_id: `call_${T0 + 2}`, time: 2 },
+      { activity: 'tool.ok', tool_name: 'bash', call_id: `call_${T0 + 5}`, time: 5 },
+      { activity: 'model_request.ok', provider: 'openai', model: 'gpt-4o', finish_reasons: ['stop'], output_empty: false, count: 2, time: 6 },
+    ]);
+    assert.deepEqual([r.relevant, r.irrelevant], [4, 2]);
   });
 
   test('model requests with nothing to say, or cut or filtered, are kept one by one', () => {

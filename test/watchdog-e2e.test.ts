@@ -144,3 +144,26 @@ test('the openai client against 429, 401, 500 and context-length errors: retries
   // The webhook got each event with its id as the idempotency key.
   for (const r of hook.received.filter((x) => x.path === '/hook')) assert.equal(r.headers['idempotency-key'], (JSON.parse(r.body.toString('utf8')) as Delivered).id);
 });
+
+test('the AI SDK agent: a 429 fails ai.generateText.doGenerate and its ai.generateText parent: one report, no ordinary work', { timeout: 60_000 }, async () => {
+  const before = new Set(fromFile().map((e) => e.id));
+  const run = await runAgent(
+    'ai-sdk',
+    { rootErrors: true, sessions: [{ id: 'sess-ai', turns: [[{ tool: 'read_json' }, { chat: 'rate_limit' }]] }] },
+    { endpoint: `http://127.0.0.1:${otlp}`, protocol: 'http/json', resourceAttributes: { 'session.id': 'sess-ai' } },
+  );
+  assert.equal(run.code, 0, run.stderr);
+  const traceId = run.turns[0]!.traceId;
+  const report = await waitFor(() => provider(fromFile()).find((e) => e.data.request_id === `watchdog-report:${traceId}`), `the AI SDK report\n${vigil.stderr()}`, 30_000);
+  assert.equal(report.data.category, 'rate_limited');
+  assert.equal(report.data.step, 'read_json');
+  // The AI SDK records the APICallError's message, not its status code.
+  assert.match(report.data.error, /Rate limit reached for gpt-4o-mini/);
+  await new Promise((r) => setTimeout(r, 1500));
+  const fresh = fromFile().filter((e) => !before.has(e.id));
+  assert.deepEqual(
+    fresh.map((e) => e.type),
+    ['dev.vigil.provider.report'],
+    'the failed parent span carries the same provider message: handled too, no ordinary work',
+  );
+});

@@ -7,9 +7,9 @@
  *
  * Markers are a few small records per turn, not a copy of every span: within one export request
  * the routine ones (`model_request.ok` without anything notable, `tool.ok`) are coalesced per turn
- * (`coalesceMarkers`): the newest of each kind between two failures of the turn stands for the
- * others (`count`), and in a turn without a failure in the request that ends in it, they are
- * folded into its `turn.end` (`last_tool`, `activity_count`, `last_activity_ms`).
+ * (`coalesceMarkers`): what follows the turn's last failure is folded into its `turn.end`
+ * (`last_tool`, `activity_count`, `last_activity_ms`), or kept as the newest of each kind when the
+ * request has no `turn.end`; before a failure, only the newest `tool.ok` is kept (the last step).
  */
 import { ACTIVITY_KIND, MAX_CHECKPOINT_DETAIL_BYTES, isRoutineActivity, type ActivityName, type ActivityPayload } from '../../../model/activity.ts';
 import type { AgentEvent } from '../../../model/event.ts';
@@ -205,11 +205,17 @@ export function marker(base: EventBase, payload: ActivityPayload): AgentEvent {
 
 /**
  * Coalesces the routine markers of one export request (README "Activity markers"), in place of
- * keeping one per successful span. Returns the events to drop. Per turn (its trace, else its
- * prompt, else the partition): with a failure of the turn in the request, the failures cut the
- * turn into segments and each segment keeps its newest `tool.ok` and newest `model_request.ok`,
- * their `count` saying how many they stand for; without one, and with a `turn.end` in the request,
- * the routine markers are folded into the newest `turn.end`. Other markers are always kept.
+ * keeping one per successful span; returns the ones to drop. Per turn (its trace, else its prompt,
+ * else the partition), the turn's failures in the request cut it into segments:
+ *
+ * - the last segment (after the last failure; the whole turn without one) is folded into the
+ *   turn's newest `turn.end` when the request has it (`last_tool`, `activity_count`,
+ *   `last_activity_ms`); without one it keeps its newest `tool.ok` and newest `model_request.ok`;
+ * - an earlier segment keeps its newest `tool.ok` only: the last step before the failure after it.
+ *
+ * A kept routine marker's `count` says how many of its kind and segment it stands for. Other
+ * markers (`turn.end`, `compaction`, `retry.checkpoint`, `prompt`, a model request with an empty
+ * or cut answer) are always kept.
  */
 export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Set<T> {
   interface Turn {
@@ -239,15 +245,23 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
   const drop = new Set<T>();
   for (const t of turns.values()) {
     if (t.routine.length === 0) continue;
-    if (t.failures.length === 0 && t.end) {
-      fold(t.end, t.routine);
-      for (const e of t.routine) drop.add(e);
-      continue;
-    }
     t.failures.sort((a, b) => a - b);
+    const last = t.failures.length;
+    const folded: T[] = [];
     const newest = new Map<string, { event: T; count: number }>();
     for (const e of t.routine) {
-      const key = `${segmentOf(t.failures, e.time)}\u0000${String((e.payload as ActivityPayload).activity)}`;
+      const segment = segmentOf(t.failures, e.time);
+      const activity = String((e.payload as ActivityPayload).activity);
+      if (segment === last && t.end) {
+        folded.push(e);
+        drop.add(e);
+        continue;
+      }
+      if (segment !== last && activity !== 'tool.ok') {
+        drop.add(e);
+        continue;
+      }
+      const key = `${segment}\u0000${activity}`;
       const kept = newest.get(key);
       if (!kept) newest.set(key, { event: e, count: 1 });
       else if (newer(e, kept.event)) {
@@ -259,6 +273,7 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
       }
     }
     for (const { event, count } of newest.values()) if (count > 1) event.payload.count = count;
+    if (folded.length && t.end) fold(t.end, folded);
   }
   return drop;
 }
