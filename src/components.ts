@@ -11,6 +11,7 @@ import { webhookExporterFactory } from './exporters/webhook/factory.ts';
 import { healthCheckFactory } from './extensions/health_check/factory.ts';
 import { classifyFactory } from './processors/classify/factory.ts';
 import { recurrenceFactory } from './processors/recurrence/factory.ts';
+import { watchdogFactory } from './processors/watchdog/factory.ts';
 import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
 import { otlpReceiverFactory } from './receivers/otlp/factory.ts';
 import { memoryStoreFactory } from './store/memory.ts';
@@ -20,7 +21,7 @@ import { sqliteStoreFactory } from './store/sqlite/factory.ts';
 export function components(): Registry {
   return makeRegistry({
     receivers: [otlpReceiverFactory, jsonlReceiverFactory],
-    processors: [classifyFactory, recurrenceFactory],
+    processors: [classifyFactory, watchdogFactory, recurrenceFactory],
     exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],
     stores: [memoryStoreFactory, sqliteStoreFactory, redisStoreFactory],

@@ -27,6 +27,11 @@ export interface PageItem {
   entry: LogEntry;
   diagnosis?: Diagnosis;
   occurrence?: Occurrence;
+  /**
+   * The processor (its id) that acted on this failure itself, so later stages leave it: the
+   * watchdog handles provider failures, which then open no ordinary recurrence work.
+   */
+  handledBy?: string;
 }
 
 export interface Occurrence {

@@ -6,7 +6,7 @@
  * and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, Registry, Signal } from '../component.ts';
+import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, ProcessorStatus, Registry, ReportedFailure, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -64,6 +64,8 @@ export class Service {
   /** Trace → session facts this process wrote recently (one write per trace, not per request). */
   private readonly writtenFacts: WrittenFacts;
   private readonly now: () => number;
+  /** Pipelines whose processors want activity markers, as their factories declare it. */
+  private readonly wantsMarkers: ReadonlySet<string>;
 
   constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {
     this.consumes = new Map(
@@ -79,6 +81,14 @@ export class Service {
     this.correlationSettings = { sessionWait: c.session_wait, failureWait: c.failure_wait, maxTraces: c.max_traces, traceTtl: c.trace_ttl };
     this.writtenFacts = new WrittenFacts(this.correlationSettings);
     this.now = opts.now ?? Date.now;
+    this.wantsMarkers = new Set(
+      [...config.service.pipelines].filter(([, p]) =>
+        p.processors.some((id) => {
+          const c = config.processors.get(id)!;
+          return registry.processors.get(c.type)!.capabilities?.(c.config).activityMarkers === true;
+        }),
+      ).map(([pid]) => pid),
+    );
   }
 
   get isReady(): boolean {
@@ -165,7 +175,14 @@ export class Service {
       logger: log.child({ component: 'correlation' }),
       settings: this.correlationSettings,
       pageSize: opts.pageSize ?? config.service.processing.page_size,
-      counting: new Set(pipelineIds.filter((pid) => config.service.pipelines.get(pid)!.processors.some((id) => registry.processors.get(config.processors.get(id)!.type)?.countsOccurrences === true))),
+      counting: new Set(
+        pipelineIds.filter((pid) =>
+          config.service.pipelines.get(pid)!.processors.some((id) => {
+            const c = config.processors.get(id)!;
+            return registry.processors.get(c.type)!.capabilities?.(c.config).countsOccurrences === true;
+          }),
+        ),
+      ),
       forwarding: new Set(pipelineIds.filter((pid) => this.consumes.get(pid)!.forwardedRecords)),
       onReleased: (pids) => pids.forEach((pid) => this.pipelines.get(pid)?.runner.notify()),
       now: this.now,
@@ -192,7 +209,7 @@ export class Service {
     for (const id of config.service.extensions) {
       const c = config.extensions.get(id)!;
       const ext = registry.extensions.get(c.type)!.create(
-        { id, logger: log.child({ component: id }), isReady: () => this.isReady, status: () => this.status() },
+        { id, logger: log.child({ component: id }), isReady: () => this.isReady, status: () => this.status(), failures: (since) => this.failures(since) },
         c.config,
       );
       await ext.start();
@@ -202,15 +219,18 @@ export class Service {
     for (const [id, c] of config.receivers) {
       const consumers: Partial<Record<Signal, IngestConsumer>> = {};
       const forward: Partial<Record<Signal, boolean>> = {};
+      const markers: Partial<Record<Signal, boolean>> = {};
       for (const signal of ['traces', 'logs'] as const) {
         const targets = [...config.service.pipelines.values()].filter((p) => p.signal === signal && p.receivers.includes(id)).map((p) => p.id);
         if (targets.length) consumers[signal] = this.consumerFor(targets);
         if (targets.some((pid) => this.consumes.get(pid)!.forwardedRecords)) forward[signal] = true;
+        // Markers go to every pipeline of the signal fed by this receiver; the others leave them (NormalOutput).
+        if (targets.some((pid) => this.wantsMarkers.has(pid))) markers[signal] = true;
       }
       if (Object.keys(consumers).length === 0) continue;
       const receiver = registry.receivers
         .get(c.type)!
-        .create({ id, logger: log.child({ component: id }), consumers, forward, state: stateClient(store, id, { owner: id }) }, c.config);
+        .create({ id, logger: log.child({ component: id }), consumers, forward, markers, state: stateClient(store, id, { owner: id }) }, c.config);
       await receiver.start();
       this.receivers.set(id, receiver);
     }
@@ -319,6 +339,7 @@ export class Service {
     return {
       state: this.state,
       store,
+      processors: await this.processorStatus(),
       ingest: { ...this.ingestStats },
       correlation: this.correlation ? structuredClone(this.correlation.stats) : undefined,
       receivers: Object.fromEntries([...this.receivers].map(([id, r]) => [id, r.stats?.() ?? {}])),
@@ -329,6 +350,17 @@ export class Service {
         ]),
       ),
     };
+  }
+
+  /** What the processors that report status say, by processor id (read from their state in the store). */
+  private async processorStatus(): Promise<Record<string, ProcessorStatus>> {
+    return this.store ? processorStatuses(this.config, this.registry, this.store) : {};
+  }
+
+  /** The processors' reported failures at or after `since`, newest first by failure time. */
+  async failures(since: number): Promise<ReportedFailure[]> {
+    const all = Object.values(await this.processorStatus()).flatMap((s) => s.failures ?? []);
+    return all.filter((f) => f.failed_at_ms >= since).sort((a, b) => b.failed_at_ms - a.failed_at_ms);
   }
 
   /**
@@ -445,6 +477,21 @@ export class Service {
     if (this.store) await settle('state store', () => this.store!.close());
     log.info('vigil stopped');
   }
+}
+
+/**
+ * The status of every processor used by a pipeline whose factory reports one (`status`), by id:
+ * for the running service and for `vigil status` on a store opened read-only.
+ */
+export async function processorStatuses(config: VigilConfig, registry: Registry, store: StateStore): Promise<Record<string, ProcessorStatus>> {
+  const out: Record<string, ProcessorStatus> = {};
+  const used = new Set([...config.service.pipelines.values()].flatMap((p) => p.processors));
+  for (const id of used) {
+    const c = config.processors.get(id)!;
+    const factory = registry.processors.get(c.type)!;
+    if (factory.status) out[id] = await factory.status(stateClient(store, id, { owner: id }), c.config);
+  }
+  return out;
 }
 
 /** Events as a pipeline that does not forward stores them: no forward-only records, no received copies. */

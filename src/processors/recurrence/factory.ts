@@ -21,7 +21,7 @@ export type RecurrenceConfig = Infer<typeof schema>;
 export const recurrenceFactory: ProcessorFactory<RecurrenceConfig> = {
   type: 'recurrence',
   schema,
-  countsOccurrences: true,
+  capabilities: () => ({ countsOccurrences: true }),
   create(settings, cfg) {
     const { store, pipeline } = settings;
     const counted = settings.state.withNamespace(COUNTED_NAMESPACE, { maxEntries: COUNTED_MAX_ENTRIES });

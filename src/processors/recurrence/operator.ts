@@ -14,7 +14,7 @@ import {
   workEventId,
   workId as makeWorkId,
 } from '../../model/identity.ts';
-import type { Decision, GroupState, OutboxItem, WorkEventData, WorkEventType, WorkOutboxItem } from '../../model/work.ts';
+import { isOccurrenceEvent, type Decision, type GroupState, type OutboxItem, type OccurrenceEventType, type WorkEventData, type WorkOutboxItem } from '../../model/work.ts';
 import type { StateEntry, StateWrite } from '../../store/state.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { PageItem, WorkPage } from '../page.ts';
@@ -101,7 +101,8 @@ function planPage(
       }
       return;
     }
-    if (!item.diagnosis || !isFailure(item.diagnosis)) return;
+    // A failure another processor acted on (the watchdog's provider failures) is not counted again.
+    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined) return;
     // Another record of the same failure is counted (DESIGN 3.3, one failure, one occurrence).
     if (isEvidenceOnly(event)) return;
     const identity = item.diagnosis.identity;
@@ -296,7 +297,7 @@ function applyPage(
   // again and delivers the same events.
   const emitted = new Map<string, CountedOccurrence['e']>();
   for (const o of outbox) {
-    if (o.kind !== 'work') continue;
+    if (o.kind !== 'work' || !isOccurrenceEvent(o.event)) continue;
     const d = o.event.data;
     const list = emitted.get(d.occurrence_id) ?? [];
     list.push({ type: o.event.type === 'dev.vigil.work.created' ? 'c' : 'u', d: d.decision, c: d.count, f: Date.parse(d.first_seen), l: Date.parse(d.last_seen) });
@@ -335,7 +336,7 @@ function snapshotGroup(groupKey: string, workId: string, e: CountedOccurrence['e
 
 const EXCERPT_MAX = 2000;
 
-function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
+function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
   const event = item.entry.event;
   const d = item.diagnosis!;
   const id = workEventId(type, group.openWorkId!, p.occurrenceId);

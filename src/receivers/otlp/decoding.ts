@@ -5,8 +5,8 @@
  * relevance test reads) without building anything.
  */
 import { sessionOf } from './mapping/common.ts';
-import { addMessage } from './normalized.ts';
 import type { TraceIdAt } from './mapping/relevance.ts';
+import { addMessage } from './normalized.ts';
 import type { Attributes, DecodeStats, NormalizedScope } from './normalized.ts';
 
 /** The names of one signal's request messages, for paths and messages. */
@@ -21,8 +21,9 @@ export const TRACES_REQUEST: RequestNames = { message: 'ExportTraceServiceReques
 export const LOGS_REQUEST: RequestNames = { message: 'ExportLogsServiceRequest', resources: 'resourceLogs', scopes: 'scopeLogs', records: 'logRecords' };
 
 /** The records of a request, by (resource, scope), before the signal names them spans or logs. */
-export interface DecodedRecords<R> {
-  groups: Array<{ resource: Attributes; scope: NormalizedScope; records: R[] }>;
+export interface DecodedRecords<R, M = never> {
+  /** `marks`: records the relevance test kept as activity marks (made from their facts, not built); absent when none. */
+  groups: Array<{ resource: Attributes; scope: NormalizedScope; records: R[]; marks?: M[] }>;
   stats: DecodeStats;
   /** Records checked and let go by the relevance test (see DecodeOptions). */
   skipped: number;
@@ -32,7 +33,8 @@ export interface DecodedRecords<R> {
 
 /**
  * A skipped record that names a session (on itself or its resource) still tells its trace's
- * session (DESIGN 3.3): the fact is kept, the record is not. The trace id is only read then.
+ * session (DESIGN 3.3): the fact is kept, the record is not. The trace id is only read then, and
+ * once per trace and request (the first skipped record of the trace that names a session).
  */
 export function noteSkippedSession(
   sessions: Map<string, string>,
@@ -49,6 +51,16 @@ export function noteSkippedSession(
   sessions.set(id, session);
   checking.notedTraceAt = facts.traceIdAt;
 }
+
+/** Whether `len` bytes at `a` and at `b` of `buf` are equal (either < 0: no). */
+export function sameBytes(buf: Buffer, a: number, b: number, len: number): boolean {
+  if (a < 0 || b < 0) return false;
+  for (let i = 0; i < len; i++) if (buf[a + i] !== buf[b + i]) return false;
+  return true;
+}
+
+/** What the relevance test says of a checked record: let it go, build it, or keep it as an activity mark. */
+export type RecordVerdict = 'skip' | 'build' | 'mark';
 
 /**
  * A problem with one field of one record (or of a resource or scope): rejects those records only.
@@ -97,15 +109,10 @@ function joinPath(prefix: string, path: string): string {
 export interface Checking<F> {
   facts: F;
   mustBuild: boolean;
+  /** Activity marks are wanted: the walk also reads what a mark carries (name, ids, times, the marker attributes). */
+  markers: boolean;
   /** Where the trace id of the last skipped record whose session was kept is (-1: none); see TraceIdAt.sameTrace. */
   notedTraceAt: number;
-}
-
-/** Whether `len` bytes at `a` and at `b` of `buf` are equal (`b` < 0: no). */
-export function sameBytes(buf: Buffer, a: number, b: number, len: number): boolean {
-  if (a < 0 || b < 0) return false;
-  for (let i = 0; i < len; i++) if (buf[a + i] !== buf[b + i]) return false;
-  return true;
 }
 
 export type BoundCounts = readonly [number, number, number];

@@ -6,7 +6,7 @@
 import { LOGS_REQUEST, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
 import { LOG_ATTRIBUTE_KEYS, LOG_TEST_KEYS, logMayMatter } from '../mapping/relevance.ts';
-import type { LogFacts } from '../mapping/relevance.ts';
+import type { LogFacts, TraceIdAt } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
 import { WatchedKeys, wrongType, anyValue, attributeList, attributes, decodeSignal, enumField, hexTraceId, idField, noteTraceId, nanosField, optionalId, stringField, uint32Field } from './common.ts';
@@ -41,10 +41,13 @@ const LOG_FIELDS = new FieldNames(
 const WATCHED = new WatchedKeys(LOG_ATTRIBUTE_KEYS);
 const WATCHED_BY_TEST = new WatchedKeys(LOG_TEST_KEYS);
 
-const LOGS: RecordKind<NormalizedLog, LogFacts> = {
+/** A checked log record's facts, with where its trace id is. */
+type JsonLogFacts = LogFacts & TraceIdAt;
+
+const LOGS: RecordKind<NormalizedLog, JsonLogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
-  mayMatter: logMayMatter,
+  verdict: (facts) => (logMayMatter(facts) ? 'build' : 'skip'),
   newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
   traceIdOf: hexTraceId,
 };
@@ -59,7 +62,7 @@ export function decodeLogsJson(body: string | Uint8Array, options: DecodeOptions
  * The log record object at the cursor: built (no `checking`), or only checked, filling
  * `checking.facts`. The body is built either way: the test reads its text.
  */
-function walkLog(r: JsonReader, stats: DecodeStats, checking: Checking<LogFacts> | undefined): NormalizedLog | undefined {
+function walkLog(r: JsonReader, stats: DecodeStats, checking: Checking<JsonLogFacts> | undefined): NormalizedLog | undefined {
   const build = checking === undefined;
   if (checking) {
     checking.mustBuild = false;

@@ -7,10 +7,10 @@
 import { LOGS_REQUEST, sameBytes, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
 import { LOG_ATTRIBUTE_KEYS, LOG_TEST_KEYS, logMayMatter } from '../mapping/relevance.ts';
-import type { LogFacts } from '../mapping/relevance.ts';
+import type { LogFacts, TraceIdAt } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
-import { anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, rawTraceId, readString, withMerged } from './common.ts';
+import { NameIndex, anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, rawTraceId, readString, withMerged } from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
 import type { WireReader } from './wire.ts';
 
@@ -28,10 +28,16 @@ const LOG = {
   EVENT_NAME: 12,
 } as const;
 
-const LOGS: RecordKind<NormalizedLog, LogFacts> = {
+const WATCHED = new NameIndex(LOG_ATTRIBUTE_KEYS);
+const WATCHED_BY_TEST = new NameIndex(LOG_TEST_KEYS);
+
+/** A checked log record's facts, with where its trace id is. */
+type ProtoLogFacts = LogFacts & TraceIdAt;
+
+const LOGS: RecordKind<NormalizedLog, ProtoLogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
-  mayMatter: logMayMatter,
+  verdict: (facts) => (logMayMatter(facts) ? 'build' : 'skip'),
   newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
   traceIdOf: rawTraceId,
 };
@@ -43,8 +49,9 @@ export function decodeLogsProtobuf(body: Uint8Array, options: DecodeOptions = {}
 }
 
 /** One log record: built (no `checking`), or only checked, filling `checking.facts`. */
-function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Checking<LogFacts> | undefined): NormalizedLog | undefined {
+function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Checking<ProtoLogFacts> | undefined): NormalizedLog | undefined {
   const build = checking === undefined;
+  let watched = WATCHED;
   if (checking) {
     checking.mustBuild = false;
     checking.facts.traceIdAt = -1;
@@ -84,7 +91,7 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
         break;
       }
       case LOG.ATTRIBUTES:
-        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, checking?.facts.sameTrace ? LOG_TEST_KEYS : LOG_ATTRIBUTE_KEYS, watchedAttributes)) {
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, watched, watchedAttributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
@@ -97,6 +104,7 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
         if (checking) {
           checking.facts.traceIdAt = traceId === undefined ? -1 : r.pos - 16;
           checking.facts.sameTrace = sameBytes(r.buf, checking.facts.traceIdAt, checking.notedTraceAt, 16);
+          if (checking.facts.sameTrace) watched = WATCHED_BY_TEST;
         }
         break;
       case LOG.SPAN_ID:
