@@ -122,14 +122,20 @@ service:
     const body = (await (await fetch(`http://127.0.0.1:${health}/status`)).json()) as { store: { pipelines: Array<{ timers: { pending: number } }> } };
     return body.store.pipelines.reduce((n, p) => n + p.timers.pending, 0);
   };
+  // Delivery is at least once with stable ids: a SIGKILL between writing an event and moving the
+  // exporter's cursor delivers it again after the restart, with the same id. Counted by id.
   const provided = (): Provided[] =>
     existsSync(work)
-      ? readFileSync(work, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as { type: string; time: string; data: ProviderEventData })
-          .filter((e) => e.type.startsWith('dev.vigil.provider.'))
-          .map((e) => ({ ...e.data, type: e.type, time: e.time }))
+      ? [
+          ...new Map(
+            readFileSync(work, 'utf8')
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l) as { id: string; type: string; time: string; data: ProviderEventData })
+              .filter((e) => e.type.startsWith('dev.vigil.provider.'))
+              .map((e) => [e.id, { ...e.data, type: e.type, time: e.time }] as const),
+          ).values(),
+        ]
       : [];
   const ids = () => provided().map((e) => e.request_id).sort();
   const kill = async (v: VigilChild) => {
