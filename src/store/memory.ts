@@ -356,12 +356,22 @@ export class MemoryStore implements StateStore {
     return { timers, next: sorted[timers.length]?.due ?? null };
   }
 
+  /** Live entries of a namespace: all of them while none can have expired (no look at each). */
+  private liveCount(namespace: string, now: number): number {
+    const map = this.kv.get(namespace);
+    if (!map) return 0;
+    if (now < (this.earliestExpiry.get(namespace) ?? Infinity)) return map.size;
+    let n = 0;
+    for (const e of map.values()) if (this.live(e, now)) n++;
+    return n;
+  }
+
   private namespaceStatus(): NamespaceStatus[] {
     const now = this.now();
     const names = new Set([...this.kv.keys(), ...this.evicted.keys()]);
     return [...names].sort().map((namespace) => ({
       namespace,
-      entries: [...(this.kv.get(namespace)?.values() ?? [])].filter((e) => this.live(e, now)).length,
+      entries: this.liveCount(namespace, now),
       evicted: this.evicted.get(namespace) ?? 0,
     }));
   }
