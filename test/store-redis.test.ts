@@ -45,7 +45,7 @@ storeConformance(
     prefixes.push(prefix);
     return make(config(REDIS_URL, prefix), opts?.now);
   },
-  { reopen },
+  { reopen, commitAppendsAtomic: false },
 );
 
 describe('redis cluster', () => {
@@ -59,6 +59,7 @@ describe('redis cluster', () => {
   storeConformance('redis (cluster of three masters)', async (opts) => make(config(cluster.url, uniquePrefix('cluster'), { nodes: cluster.nodes }), opts?.now), {
     reopen,
     appendStateAtomic: false,
+    commitAppendsAtomic: false,
   });
 });
 

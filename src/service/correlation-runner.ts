@@ -5,9 +5,11 @@
  * records it released per trace. One round at a time; across sidecars on Redis the cursor commit
  * decides a race (the loser's round is refused and planned again).
  *
- * Crash safety: the appends come before the commit. A crash in between leaves the records in
- * the log; the next round plans them again from the same state and appends them again, which the
- * pipelines' event-id dedupe drops. Nothing acknowledged is lost (the records stay in the
+ * Crash safety: the records go to their pipelines with the commit that moves the log's cursor
+ * (`PageCommit.appends`: one transaction on memory and SQLite; on Redis the appends come just
+ * before the commit, and a crash in between leaves the records in the log: the next round plans
+ * them again from the same state and appends them again, which the pipelines' event-id dedupe
+ * drops). Nothing acknowledged is lost (the records stay in the
  * correlation log until their pipelines have them) or counted twice. The waits count from each
  * record's arrival time, which is part of the record, so after a restart a record waits only for
  * what is left of its wait.
@@ -181,8 +183,6 @@ export class CorrelationRunner {
         byPipeline.set(pid, list);
       }
     }
-    // The pipelines get the records first; a crash before the commit below repeats these appends, which dedupe drops.
-    for (const [pid, events] of byPipeline) await store.append(pid, events);
     const state: StateWrite[] = [...plan.traces].map(([traceId, list]) => ({
       namespace: TRACE_FAILURES_NAMESPACE,
       key: traceId,
@@ -201,6 +201,9 @@ export class CorrelationRunner {
       outbox: [],
       failures: [],
       state,
+      // The pipelines get the records with the commit (memory, SQLite: one transaction; Redis: just
+      // before it — a crash in between repeats the appends, which the dedupe drops).
+      appends: [...byPipeline].map(([pipeline, events]) => ({ pipeline, events })),
     });
     this.stats.rounds++;
     for (const r of plan.released) {

@@ -112,6 +112,13 @@ export class MemoryStore implements StateStore {
     const now = this.now();
     const state = encodeStateWrites(opts.state);
     this.checkState(state, now);
+    const result = this.appendEvents(pipeline, events, now);
+    this.applyState(state, now);
+    return result;
+  }
+
+  /** Appends what the dedupe lets through. */
+  private appendEvents(pipeline: string, events: readonly AgentEvent[], now: number): AppendResult {
     let appended = 0;
     let duplicates = 0;
     for (const event of events) {
@@ -125,7 +132,6 @@ export class MemoryStore implements StateStore {
       this.partitionLog(pipeline, event.partition).entries.push({ id: String(this.nextSeq++), event });
       appended++;
     }
-    this.applyState(state, now);
     return { appended, duplicates };
   }
 
@@ -211,6 +217,7 @@ export class MemoryStore implements StateStore {
     }
     this.checkState(state, now);
     this.checkTimers(c.pipeline, timers);
+    for (const a of c.appends ?? []) this.appendEvents(a.pipeline, a.events, now);
     for (const g of c.groups) this.groups.set(g.groupKey, { ...g });
     this.applyState(state, now);
     this.applyTimers(c.pipeline, timers);

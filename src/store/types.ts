@@ -51,6 +51,14 @@ export interface PageCommit {
   state?: StateWrite[];
   /** Durable timers set and cleared with the page (see state.ts). */
   timers?: TimerChanges;
+  /**
+   * Records appended to ingest logs (any pipeline, any partition) with the commit, with the
+   * event-id dedupe of `append`: how a page of one log hands records on to others (the correlation
+   * log releasing records to their pipelines). In the same atomic step on memory and SQLite; on
+   * Redis just before the commit (other slots), so a refused or lost commit leaves them appended —
+   * committing again appends nothing new (the dedupe drops them).
+   */
+  appends?: Array<{ pipeline: string; events: AgentEvent[] }>;
 }
 
 export interface AppendOptions {

@@ -39,6 +39,8 @@ export interface ConformanceOptions {
    * Cluster: another slot): a refused state write then leaves the records appended.
    */
   appendStateAtomic?: boolean;
+  /** False where a commit's appends go before it rather than with it (Redis: other slots): a refused commit then leaves them appended. */
+  commitAppendsAtomic?: boolean;
   /**
    * For durable stores: a new instance over the same backing (file, Redis keys) as `store`, as a
    * restarted process would open it.
@@ -116,6 +118,28 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.deepEqual((await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId), ['e2'], 'cursor did not move');
         await store.commit(commitOf('logs', 'P', second!.id, { groups: [group('g1', 2)] }));
         assert.equal((await store.loadGroups(['g1'])).get('g1')!.count, 2);
+      }),
+    );
+
+    test(
+      'a commit may append records to ingest logs (as the correlation log hands records on), deduped like appends',
+      withStore(async (store) => {
+        await store.append('correlation', [event({ id: 'w1', time: 1, partition: 'waiting' }), event({ id: 'w2', time: 2, partition: 'waiting' })]);
+        const page = await store.readPage('correlation', 'waiting', 10);
+        const handOn = (...ids: Array<[string, string]>) => [{ pipeline: 'logs', events: ids.map(([id, partition], i) => event({ id, time: i + 1, partition })) }];
+        await store.commit(commitOf('correlation', 'waiting', page[1]!.id, { appends: handOn(['w1', 'S'], ['w2', 'T']) }));
+        assert.deepEqual((await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId), ['w1']);
+        assert.deepEqual((await store.readPage('logs', 'T', 10)).map((e) => e.event.eventId), ['w2']);
+        assert.equal(await store.pendingCount('correlation'), 0, 'the cursor moved with it');
+        // The same page committed again (a crash before its first commit was known): refused, and its
+        // records are not appended twice; a new one in a refused commit is appended only by a store
+        // that appends before committing.
+        await assert.rejects(store.commit(commitOf('correlation', 'waiting', page[1]!.id, { appends: handOn(['w1', 'S'], ['w3', 'S']) })), conflict);
+        assert.deepEqual(
+          (await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId),
+          options.commitAppendsAtomic === false ? ['w1', 'w3'] : ['w1'],
+        );
+        assert.equal(await store.pendingCount('logs'), options.commitAppendsAtomic === false ? 3 : 2);
       }),
     );
 

@@ -353,6 +353,8 @@ export class RedisStore implements StateStore {
     if (cm.cursor !== null && !/^\d+-\d+$/.test(cm.cursor)) {
       throw new VigilError('VIGIL_STORE_CORRUPT', `commit for partition '${cm.partition}' carries an invalid cursor '${cm.cursor}'`);
     }
+    // Other slots than the commit's: appended first; a repeat after a refused or lost commit is deduped.
+    for (const a of cm.appends ?? []) await this.append(a.pipeline, a.events);
     const now = this.now();
     const state = this.stateSection(encodeStateWrites(cm.state), now);
     const timers = this.timerSection(encodeTimers(cm.timers));

@@ -423,6 +423,7 @@ export class SqliteStore implements StateStore {
               throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, { transient: true });
             }
           }
+          for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
           for (const g of c.groups) q.groupPut.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
           this.applyState(state, now);
           this.applyTimers(c.pipeline, timers);
@@ -446,6 +447,7 @@ export class SqliteStore implements StateStore {
         .immediate(),
     );
     this.pending.delete(c.pipeline);
+    for (const a of c.appends ?? []) this.pending.delete(a.pipeline);
   }
 
   /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
