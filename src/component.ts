@@ -99,6 +99,12 @@ export interface ProcessorSettings extends ComponentSettings {
    * src/store/state-client.ts. Writes go into the page's commit with `withState` / `withTimers`.
    */
   state: StateClient;
+  /**
+   * The other pipelines that receive the same records (a receiver feeding several pipelines of
+   * one signal). A processor whose state is shared across pipelines (recurrence's groups) uses it
+   * to count a record once however many of them process it; empty when none.
+   */
+  peers?: readonly string[];
 }
 
 export interface ExporterSettings extends ComponentSettings {}

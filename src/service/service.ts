@@ -133,10 +133,12 @@ export class Service {
     }
 
     for (const [pid, p] of config.service.pipelines) {
+      // Pipelines of the same signal sharing a receiver get the same records.
+      const peers = [...config.service.pipelines.values()].filter((o) => o.id !== pid && o.signal === p.signal && o.receivers.some((r) => p.receivers.includes(r))).map((o) => o.id);
       const processors: OperatorFunction<WorkPage, WorkPage>[] = p.processors.map((id) => {
         const c = config.processors.get(id)!;
         return registry.processors.get(c.type)!.create(
-          { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }) },
+          { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }), peers },
           c.config,
         );
       });

@@ -7,7 +7,9 @@
  * one's time. The first pipeline to count an occurrence records it here, in the same commit as
  * the group; any later page that meets the occurrence again — in another pipeline, or the same
  * record twice — does not count it, and a pipeline that has not delivered its work events yet
- * delivers the same events (same ids, same content, rebuilt from what is recorded).
+ * delivers the same events (same ids, same content, rebuilt from what is recorded). Only pipelines
+ * that share records with another (`ProcessorSettings.peers`) keep it: elsewhere a record reaches
+ * the groups once, through one ingest log whose dedupe already drops repeats.
  */
 import type { Decision } from '../../model/work.ts';
 

@@ -31,7 +31,8 @@ export const recurrenceFactory: ProcessorFactory<RecurrenceConfig> = {
         loadGroups: (keys) => from(store.loadGroups(keys)),
         loadTurns: (_p, turnIds) => from(store.loadTurns(pipeline, turnIds)),
         lookupRevisions: (ids) => from(store.lookupRevisions(ids)),
-        loadCounted: (ids) => from(counted.load(ids)),
+        // Occurrences are remembered as counted only where another pipeline gets the same records.
+        ...(settings.peers?.length ? { loadCounted: (ids: readonly string[]) => from(counted.load(ids)) } : {}),
       },
       {
         onUnresolvedRevision: (executionId, event, page) =>
