@@ -53,11 +53,22 @@ export interface ProcessorSettings extends ComponentSettings {
 
 export interface ExporterSettings extends ComponentSettings {}
 
+/** Whether vigil can accept and keep data now; when not, why (one reason per problem). */
+export interface Readiness {
+  ready: boolean;
+  reasons: string[];
+}
+
 export interface ExtensionSettings extends ComponentSettings {
-  /** Readiness as the service sees it (pipelines started and not stopping). */
-  isReady(): boolean;
+  /** Readiness as the service sees it: running, the store reachable and writable, ingest not over its limit. */
+  readiness(): Promise<Readiness>;
   /** The store's status with the service's counters, for operators. */
   status(): Promise<unknown>;
+  /**
+   * The bearer tokens the receivers require: operator endpoints without their own `auth` accept
+   * these, so protecting ingest also protects what the operator endpoints reveal.
+   */
+  receiverTokens: readonly string[];
 }
 
 /**
@@ -75,6 +86,8 @@ export interface Factory<Cfg, Settings, Instance> {
   readonly schema: Schema<Cfg>;
   /** Signals the component handles (receivers, processors and exporters). */
   readonly signals?: readonly Signal[];
+  /** Receivers: the bearer tokens a config makes them require (none: open). */
+  readonly bearerTokens?: (config: Cfg) => readonly string[];
   create(settings: Settings, config: Cfg): Instance;
 }
 

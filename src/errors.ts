@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   VIGIL_STORE_UNAVAILABLE: 'The state store could not be reached or written; the operation can be retried.',
   VIGIL_STORE_CONFLICT: 'A concurrent writer changed the state this commit was based on; the page is processed again.',
   VIGIL_STORE_CORRUPT: 'The state store holds data vigil cannot read.',
+  VIGIL_STORE_LOCKED: 'Another vigil process holds the SQLite state file; the message names it.',
   VIGIL_EXPORT_FAILED: 'An exporter could not deliver an item; it is retried with backoff.',
   VIGIL_SHUTDOWN: 'The component is shutting down and no longer accepts work.',
 } as const;

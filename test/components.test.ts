@@ -39,8 +39,9 @@ describe('every registered component', () => {
           consumers: { logs: async () => ({ appended: 0, duplicates: 0 }) },
           pipeline: 'logs',
           store: new MemoryStore(),
-          isReady: () => true,
+          readiness: async () => ({ ready: true, reasons: [] }),
           status: async () => ({}),
+          receiverTokens: [],
         };
         const instance = (factory.create as (s: unknown, c: unknown) => unknown)(settings, cfg);
         if (kind === 'processors') {

@@ -10,7 +10,7 @@ import { errorMessage, isVigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { newWorkPage, type WorkPage } from '../processors/page.ts';
 import type { StateStore } from '../store/types.ts';
-import { backoffDelay, sleep, Wakeup } from './backoff.ts';
+import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 
 import { DEFAULT_PAGE_SIZE } from '../config/service.ts';
 /** How often a pipeline looks for work nobody told it about (another sidecar's appends). */

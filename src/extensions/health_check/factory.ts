@@ -1,16 +1,23 @@
 /**
- * Extension `health_check`: `GET /healthz` answers 200 once the pipelines run and 503 while
- * starting or stopping (the Collector's semantics, usable as a readiness probe); `GET /livez`
- * answers 200 while the process serves at all; `GET /status` returns the store status as JSON
- * (what `vigil status` reads for the memory store).
+ * Extension `health_check`: `GET /healthz` answers 200 when vigil can accept and keep data now and
+ * 503 with the reasons when it cannot (starting or stopping, the store unreachable or refusing
+ * writes — a full disk —, an ingest backlog over its limit): a readiness probe. `GET /livez`
+ * answers 200 while the process serves at all. `GET /status` returns the store status as JSON
+ * (what `vigil status` reads for the memory store); it reveals session ids and signatures, so it
+ * takes a bearer token: the extension's own `auth.bearer_token`, else any token the receivers
+ * require. The probes stay open (they reveal only readiness).
  */
 import { createServer, type Server } from 'node:http';
 import type { ExtensionFactory, ExtensionSettings, Lifecycle } from '../../component.ts';
-import { parseEndpoint, s, type Infer } from '../../config/schema.ts';
-import { listen, closeServer } from '../../service/listen.ts';
+import { s, type Infer } from '../../config/schema.ts';
+import { operatorAuth } from '../../internal/bearer.ts';
+import { parseEndpoint } from '../../internal/endpoint.ts';
+import { closeServer, listen, warnIfExposed } from '../../internal/listen.ts';
 
 const schema = s.object({
   endpoint: s.endpoint().default('127.0.0.1:13133'),
+  /** Token for `GET /status`; without it, /status takes the receivers' tokens (or is open when they have none). */
+  auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
 });
 export type HealthCheckConfig = Infer<typeof schema>;
 
@@ -23,31 +30,40 @@ export const healthCheckFactory: ExtensionFactory<HealthCheckConfig> = {
   schema,
   create(settings: ExtensionSettings, cfg): HealthCheckExtension {
     let server: Server | undefined;
+    const auth = operatorAuth(cfg.auth?.bearer_token, settings.receiverTokens);
     return {
       async start() {
         server = createServer((req, res) => {
-          const json = (code: number, body: unknown) => {
-            res.writeHead(code, { 'content-type': 'application/json' });
+          const json = (code: number, body: unknown, headers: Record<string, string> = {}) => {
+            res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
             res.end(JSON.stringify(body));
           };
           if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { error: 'use GET' });
           const path = (req.url ?? '/').split('?')[0];
           if (path === '/healthz' || path === '/') {
-            const ready = settings.isReady();
-            return json(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
+            settings
+              .readiness()
+              .then((r) => json(r.ready ? 200 : 503, r.ready ? { status: 'ready' } : { status: 'not ready', reasons: r.reasons }))
+              .catch((err: Error) => json(503, { status: 'not ready', reasons: [err.message] }));
+            return;
           }
           if (path === '/livez') return json(200, { status: 'alive' });
           if (path === '/status') {
+            if (!auth.check(req.headers.authorization)) {
+              return json(401, { error: 'GET /status needs Authorization: Bearer <token> (the health_check auth.bearer_token, else a receiver token)' }, { 'www-authenticate': 'Bearer' });
+            }
             settings
               .status()
               .then((st) => json(200, st))
               .catch((err: Error) => json(503, { error: err.message }));
             return;
           }
-          json(404, { error: `no such path ${path}; try /healthz, /livez or /status` });
+          json(404, { error: `no such path ${path.slice(0, 200)}; try /healthz, /livez or /status` });
         });
         const { host, port } = parseEndpoint(cfg.endpoint)!;
-        await listen(server, host, port, settings.id, 'endpoint');
+        const where = { what: `extension '${settings.id}'`, configKey: `extensions.${settings.id}.endpoint` };
+        await listen(server, host, port, where);
+        warnIfExposed(settings.logger, host, port, auth.enabled, { ...where, fix: `GET /status shows session ids and signatures to anyone; set extensions.${settings.id}.auth.bearer_token, or bind 127.0.0.1` });
       },
       address() {
         const a = server?.address();

@@ -27,6 +27,7 @@ import {
   type StoreStatus,
 } from '../types.ts';
 import { sqliteError } from './errors.ts';
+import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
@@ -41,6 +42,10 @@ const PENDING_CACHE_MS = 200;
 /** Expired dedupe ids, turns and revisions are deleted at most this often, in bounded chunks. */
 const PURGE_EVERY_MS = 60_000;
 const PURGE_CHUNK = 10_000;
+/** The WAL is cut back to this size after a checkpoint, so a burst does not leave a large file behind. */
+const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
+/** Free pages returned to the file system per purge (incremental auto-vacuum, new databases only). */
+const VACUUM_PAGES = 4096;
 
 type Db = Database.Database;
 type Stmt = Database.Statement;
@@ -49,6 +54,7 @@ export class SqliteStore implements StateStore {
   readonly kind = 'sqlite';
   readonly file: string;
   private db: Db | undefined;
+  private lock: WriterLock | undefined;
   private q!: ReturnType<typeof prepare>;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
@@ -61,27 +67,51 @@ export class SqliteStore implements StateStore {
   async open(opts: OpenOptions = {}): Promise<void> {
     if (this.db) return;
     let db: Db | undefined;
+    let lock: WriterLock | undefined;
     try {
-      if (!opts.readOnly) mkdirSync(dirname(this.file), { recursive: true });
+      if (!opts.readOnly) {
+        mkdirSync(dirname(this.file), { recursive: true });
+        lock = acquireWriterLock(this.file, () => this.writerOf());
+      }
       db = new Database(this.file, { timeout: this.cfg.busy_timeout, readonly: !!opts.readOnly, fileMustExist: !!opts.readOnly });
       if (!opts.readOnly) {
+        // Only a new, empty file can take incremental auto-vacuum (it is fixed once tables exist).
+        db.pragma('auto_vacuum = INCREMENTAL');
         db.pragma('journal_mode = WAL');
+        db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
         db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
         db.exec(SCHEMA);
         this.checkVersion(db, true);
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
         this.checkVersion(db, false);
       }
       this.q = prepare(db);
     } catch (err) {
       db?.close();
+      lock?.release();
       if ((err as { code?: string }).code === 'SQLITE_CANTOPEN' && opts.readOnly) {
         throw new VigilError('VIGIL_STORE_UNAVAILABLE', `no vigil state at '${this.file}' (SQLite database missing); has vigil run with this configuration?`, { cause: err });
       }
       throw sqliteError(err, this.file, 'open the state store', this.cfg.busy_timeout);
     }
     this.db = db;
+    this.lock = lock;
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
+  }
+
+  /** The process recorded as the writer of the file, read beside it (for the lock refusal). */
+  private writerOf(): WriterInfo | undefined {
+    let db: Db | undefined;
+    try {
+      db = new Database(this.file, { readonly: true, fileMustExist: true, timeout: 1000 });
+      const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('writer') as { value: string } | undefined;
+      return row ? (JSON.parse(row.value) as WriterInfo) : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      db?.close();
+    }
   }
 
   private checkVersion(db: Db, write: boolean): void {
@@ -102,6 +132,8 @@ export class SqliteStore implements StateStore {
     const db = this.db;
     this.db = undefined;
     db?.close();
+    this.lock?.release();
+    this.lock = undefined;
   }
 
   /** Runs `fn` on the open database, turning SQLite errors into VigilErrors that name the file. */
@@ -150,6 +182,7 @@ export class SqliteStore implements StateStore {
       this.q.purgeSeen.run(now, PURGE_CHUNK);
       this.q.purgeTurns.run(now, PURGE_CHUNK);
       this.q.purgeRevisions.run(now, PURGE_CHUNK);
+      this.db?.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
     });
   }
 
@@ -264,6 +297,39 @@ export class SqliteStore implements StateStore {
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
     this.run('register an exporter', () => this.q.exporterRegister.run(pipeline, exporter));
+  }
+
+  async retireExporters(pipeline: string, keep: readonly string[]): Promise<string[]> {
+    return this.run('retire exporter cursors', (db) =>
+      db
+        .transaction(() => {
+          const gone = (this.q.exporters.all(pipeline) as Array<{ exporter: string }>).map((e) => e.exporter).filter((e) => !keep.includes(e));
+          for (const e of gone) this.q.exporterDelete.run(pipeline, e);
+          const min = (this.q.exporterMin.get(pipeline) as { m: number | null }).m;
+          if (gone.length && min !== null) this.q.outboxTrim.run(pipeline, min);
+          return gone;
+        })
+        .immediate(),
+    );
+  }
+
+  async outboxLag(pipeline: string, exporter: string): Promise<number> {
+    return this.run('measure an exporter queue', () => {
+      const last = (this.q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+      const cursor = (this.q.exporterCursor.get(pipeline, exporter) as { cursor: number } | undefined)?.cursor ?? 0;
+      return Math.max(0, last - cursor);
+    });
+  }
+
+  /**
+   * Whether a write of `bytes` fits now (readiness after a failed append): writes and fsyncs that
+   * many bytes in one transaction, then frees them. Throws as the failed write did while it does not.
+   */
+  async probeWrite(bytes: number): Promise<void> {
+    this.run('write a probe', (db) => {
+      db.transaction(() => db.prepare("INSERT INTO meta (key, value) VALUES ('probe', zeroblob(?)) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(bytes)).immediate();
+      db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
+    });
   }
 
   async readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]> {
@@ -397,6 +463,8 @@ function prepare(db: Db) {
        ON CONFLICT (pipeline, exporter) DO UPDATE SET cursor = MAX(cursor, excluded.cursor)`,
     ),
     exporterMin: p('SELECT MIN(cursor) AS m FROM exporter_cursors WHERE pipeline = ?'),
+    exporterCursor: p('SELECT cursor FROM exporter_cursors WHERE pipeline = ? AND exporter = ?'),
+    exporterDelete: p('DELETE FROM exporter_cursors WHERE pipeline = ? AND exporter = ?'),
     exporters: p('SELECT exporter, cursor FROM exporter_cursors WHERE pipeline = ? ORDER BY exporter'),
     deadInsert: p('INSERT INTO dead_letters (pipeline, exporter, time, letter) VALUES (?, ?, ?, ?)'),
     deadTrim: p(
