@@ -3,7 +3,7 @@
  * workload that produces a known number of work events, and readers for JSONL outputs.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { otlpLogs } from './otlp-logs.ts';
 import { tempDir } from './vigil-process.ts';
@@ -36,8 +36,23 @@ export function mountTmpfs(sizeBytes: number): Tmpfs {
     dir,
     freeBytes,
     fill(leaveBytes) {
-      const toUse = Math.max(0, freeBytes() - leaveBytes);
-      writeFileSync(filler, Buffer.alloc(toUse, 0x2e));
+      // Write until the file system refuses, then give back `leaveBytes`.
+      const fd = openSync(filler, 'a');
+      try {
+        for (const size of [1 << 20, 1 << 16, 1 << 12]) {
+          const chunk = Buffer.alloc(size, 0x2e);
+          for (;;) {
+            try {
+              if (writeSync(fd, chunk) < size) break;
+            } catch {
+              break;
+            }
+          }
+        }
+        ftruncateSync(fd, Math.max(0, fstatSync(fd).size - leaveBytes));
+      } finally {
+        closeSync(fd);
+      }
     },
     free() {
       rmSync(filler, { force: true });
