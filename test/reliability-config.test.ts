@@ -57,7 +57,7 @@ describe('empty secrets are config errors', () => {
     test(`otlp receiver auth: ${name}`, () => {
       const p = problems(receiverWith(auth), env);
       assert.equal(p.length, 1, p.join('\n'));
-      assert.match(p[0]!, /^pipeline\.yaml:\d+:\d+: 'receivers\.otlp\.auth(\.bearer_token)?' (is written but empty|is required)/);
+      assert.match(p[0]!, /^pipeline\.yaml:\d+:\d+: 'receivers\.otlp\.auth(\.bearer_token)?' (must not be empty|is required)/);
     });
   }
 
@@ -85,13 +85,13 @@ ${service}
 `);
 
   const others: Array<[string, string, RegExp]> = [
-    ['webhook secret', exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    secret: ${env:S}'), /'exporters\.webhook\.secret' is written but empty/],
-    ['webhook header value', exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    headers:\n      x-api-key: ${env:S}'), /'exporters\.webhook\.headers\.x-api-key' is written but empty/],
-    ['otlphttp header value', exporterConfig('  otlphttp:\n    endpoint: http://127.0.0.1:9\n    headers:\n      authorization: ${env:S}'), /'exporters\.otlphttp\.headers\.authorization' is written but empty/],
+    ['webhook secret', exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    secret: ${env:S}'), /'exporters\.webhook\.secret' must not be empty/],
+    ['webhook header value', exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    headers:\n      x-api-key: ${env:S}'), /'exporters\.webhook\.headers\.x-api-key' must not be empty/],
+    ['otlphttp header value', exporterConfig('  otlphttp:\n    endpoint: http://127.0.0.1:9\n    headers:\n      authorization: ${env:S}'), /'exporters\.otlphttp\.headers\.authorization' must not be empty/],
     ['webhook URL password', exporterConfig('  webhook:\n    endpoint: http://user:${env:S}@127.0.0.1:9/hook'), /'exporters\.webhook\.endpoint' has credentials that are empty/],
     ['redis_stream URL password', exporterConfig('  redis_stream:\n    url: redis://:${env:S}@127.0.0.1:6379/0'), /'exporters\.redis_stream\.url' has credentials that are empty/],
-    ['health_check auth', exporterConfig('  debug: {}', '    auth:\n      bearer_token: ${env:S}'), /'extensions\.health_check\.auth\.bearer_token' is written but empty/],
-    ['metrics auth', exporterConfig('  debug: {}', '', '  telemetry:\n    metrics:\n      address: 127.0.0.1:8888\n      auth:\n        bearer_token: ${env:S}'), /'service\.telemetry\.metrics\.auth\.bearer_token' is written but empty/],
+    ['health_check auth', exporterConfig('  debug: {}', '    auth:\n      bearer_token: ${env:S}'), /'extensions\.health_check\.auth\.bearer_token' must not be empty/],
+    ['metrics auth', exporterConfig('  debug: {}', '', '  telemetry:\n    metrics:\n      address: 127.0.0.1:8888\n      auth:\n        bearer_token: ${env:S}'), /'service\.telemetry\.metrics\.auth\.bearer_token' must not be empty/],
   ];
   for (const [name, text, expected] of others) {
     test(`${name} resolving empty`, () => {
@@ -115,7 +115,7 @@ describe('end to end', () => {
     const empty = spawnVigil(['run', '-c', config], { env: { TOK: '' } });
     children.push(empty);
     assert.equal(await empty.exited, 1);
-    assert.match(empty.stdout() + empty.stderr(), /receivers\.otlp\.auth\.bearer_token' is written but empty/);
+    assert.match(empty.stdout() + empty.stderr(), /receivers\.otlp\.auth\.bearer_token' must not be empty/);
 
     const ok = spawnVigil(['run', '-c', config], { env: { TOK: 'the-token' } });
     children.push(ok);

@@ -102,7 +102,7 @@ class NonEmptySchema<T> extends Schema<T> {
     if (empty) {
       ctx.error(
         path,
-        `${describePath(path)} is written but empty (null, ~, nothing after the colon, or a \${env:VAR} that is empty): an empty secret or auth setting would turn protection off; give it a value, or remove the key`,
+        `${describePath(path)} must not be empty: it is written but resolves to nothing (null, ~, nothing after the colon, or an empty \${env:VAR}), and an empty secret or auth setting would turn protection off; give it a value, or remove the key`,
       );
       return undefined;
     }

@@ -9,8 +9,10 @@ import type { Logger } from '../logger.ts';
 import { formatHostPort, isLoopback } from './endpoint.ts';
 
 export interface ListenOptions {
-  /** Who listens, for messages: `receiver 'otlp' (OTLP/HTTP)`, `health_check`. */
+  /** Who listens, for messages: `receiver 'otlp'`, `extension 'health_check'`. */
   what: string;
+  /** What is served, when the listener serves one of several: `OTLP/HTTP`, `OTLP/gRPC`. */
+  protocol?: string;
   /** The config key that sets the endpoint, named in the error as the fix. */
   configKey: string;
 }
@@ -32,7 +34,8 @@ export function bindFailure(code: string | undefined, message: string): string {
 /** The VIGIL_LISTEN_FAILED error for a failed bind. */
 export function listenError(opts: ListenOptions, host: string, port: number, err: NodeJS.ErrnoException): VigilError {
   const why = bindFailure(err.code ?? /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(err.message)?.[1], err.message);
-  return new VigilError('VIGIL_LISTEN_FAILED', `${opts.what}: cannot listen on ${formatHostPort(host, port)}: ${why}; change '${opts.configKey}' in the config`, { cause: err });
+  const serving = opts.protocol ? ` for ${opts.protocol}` : '';
+  return new VigilError('VIGIL_LISTEN_FAILED', `${opts.what} cannot listen${serving} on ${formatHostPort(host, port)}: ${why}; change '${opts.configKey}' in the config`, { cause: err });
 }
 
 /** Binds a server; a bind failure rejects with VIGIL_LISTEN_FAILED (see listenError). */
@@ -59,7 +62,8 @@ export function listen(server: Server, host: string, port: number, opts: ListenO
  */
 export function warnIfExposed(logger: Logger, host: string, port: number, authenticated: boolean, opts: ListenOptions & { fix: string }): void {
   if (authenticated || isLoopback(host)) return;
-  logger.warn(`${opts.what} listens on ${formatHostPort(host, port)}, reachable from other machines, without authentication; ${opts.fix}`, {
+  const serving = opts.protocol ? ` (${opts.protocol})` : '';
+  logger.warn(`${opts.what}${serving} listens on ${formatHostPort(host, port)}, reachable from other machines, without authentication; ${opts.fix}`, {
     endpoint: formatHostPort(host, port),
   });
 }

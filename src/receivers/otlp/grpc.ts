@@ -93,7 +93,7 @@ export class OtlpGrpcServer {
     server.addService(serviceDefinition(EXPORT_METHODS.traces), { Export: this.handler('traces') });
     server.addService(serviceDefinition(EXPORT_METHODS.logs), { Export: this.handler('logs') });
     const address = formatHostPort(parsed.host, parsed.port);
-    const where = { what: `receiver '${id}' (OTLP/gRPC)`, configKey: `receivers.${id}.protocols.grpc.endpoint` };
+    const where = { what: `receiver '${id}'`, protocol: 'OTLP/gRPC', configKey: `receivers.${id}.protocols.grpc.endpoint` };
     this.port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
         if (!err) return resolve(port);

@@ -108,7 +108,7 @@ export class OtlpHttpServer {
     const server = createServer((req, res) => this.onRequest(req, res));
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = Math.min(REQUEST_TIMEOUT_MS, 30_000);
-    const where = { what: `receiver '${id}' (OTLP/HTTP)`, configKey: `receivers.${id}.protocols.http.endpoint` };
+    const where = { what: `receiver '${id}'`, protocol: 'OTLP/HTTP', configKey: `receivers.${id}.protocols.http.endpoint` };
     await listen(server, parsed.host, parsed.port, where);
     warnIfExposed(this.options.logger, parsed.host, parsed.port, this.auth.enabled, { ...where, fix: `set receivers.${id}.auth.bearer_token, or bind 127.0.0.1` });
     server.on('error', (err) => this.options.logger.warn('OTLP/HTTP server error', { error: errorMessage(err) }));

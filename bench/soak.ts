@@ -1,0 +1,221 @@
+/**
+ * `npm run bench:soak`: a real `vigil run` (SQLite state, fsync on) fed for minutes with failures
+ * from 50,000 sessions over 100,000 distinct signatures, whose only exporter is a webhook that is
+ * dead (nothing listens: every attempt is refused). Every queue must reach its bound and stay
+ * there: the outbox at `sending_queue.queue_size` (the oldest become dead letters), the dead
+ * letters at 10,000, seen event ids and turns at their `dedupe_window`, groups at the number of
+ * signatures. It samples the state files' size and the process's RSS, and prints them beside the
+ * baseline: the same run against a live webhook that accepts everything (what the state costs
+ * when nothing backs up).
+ *
+ *   npm run bench:soak -- [--seconds 150] [--rate 4000] [--sessions 50000] [--signatures 100000]
+ *                         [--queue 10000] [--dedupe 30s] [--only dead|live]
+ *
+ * Figures on a shared machine are noisy; compare the two columns of one run.
+ */
+import { statSync, existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from '../test/helpers/vigil-process.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '150' },
+    rate: { type: 'string', default: '4000' },
+    sessions: { type: 'string', default: '50000' },
+    signatures: { type: 'string', default: '100000' },
+    queue: { type: 'string', default: '10000' },
+    dedupe: { type: 'string', default: '30s' },
+    sample: { type: 'string', default: '10' },
+    only: { type: 'string' },
+  },
+});
+const SECONDS = Number(args.seconds);
+const RATE = Number(args.rate);
+const SESSIONS = Number(args.sessions);
+const SIGNATURES = Number(args.signatures);
+const SAMPLE_S = Number(args.sample);
+const BATCH = 500;
+
+function letters(n: number): string {
+  let s = '';
+  do {
+    s = String.fromCharCode(97 + (n % 26)) + s;
+    n = Math.floor(n / 26);
+  } while (n > 0);
+  return s;
+}
+
+/** One OTLP/JSON logs request of BATCH failure records, numbered from `first`. */
+function batch(first: number, t0: number): string {
+  const records = [];
+  for (let i = first; i < first + BATCH; i++) {
+    // Spread signatures and sessions so that both sets are covered early and keep recurring.
+    const sig = (i * 7919) % SIGNATURES;
+    const session = (i * 104729) % SESSIONS;
+    records.push({
+      timeUnixNano: `${t0 + i}000000`,
+      severityNumber: 17,
+      body: { stringValue: `Traceback (most recent call last):\n  File "/srv/agent/tool.py", line 3, in <module>\nLookupError: no handler for ${letters(sig)}` },
+      attributes: [
+        { key: 'session.id', value: { stringValue: `session-${session}` } },
+        { key: 'log.record.uid', value: { stringValue: `r-${i}` } },
+      ],
+    });
+  }
+  return JSON.stringify({ resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'soak-agent' } }] }, scopeLogs: [{ logRecords: records }] }] });
+}
+
+interface Sample {
+  t: number;
+  sent: number;
+  refused: number;
+  stateMiB: number;
+  rssMiB: number;
+  outboxLag: number;
+  deadLetters: number;
+  groups: number;
+  backlog: number;
+}
+
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function sizeOf(...files: string[]): number {
+  return files.reduce((n, f) => n + (existsSync(f) ? statSync(f).size : 0), 0) / 1048576;
+}
+
+function metric(text: string, name: string, labels = ''): number {
+  let sum = 0;
+  for (const line of text.split('\n')) if ((line.startsWith(name + '{') || line.startsWith(name + ' ')) && line.includes(labels)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return sum;
+}
+
+async function soak(mode: 'dead' | 'live'): Promise<Sample[]> {
+  const dir = tempDir('vigil-soak-');
+  const [otlp, metricsPort, hookPort] = [await freePort(), await freePort(), await freePort()];
+  let hook: ReturnType<typeof createServer> | undefined;
+  if (mode === 'live') {
+    hook = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.end());
+    });
+    await new Promise<void>((r) => hook!.listen(hookPort, '127.0.0.1', r));
+  }
+  const state = join(dir, 'state.db');
+  const config = writeConfig(
+    dir,
+    `receivers:
+  otlp: { protocols: { http: { endpoint: 127.0.0.1:${otlp} } } }
+processors:
+  classify: {}
+  recurrence: { min_recurrence: 2, max_per_turn: 1000000 }
+exporters:
+  webhook:
+    endpoint: http://127.0.0.1:${hookPort}/hook
+    timeout: 2s
+    retry_on_failure: { initial_interval: 1s, max_interval: 5s, max_elapsed_time: 30s }
+    sending_queue: { queue_size: ${args.queue} }
+state:
+  sqlite: { path: ${state}, dedupe_window: ${args.dedupe} }
+service:
+  telemetry:
+    logs: { level: error }
+    metrics: { address: 127.0.0.1:${metricsPort} }
+  pipelines:
+    logs: { receivers: [otlp], processors: [classify, recurrence], exporters: [webhook] }
+`,
+  );
+  const vigil: VigilChild = spawnVigil(['run', '-c', config], { env: { NODE_OPTIONS: '' } });
+  const url = `http://127.0.0.1:${otlp}/v1/logs`;
+  await waitFor(async () => ((await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined))?.status === 200 ? true : undefined), 'vigil to listen', 30_000);
+
+  const t0 = Date.UTC(2026, 0, 1);
+  const started = Date.now();
+  let sent = 0;
+  let refused = 0;
+  let next = 0;
+  const samples: Sample[] = [];
+  let nextSample = started + SAMPLE_S * 1000;
+  const take = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const s: Sample = {
+      t: Math.round((Date.now() - started) / 1000),
+      sent,
+      refused,
+      stateMiB: sizeOf(state, `${state}-wal`, `${state}-shm`),
+      rssMiB: rssOf(vigil.child.pid!),
+      outboxLag: metric(text, 'vigil_outbox_lag'),
+      deadLetters: metric(text, 'vigil_dead_letters'),
+      groups: metric(text, 'vigil_groups'),
+      backlog: metric(text, 'vigil_ingest_backlog'),
+    };
+    samples.push(s);
+    process.stderr.write(`  ${mode} ${String(s.t).padStart(4)} s  sent ${s.sent}  refused ${s.refused}  state ${s.stateMiB.toFixed(1)} MiB  rss ${s.rssMiB.toFixed(0)} MiB  outbox ${s.outboxLag}  dead ${s.deadLetters}  groups ${s.groups}  backlog ${s.backlog}\n`);
+  };
+  while (Date.now() - started < SECONDS * 1000) {
+    // Paced: RATE records/s, in batches; a refused batch (backlog over its limit) is sent again.
+    const due = Math.floor(((Date.now() - started) / 1000) * RATE);
+    if (next + BATCH <= due) {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(next, t0) });
+      await res.arrayBuffer();
+      if (res.status === 200) {
+        next += BATCH;
+        sent += BATCH;
+      } else {
+        refused += BATCH;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } else {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    if (Date.now() >= nextSample) {
+      nextSample += SAMPLE_S * 1000;
+      await take();
+    }
+  }
+  await take();
+  vigil.child.kill('SIGKILL');
+  await vigil.exited;
+  if (hook) await new Promise<void>((r) => hook!.close(() => r()));
+  return samples;
+}
+
+/** Growth over the second half of a run: what "flat once the bounds are reached" is judged on. */
+function secondHalf(samples: Sample[], pick: (s: Sample) => number): { from: number; to: number; max: number } {
+  const half = samples.slice(Math.floor(samples.length / 2));
+  return { from: pick(half[0]!), to: pick(half[half.length - 1]!), max: Math.max(...half.map(pick)) };
+}
+
+async function main(): Promise<void> {
+  const modes = (args.only ? [args.only] : ['dead', 'live']) as Array<'dead' | 'live'>;
+  console.log(
+    `soak: ${SECONDS} s per run, ${RATE} failure records/s in batches of ${BATCH}, ${SESSIONS} sessions, ${SIGNATURES} signatures, queue_size ${args.queue}, dedupe_window ${args.dedupe}; SQLite, synchronous full`,
+  );
+  const runs: Record<string, Sample[]> = {};
+  for (const m of modes) runs[m] = await soak(m);
+  const cols = modes.map((m) => `${m === 'dead' ? 'dead webhook' : 'live webhook (baseline)'}`);
+  const row = (label: string, f: (s: Sample[]) => string) => console.log(`| ${label} | ${modes.map((m) => f(runs[m]!)).join(' | ')} |`);
+  console.log(`\n| | ${cols.join(' | ')} |`);
+  console.log(`| --- | ${modes.map(() => '---').join(' | ')} |`);
+  row('records accepted (refused, resent)', (s) => `${s.at(-1)!.sent} (${s.at(-1)!.refused})`);
+  row('groups at the end', (s) => String(s.at(-1)!.groups));
+  row('outbox lag: max over the run / at the end', (s) => `${Math.max(...s.map((x) => x.outboxLag))} / ${s.at(-1)!.outboxLag}`);
+  row('dead letters kept at the end', (s) => String(s.at(-1)!.deadLetters));
+  row('state files (MiB): at 50% → end (max in 2nd half)', (s) => {
+    const h = secondHalf(s, (x) => x.stateMiB);
+    return `${h.from.toFixed(1)} → ${h.to.toFixed(1)} (${h.max.toFixed(1)})`;
+  });
+  row('RSS (MiB): at 50% → end (max in 2nd half)', (s) => {
+    const h = secondHalf(s, (x) => x.rssMiB);
+    return `${h.from.toFixed(0)} → ${h.to.toFixed(0)} (${h.max.toFixed(0)})`;
+  });
+  console.log('\nsamples (t s: state MiB / RSS MiB / outbox / dead letters / groups):');
+  for (const m of modes) console.log(`  ${m}: ${runs[m]!.map((s) => `${s.t}: ${s.stateMiB.toFixed(1)}/${s.rssMiB.toFixed(0)}/${s.outboxLag}/${s.deadLetters}/${s.groups}`).join('  ')}`);
+}
+
+await main();
