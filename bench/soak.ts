@@ -52,8 +52,9 @@ function letters(n: number): string {
 function batch(first: number, t0: number): string {
   const records = [];
   for (let i = first; i < first + BATCH; i++) {
-    // Spread signatures and sessions so that both sets are covered early and keep recurring.
-    const sig = (i * 7919) % SIGNATURES;
+    // Records come in pairs of one signature (the second makes work), spread so that all
+    // signatures and sessions are covered early and then keep recurring (work updates).
+    const sig = (Math.floor(i / 2) * 7919) % SIGNATURES;
     const session = (i * 104729) % SESSIONS;
     records.push({
       timeUnixNano: `${t0 + i}000000`,
@@ -157,27 +158,36 @@ service:
     samples.push(s);
     process.stderr.write(`  ${mode} ${String(s.t).padStart(4)} s  sent ${s.sent}  refused ${s.refused}  state ${s.stateMiB.toFixed(1)} MiB  rss ${s.rssMiB.toFixed(0)} MiB  outbox ${s.outboxLag}  dead ${s.deadLetters}  groups ${s.groups}  backlog ${s.backlog}\n`);
   };
-  while (Date.now() - started < SECONDS * 1000) {
-    // Paced: RATE records/s, in batches; a refused batch (backlog over its limit) is sent again.
-    const due = Math.floor(((Date.now() - started) / 1000) * RATE);
-    if (next + BATCH <= due) {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(next, t0) });
-      await res.arrayBuffer();
-      if (res.status === 200) {
-        next += BATCH;
-        sent += BATCH;
-      } else {
+  const end = started + SECONDS * 1000;
+  // Paced senders: RATE records/s in batches, a few requests in flight as agents' exporters
+  // would; a refused batch (backlog over its limit) is sent again after a pause.
+  const sender = async () => {
+    while (Date.now() < end) {
+      const due = Math.floor(((Date.now() - started) / 1000) * RATE);
+      if (next + BATCH > due) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      const first = next;
+      next += BATCH;
+      for (;;) {
+        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch(first, t0) });
+        await res.arrayBuffer();
+        if (res.status === 200) break;
         refused += BATCH;
         await new Promise((r) => setTimeout(r, 200));
       }
-    } else {
-      await new Promise((r) => setTimeout(r, 20));
+      sent += BATCH;
     }
-    if (Date.now() >= nextSample) {
+  };
+  const sampler = async () => {
+    while (Date.now() < end) {
+      await new Promise((r) => setTimeout(r, Math.max(0, nextSample - Date.now())));
       nextSample += SAMPLE_S * 1000;
       await take();
     }
-  }
+  };
+  await Promise.all([sender(), sender(), sender(), sender(), sampler()]);
   await take();
   vigil.child.kill('SIGKILL');
   await vigil.exited;

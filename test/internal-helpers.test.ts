@@ -138,6 +138,8 @@ describe('bearer tokens', () => {
 describe('redaction', () => {
   test('URLs lose their credentials and query, keep scheme, host, port and path', () => {
     assert.equal(redactUrl('redis://user:pw@redis.internal:6380/0'), 'redis://***@redis.internal:6380/0');
+    assert.equal(redactUrl('redis://vigil:pw@redis.internal:6380/0', { keepUser: true }), 'redis://vigil:***@redis.internal:6380/0');
+    assert.equal(redactUrl('https://tok3n@hooks.example/x', { keepUser: true }), 'https://***@hooks.example/x', 'a user name alone may be a token');
     assert.equal(redactUrl('https://hooks.example/x?token=abc'), 'https://hooks.example/x?…');
     assert.equal(redactUrl('http://127.0.0.1:9/hook'), 'http://127.0.0.1:9/hook');
     assert.doesNotMatch(redactUrl('not a url //u:p@h?q=1'), /u:p|q=1/);

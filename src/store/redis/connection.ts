@@ -43,7 +43,7 @@ export class RedisConnection {
 
   /** `scripts`: names of the store's Lua commands (see the autopipelining note below). */
   constructor(readonly cfg: ConnectionConfig, scripts: string[], private readonly logger?: Logger) {
-    this.where = [cfg.url, ...cfg.cluster.nodes].map(redactUrl).join(', ');
+    this.where = [cfg.url, ...cfg.cluster.nodes].map((u) => redactUrl(u, { keepUser: true })).join(', ');
     const { node, options } = nodeOptions(cfg.url);
     const common = {
       connectTimeout: cfg.connect_timeout,

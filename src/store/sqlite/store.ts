@@ -39,9 +39,16 @@ export interface SqliteStoreConfig {
 
 /** How long pendingCount answers from its last count (it runs on every ingest request). */
 const PENDING_CACHE_MS = 200;
-/** Expired dedupe ids, turns and revisions are deleted at most this often, in bounded chunks. */
-const PURGE_EVERY_MS = 60_000;
-const PURGE_CHUNK = 10_000;
+/**
+ * Expired dedupe ids, turns and revisions are deleted about once a second, in chunks, for at most
+ * PURGE_BUDGET_MS per round: often enough to keep up with the append rate (so the tables stay
+ * bounded by `dedupe_window`), briefly enough that an append never waits long for it.
+ */
+const PURGE_EVERY_MS = 1_000;
+const PURGE_CHUNK = 2_000;
+const PURGE_BUDGET_MS = 20;
+/** Freed pages go back to the file system at most this often. */
+const VACUUM_EVERY_MS = 60_000;
 /** The WAL is cut back to this size after a checkpoint, so a burst does not leave a large file behind. */
 const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 /** Free pages returned to the file system per purge (incremental auto-vacuum, new databases only). */
@@ -58,6 +65,7 @@ export class SqliteStore implements StateStore {
   private q!: ReturnType<typeof prepare>;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
+  private lastVacuum = 0;
   private readonly bases = new PageBases();
 
   constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
@@ -179,10 +187,14 @@ export class SqliteStore implements StateStore {
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
     this.run('purge expired entries', () => {
-      this.q.purgeSeen.run(now, PURGE_CHUNK);
-      this.q.purgeTurns.run(now, PURGE_CHUNK);
-      this.q.purgeRevisions.run(now, PURGE_CHUNK);
-      this.db?.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
+      const until = performance.now() + PURGE_BUDGET_MS;
+      for (const stmt of [this.q.purgeSeen, this.q.purgeTurns, this.q.purgeRevisions]) {
+        while (stmt.run(now, PURGE_CHUNK).changes === PURGE_CHUNK && performance.now() < until);
+      }
+      if (now - this.lastVacuum >= VACUUM_EVERY_MS) {
+        this.lastVacuum = now;
+        this.db?.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
+      }
     });
   }
 
