@@ -207,6 +207,26 @@ describe('file exporter faults through an injected file system', () => {
     await store.close();
   });
 
+  test('when the store cannot record the confirmation (a full state disk), the retry does not write the batch twice', async () => {
+    const store = await sqliteOutbox(50);
+    const path = join(tempDir(), 'work.jsonl');
+    const ack = store.ackOutbox.bind(store);
+    let fail = true;
+    store.ackOutbox = async (...args) => {
+      if (fail) {
+        fail = false;
+        throw Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL' });
+      }
+      return ack(...args);
+    };
+    const { runner } = run(store, faultyFs({}), path);
+    assert.equal(await runner.deliverBatch(), 'retry');
+    assert.equal(await store.outboxLag('logs', 'file'), 50, 'not confirmed');
+    assert.equal(await runner.deliverBatch(), 'delivered');
+    assert.deepEqual(ids(path), all(50), 'each line once');
+    await store.close();
+  });
+
   test('a cut line left by a crash mid-write is removed before the next batch', async () => {
     const store = await sqliteOutbox(3);
     const path = join(tempDir(), 'work.jsonl');

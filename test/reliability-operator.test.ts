@@ -292,7 +292,10 @@ service:
     await waitFor(async () => ((await postLogs(refUrl, '{}').catch(() => undefined))?.status === 200 ? true : undefined), 'the reference vigil');
     for (const body of bodies) assert.equal((await postLogs(refUrl, body)).status, 200);
     const sorted = (file: string) => readFileSync(file, 'utf8').trim().split('\n').sort();
-    await waitFor(() => (jsonLines(join(refDir, 'work.jsonl')).length === 300 && jsonLines(join(dir, 'work.jsonl')).length === 300 ? true : undefined), 'both runs to finish', 30_000);
+    const counts = () => [jsonLines(join(refDir, 'work.jsonl')).length, jsonLines(join(dir, 'work.jsonl')).length];
+    await waitFor(() => (counts().every((n) => n >= 300) ? true : undefined), 'both runs to finish', 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}: work events (reference, disk-full run) ${counts().join(', ')}\n${v.stderr().slice(-3000)}`);
+    });
     assert.deepEqual(sorted(join(dir, 'work.jsonl')), sorted(join(refDir, 'work.jsonl')), 'the same work events, byte for byte');
     await stop(ref);
     await stop(v);

@@ -3,7 +3,8 @@
  * delivered only once every byte of it is written and `fdatasync` succeeded. A short write is
  * continued; a failed write or sync (a full disk, an I/O error) cuts the file back to where the
  * batch began, so no partial batch and no cut line ever stays in it, and the batch is retried
- * whole. A crash between sync and confirmation can repeat lines, which readers drop by the event
+ * whole. Entries handed over again because their confirmation could not be stored are not written
+ * twice; a crash between sync and confirmation can repeat lines, which readers drop by the event
  * `id`. Rotation by size keeps the file bounded.
  */
 import * as fsp from 'node:fs/promises';
@@ -24,6 +25,9 @@ const schema = withDelivery({
   max_backups: s.int({ min: 0, max: 100 }).default(5),
 });
 export type FileExporterConfig = Infer<typeof schema>;
+
+/** How many recently written event ids are remembered (a few batches' worth). */
+const RECENTLY_WRITTEN = 10_000;
 
 /** The file-system calls the exporter makes; tests hand in a faulty one (fsync errors). */
 export interface FileSystem {
@@ -49,6 +53,22 @@ export function createFileExporter(settings: ExporterSettings, cfg: FileExporter
   let size = 0;
   /** Set when a failed batch could not be cut off yet: the file must go back to `size` before anything else is written. */
   let dirty = false;
+  /**
+   * Ids of the events this process wrote and synced most recently. When the store could not
+   * record the confirmation (a full state disk), the runner hands the same entries over again;
+   * they are already in the file, so they are not written twice.
+   */
+  const written = new Set<string>();
+  const remember = (ids: string[]) => {
+    for (const id of ids) {
+      written.delete(id);
+      written.add(id);
+    }
+    for (const id of written) {
+      if (written.size <= RECENTLY_WRITTEN) break;
+      written.delete(id);
+    }
+  };
 
   const failure = (what: string, err: unknown, extra = '') =>
     new ExportError(`${settings.id}: ${what} ${path} failed: ${errorMessage(err)}${extra}`, { cause: err, reason: reasonOf(err) });
@@ -120,7 +140,7 @@ export function createFileExporter(settings: ExporterSettings, cfg: FileExporter
       await ensureOpen();
     },
     async export(entries: OutboxEntry[]) {
-      const work = entries.filter(isWorkEntry);
+      const work = entries.filter((e) => isWorkEntry(e) && !written.has(e.id)) as Array<OutboxEntry & { kind: 'work' }>;
       if (work.length === 0) return;
       const data = Buffer.from(work.map((e) => JSON.stringify(e.event)).join('\n') + '\n', 'utf8');
       if (cfg.max_size > 0 && size > 0 && size + data.length > cfg.max_size) await rotate();
@@ -148,6 +168,7 @@ export function createFileExporter(settings: ExporterSettings, cfg: FileExporter
         throw failure(`syncing ${work.length} events to`, err, '; the batch is written again');
       }
       size += data.length;
+      remember(work.map((e) => e.id));
     },
     async shutdown() {
       await closeHandle();
