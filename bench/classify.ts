@@ -2,9 +2,9 @@
  * `npm run bench:classify`: how fast the classify rule sets are, and that they stay linear and
  * bounded.
  *
- * 1. Throughput on a mixed corpus of typical texts (< 1 KB) built from test/corpus: texts/s and
- *    MB/s for `vigil` (detection + signature + fingerprint v2) and `reference` (DESIGN 3.1 rules +
- *    fingerprint v1, the baseline), through `diagnose` on events built up front, one core.
+ * 1. Throughput on a mixed corpus of typical texts (< 1 KB) built from test/corpus (both parts):
+ *    texts/s and MB/s for `vigil` (detection + signature + fingerprint v3) and `reference` (DESIGN
+ *    3.1 rules + fingerprint v1, the baseline), through `diagnose` on events built up front, one core.
  * 2. Worst cases: a 1 MB single line and a 10,000-line stack (ms per text).
  * 3. `vigil classify` over a streamed JSONL of VIGIL_BENCH_CLASSIFY_GB gigabytes (default 1): the
  *    child's peak RSS (VmHWM) and its rate; the lines are generated as they are written and its
@@ -19,7 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AgentEvent } from '../src/model/event.ts';
 import { CLASSIFY_RULES, diagnose, type ClassifyRules } from '../src/processors/classify/classify.ts';
-import { loadCorpus } from '../scripts/eval-classify.ts';
+import { corpusParts } from '../scripts/eval-classify.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TYPICAL_MAX = 1024;
@@ -28,7 +28,7 @@ const ROUNDS = 7;
 function eventOf(text: string, exitCode: number): AgentEvent {
   const payload =
     exitCode !== 0
-      ? { state: 'error', outcome: { error: text } }
+      ? { state: 'error', outcome: { error: text, exit_code: exitCode } }
       : { state: 'ok', outcome: { output: [{ output_type: 'stream', name: 'stderr', text }] } };
   return { eventId: 'bench', kind: 'execution.completed', payload, partition: 'p', time: 0, service: 's', source: 'jsonl' };
 }
@@ -65,11 +65,13 @@ function timeOne(event: AgentEvent, rules: ClassifyRules): number {
 }
 
 function throughput(): void {
-  const cases = loadCorpus().filter((c) => Buffer.byteLength(c.text) < TYPICAL_MAX);
+  const cases = corpusParts()
+    .flatMap((p) => p.cases)
+    .filter((c) => Buffer.byteLength(c.text) < TYPICAL_MAX);
   const events = cases.map((c) => eventOf(c.text, c.exit_code));
   const bytes = cases.reduce((n, c) => n + Buffer.byteLength(c.text), 0);
   const ms = Number(process.env.VIGIL_BENCH_CLASSIFY_MS ?? 10000);
-  process.stdout.write(`throughput: ${events.length} typical texts from test/corpus (< 1 KB, mean ${(bytes / events.length).toFixed(0)} B), one core\n`);
+  process.stdout.write(`throughput: ${events.length} typical texts from test/corpus, both parts (< 1 KB, mean ${(bytes / events.length).toFixed(0)} B), one core\n`);
   const fmt = (r: number) => `${Math.round(r).toLocaleString('en-US').padStart(9)} texts/s ${((r * bytes) / events.length / 1e6).toFixed(1).padStart(6)} MB/s`;
   // Rounds alternate the rule sets (and their order), and the median of each is reported, so that
   // a neighbour's burst of load on a shared machine does not decide the comparison.
@@ -118,7 +120,7 @@ function worstCases(): void {
 
 /** Streams `gb` gigabytes of JSONL into `vigil classify`, sampling the child's peak RSS. */
 async function streamRss(gb: number): Promise<void> {
-  const texts = loadCorpus().map((c) => JSON.stringify({ text: c.text, exit_code: c.exit_code }) + '\n');
+  const texts = corpusParts().flatMap((p) => p.cases).map((c) => JSON.stringify({ text: c.text, exit_code: c.exit_code }) + '\n');
   const target = gb * 1e9;
   const child = spawn(process.execPath, [join(ROOT, 'bin/vigil.js'), 'classify'], { stdio: ['pipe', 'pipe', 'inherit'] });
   let outLines = 0;

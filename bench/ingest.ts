@@ -1,31 +1,61 @@
 /**
- * `npm run bench:ingest` — OTLP/HTTP ingest throughput and latency of vigil's `otlp` receiver (an
- * in-process vigil: otlp receiver → classify processor → debug exporter, `memory` store) side by
- * side, in the same run, with a bare node:http server that only decodes the same payloads
- * (`JSON.parse` for OTLP/JSON, vigil's own protobuf decoder for OTLP/protobuf).
+ * `npm run bench:ingest` — OTLP ingest throughput and ack latency of vigil's `otlp` receiver, side
+ * by side in the same run with bare servers that only decode the same payloads with independent
+ * decoders:
  *
- * Load: batches of 512 spans (realistic agent spans: model calls, tool calls, agent turns with GenAI
- * attributes; one span in 32 failed, with an exception event and a Python traceback), sent by N
- * concurrent keep-alive clients from a worker thread. Every request carries fresh trace ids, so
- * vigil appends and classifies every failed span (no dedupe).
+ * | encoding | bare server |
+ * | --- | --- |
+ * | OTLP/HTTP JSON | node:http + `JSON.parse` |
+ * | OTLP/HTTP protobuf | node:http + protobufjs with the OTLP schema (the 0.214.0 otlp-transformer's generated root) |
+ * | OTLP/gRPC | @grpc/grpc-js with that protobufjs decoder as the request deserializer |
  *
- * Both servers stay up and are measured in alternating slices (bare, vigil, vigil, bare, ...), so
- * that background load on the machine affects both alike; a vigil slice lasts until vigil's
- * pipeline has also processed everything it accepted, so vigil gets no processing time for free.
+ * vigil runs in process in two setups: `vigil/memory` (memory store, classify: the setup of issue
+ * 15's figures) and `vigil/sqlite` (the default: sqlite store with durable appends, classify →
+ * recurrence → file exporter).
  *
- * Options: --duration=SECONDS per server (6), --rounds=N slices per server (6), --warmup=SECONDS
- * (1), --concurrency=N (8), --spans=N (512), --only=json|protobuf, --server=vigil|bare.
+ * Load: batches of 512 realistic agent spans (bench/otlp-payloads.ts; one in 32 failed) with
+ * fresh trace ids per request, so every failed span is appended, classified and counted. Each
+ * server is measured twice: at full rate (8 keep-alive clients sending back to back: requests/s is
+ * its maximum) and at half of that maximum (an open-loop schedule, latency counted from the
+ * scheduled send, so a stall delays every request behind it), with the longest event-loop stall of
+ * the main thread during it ("stall"). The clients run in a worker thread.
+ * Servers are measured in alternating slices so background load on the shared machine hits all
+ * alike, and a vigil slice lasts until its pipeline has processed everything it accepted (vigil
+ * gets no processing time for free). A decoder table compares the decoders alone on batches of
+ * several sizes.
+ *
+ * Options: --duration=SECONDS per server and phase (6), --rounds=N slices (3), --warmup=SECONDS (1),
+ * --concurrency=N (8), --spans=N (512), --only=json,protobuf,grpc, --setups=memory,sqlite,
+ * --sizes=16,128,512,2048 (decoder table; --sizes= skips it).
  */
 import { Worker } from 'node:worker_threads';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
+import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
+import { buildPayloads } from './otlp-payloads.ts';
+import type { Payload } from './otlp-payloads.ts';
+
+type Encoding = 'json' | 'protobuf' | 'grpc';
+type Setup = 'memory' | 'sqlite';
+type ServerName = 'bare' | `vigil/${Setup}`;
 
 interface LoadSpec {
-  url: string;
+  root: string;
+  /** http://host:port/v1/traces, or host:port for gRPC. */
+  target: string;
+  grpc: boolean;
   contentType: string;
   template: Uint8Array;
-  /** Where the 8-hex-digit (JSON) or 4-byte (protobuf) per-request trace id prefix goes. */
   offsets: number[];
   binary: boolean;
   concurrency: number;
+  /** Requests per second for an open-loop run; 0 for back-to-back clients. */
+  rate: number;
   warmupMs: number;
   durationMs: number;
   /** First request number (keeps trace ids unique across runs). */
@@ -36,26 +66,24 @@ interface LoadResult {
   requests: number;
   failures: number;
   elapsedMs: number;
-  /** Request latencies in ms, sorted. */
+  /** Request latencies in ms. */
   latencies: number[];
+  /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
+  loopStallMs?: number;
 }
-
-const TRACE_MARKER = 'deadbeef';
 
 /**
  * The load generator, run in a worker thread (its own event loop, so the server under test has the
- * main thread to itself). Plain JavaScript: Node 20 does not apply tsx's loader to workers. Each
- * client sends one request at a time over a keep-alive connection; latency is measured from the
- * request to the end of the response, after the warm-up.
+ * main thread to itself). Plain JavaScript: Node 20 does not apply tsx's loader to workers.
  */
 const LOAD_GENERATOR = `
-const { request, Agent } = require('node:http');
 const { parentPort, workerData: spec } = require('node:worker_threads');
-const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency });
+const { request, Agent } = require('node:http');
+const requireFromRoot = require('node:module').createRequire(spec.root + '/');
 const template = Buffer.from(spec.template);
-const target = new URL(spec.url);
 let next = spec.firstRequest;
-const measureFrom = performance.now() + spec.warmupMs;
+const t0 = performance.now();
+const measureFrom = t0 + spec.warmupMs;
 const stopAt = measureFrom + spec.durationMs;
 const latencies = [];
 let failures = 0;
@@ -67,134 +95,196 @@ function body(n) {
   }
   return b;
 }
-function post(payload) {
-  return new Promise((resolve) => {
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent,
+let send, close;
+if (spec.grpc) {
+  const grpc = requireFromRoot('@grpc/grpc-js');
+  const client = new grpc.Client(spec.target, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': 64 << 20 });
+  const id = (b) => b;
+  send = (payload) => new Promise((resolve) => client.makeUnaryRequest('/opentelemetry.proto.collector.trace.v1.TraceService/Export', id, id, payload, (err) => resolve(!err)));
+  close = () => client.close();
+} else {
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.rate > 0 ? 64 : spec.concurrency });
+  const url = new URL(spec.target);
+  send = (payload) => new Promise((resolve) => {
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
       headers: { 'content-type': spec.contentType, 'content-length': payload.length } }, (res) => {
       res.resume();
-      res.on('end', () => resolve(res.statusCode));
-      res.on('error', () => resolve(0));
+      res.on('end', () => resolve(res.statusCode === 200));
+      res.on('error', () => resolve(false));
     });
-    req.on('error', () => resolve(0));
+    req.on('error', () => resolve(false));
     req.end(payload);
   });
+  close = () => agent.destroy();
+}
+function record(ok, latency, at) {
+  if (at < measureFrom) return;
+  if (ok) latencies.push(latency); else failures++;
 }
 async function client() {
   while (performance.now() < stopAt) {
     const payload = body(next++);
-    const t0 = performance.now();
-    const status = await post(payload);
-    const t1 = performance.now();
-    if (t0 < measureFrom) continue;
-    if (status === 200) latencies.push(t1 - t0); else failures++;
+    const start = performance.now();
+    const ok = await send(payload);
+    record(ok, performance.now() - start, start);
   }
 }
-Promise.all(Array.from({ length: spec.concurrency }, client)).then(() => {
-  const elapsedMs = performance.now() - measureFrom;
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
+async function openLoop() {
+  // Requests leave on a fixed schedule whatever the answers; latency counts from the scheduled time.
+  const interval = 1000 / spec.rate;
+  const inFlight = new Set();
+  for (let i = 0; ; i++) {
+    const scheduled = t0 + i * interval;
+    if (scheduled >= stopAt) break;
+    const wait = scheduled - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const payload = body(next++);
+    const p = send(payload).then((ok) => { record(ok, performance.now() - scheduled, scheduled); inFlight.delete(p); });
+    inFlight.add(p);
+  }
+  await Promise.all(inFlight);
+}
+const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.concurrency }, client));
+run.then(() => {
+  const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
+  close();
   parentPort.postMessage({ requests: latencies.length, failures, elapsedMs, latencies });
 });
 `;
 
+const ROOT = resolve(import.meta.dirname, '..');
+const otlp = (root0214 as any).opentelemetry.proto;
+const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
+const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+
 await main();
 
 // ---------------------------------------------------------------------------------------------
-// Main thread: payloads, servers, report
 
 async function main(): Promise<void> {
   const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
   const durationMs = Number(args.duration ?? 6) * 1000;
-  const rounds = Number(args.rounds ?? 6);
+  const rounds = Number(args.rounds ?? 3);
   const warmupMs = Number(args.warmup ?? 1) * 1000;
   const concurrency = Number(args.concurrency ?? 8);
-  const spansPerBatch = Number(args.spans ?? 512);
-  const encodings = (['json', 'protobuf'] as const).filter((e) => args.only === undefined || args.only === e);
-  const servers = (['bare node:http', 'vigil'] as const).filter((s) => args.server === undefined || s.startsWith(args.server));
+  const spans = Number(args.spans ?? 512);
+  const setups = (args.setups ?? 'memory,sqlite').split(',') as Setup[];
+  const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
+  const sizes = (args.sizes ?? '16,128,512,2048').split(',').filter((x) => x !== '').map(Number);
 
-  const { cpus } = await import('node:os');
-  const payloads = await buildPayloads(spansPerBatch);
+  const payloads = buildPayloads(spans);
+  const load0 = loadavg()[0]!;
   console.log(
-    `bench:ingest — ${spansPerBatch} spans per request (${payloads.errorSpans} failed), ${concurrency} concurrent clients, ` +
-      `${durationMs / 1000} s per server in ${rounds} alternating slices after ${warmupMs / 1000} s warm-up; Node.js ${process.version}, ${cpus().length} CPU(s)`,
+    `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
+      `classify → recurrence → file exporter. Full rate: ${concurrency} clients back to back; half rate: open loop at half of each server's full rate; ` +
+      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(`payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request\n`);
 
-  const rows: Array<{ encoding: string; server: string; result: LoadResult }> = [];
+  if (sizes.length > 0) await decoderTable(sizes);
+
+  const rows: Array<{ encoding: Encoding; server: ServerName; full: LoadResult; half: LoadResult }> = [];
   let firstRequest = 1;
   for (const encoding of encodings) {
-    const payload = payloads[encoding];
-    const running = new Map<string, Running>();
-    for (const server of servers) running.set(server, server === 'vigil' ? await startVigil() : await startBare(encoding));
-    const spec = (url: string, warmup: number, duration: number): LoadSpec => {
-      const s: LoadSpec = {
-        url: `${url}/v1/traces`,
-        contentType: encoding === 'json' ? 'application/json' : 'application/x-protobuf',
-        template: payload.template,
-        offsets: payload.offsets,
-        binary: encoding === 'protobuf',
-        concurrency,
-        warmupMs: warmup,
-        durationMs: duration,
-        firstRequest,
-      };
+    const payload = encoding === 'json' ? payloads.json : payloads.protobuf;
+    const servers = new Map<ServerName, Running>([['bare', await startBare(encoding)]]);
+    for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup));
+    const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
+      const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest);
       firstRequest += 1_000_000;
       return s;
     };
     try {
-      const totals = new Map<string, LoadResult>(servers.map((s) => [s, { requests: 0, failures: 0, elapsedMs: 0, latencies: [] }]));
-      for (const server of running.values()) {
-        await load(spec(server.url, warmupMs, 0));
+      for (const server of servers.values()) {
+        await load(spec(server, 0, warmupMs, 0));
         await server.drained?.();
       }
-      for (let round = 0; round < rounds; round++) {
-        const order = round % 2 === 0 ? servers : [...servers].reverse();
-        for (const name of order) {
-          const server = running.get(name)!;
-          const result = await load(spec(server.url, 0, durationMs / rounds));
-          if (server.drained) {
-            const t0 = performance.now();
-            await server.drained();
-            result.elapsedMs += performance.now() - t0;
-          }
-          const total = totals.get(name)!;
-          total.requests += result.requests;
-          total.failures += result.failures;
-          total.elapsedMs += result.elapsedMs;
-          total.latencies.push(...result.latencies);
-        }
-      }
-      for (const name of servers) {
-        const total = totals.get(name)!;
-        total.latencies.sort((a, b) => a - b);
-        rows.push({ encoding, server: name, result: total });
-      }
-      const vigil = running.get('vigil');
-      if (vigil?.summary) console.log(`  (${encoding}) vigil: ${await vigil.summary()}`);
+      const full = await alternate(servers, rounds, (server) => spec(server, 0, 0, durationMs / rounds));
+      const half = await alternate(servers, rounds, (server, name) => spec(server, rateOf(full.get(name)!) / 2, 0, durationMs / rounds));
+      for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
+      for (const [name, server] of servers) if (server.summary) console.log(`  (${encoding}) ${name}: ${await server.summary()}`);
     } finally {
-      for (const server of running.values()) await server.stop();
+      for (const server of servers.values()) await server.stop();
     }
   }
 
   console.log('');
-  console.log('encoding   server            spans/s   requests/s   p50 ms   p99 ms   failures   vigil/bare');
-  for (const { encoding, server, result } of rows) {
-    const spansPerSec = (result.requests * spansPerBatch) / (result.elapsedMs / 1000);
-    const bare = rows.find((r) => r.encoding === encoding && r.server !== 'vigil')?.result;
-    const ratio = server === 'vigil' && bare ? (result.requests / result.elapsedMs / (bare.requests / bare.elapsedMs)).toFixed(2) : '';
+  console.log('                        | full rate                                   | half rate                                |');
+  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
+  for (const { encoding, server, full, half } of rows) {
+    const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare')!;
+    const ratio = server === 'bare' ? '' : `${(rateOf(full) / rateOf(bare.full)).toFixed(2)}×`;
     console.log(
-      `${encoding.padEnd(10)} ${server.padEnd(16)} ${fmt(spansPerSec).padStart(9)} ${(result.requests / (result.elapsedMs / 1000)).toFixed(1).padStart(12)} ` +
-        `${percentile(result.latencies, 50).toFixed(1).padStart(8)} ${percentile(result.latencies, 99).toFixed(1).padStart(8)} ${String(result.failures).padStart(10)} ${ratio.padStart(12)}`,
+      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} | ` +
+        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)}`,
     );
   }
+  console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end (a shared machine: compare the ratios, not the absolute figures)`);
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+/** Runs every server's slices in alternating order; sums them up per server. */
+async function alternate(servers: Map<ServerName, Running>, rounds: number, spec: (server: Running, name: ServerName) => LoadSpec): Promise<Map<ServerName, LoadResult>> {
+  const totals = new Map<ServerName, LoadResult>([...servers.keys()].map((name) => [name, emptyResult()]));
+  const names = [...servers.keys()];
+  for (let round = 0; round < rounds; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const server = servers.get(name)!;
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
+      const result = await load(spec(server, name));
+      loop.disable();
+      result.loopStallMs = loop.max / 1e6;
+      if (server.drained) {
+        // Processing what was accepted is part of vigil's cost.
+        const t0 = performance.now();
+        await server.drained();
+        result.elapsedMs += performance.now() - t0;
+      }
+      const total = totals.get(name)!;
+      total.requests += result.requests;
+      total.failures += result.failures;
+      total.elapsedMs += result.elapsedMs;
+      total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
+      for (const l of result.latencies) total.latencies.push(l);
+    }
+  }
+  for (const t of totals.values()) t.latencies.sort((a, b) => a - b);
+  return totals;
+}
+
+function emptyResult(): LoadResult {
+  return { requests: 0, failures: 0, elapsedMs: 0, latencies: [] };
+}
+
+function rateOf(r: LoadResult): number {
+  return r.requests / (r.elapsedMs / 1000);
+}
+
+function ms(r: LoadResult, p: number): string {
+  const sorted = r.latencies;
+  const v = sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  return (v === undefined ? NaN : v).toFixed(1).padStart(7);
 }
 
 function fmt(n: number): string {
   return Math.round(n).toLocaleString('en-US');
+}
+
+function loadSpec(encoding: Encoding, target: string, payload: Payload, concurrency: number, rate: number, warmupMs: number, durationMs: number, firstRequest: number): LoadSpec {
+  return {
+    root: ROOT,
+    target,
+    grpc: encoding === 'grpc',
+    contentType: encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+    template: payload.template,
+    offsets: payload.offsets,
+    binary: encoding !== 'json',
+    concurrency,
+    rate,
+    warmupMs,
+    durationMs,
+    firstRequest,
+  };
 }
 
 function load(spec: LoadSpec): Promise<LoadResult> {
@@ -206,37 +296,34 @@ function load(spec: LoadSpec): Promise<LoadResult> {
 }
 
 interface Running {
-  url: string;
+  /** The URL (HTTP) or host:port (gRPC) the clients send to. */
+  target: string;
   stop(): Promise<void>;
   summary?: () => Promise<string>;
   /** Resolves once everything accepted so far has been processed (vigil's pipeline is idle). */
   drained?: () => Promise<void>;
 }
 
-/**
- * The baseline: node:http, read the body, decode it, answer. Nothing else. Protobuf is decoded by
- * vigil's decoder in its cheapest mode (the one vigil's receiver uses: spans that cannot matter are
- * validated, not built), so the comparison measures everything vigil does beyond decoding.
- */
-async function startBare(encoding: 'json' | 'protobuf'): Promise<Running> {
-  const { createServer } = await import('node:http');
-  const { decodeTracesProtobuf } = await import('../src/receivers/otlp/protobuf.ts');
+// ---------------------------------------------------------------------------------------------
+// The bare servers: receive, decode with an independent decoder, answer. Nothing else.
+
+async function startBare(encoding: Encoding): Promise<Running> {
+  if (encoding === 'grpc') return startBareGrpc();
+  const decode = encoding === 'json' ? (body: Buffer) => JSON.parse(body.toString('utf8')) : (body: Buffer) => TraceRequest.decode(body);
+  const answer = encoding === 'json' ? '{}' : '';
+  const contentType = encoding === 'json' ? 'application/json' : 'application/x-protobuf';
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      if (encoding === 'json') JSON.parse(body.toString('utf8'));
-      else decodeTracesProtobuf(body, { skipUnremarkable: true });
-      const answer = encoding === 'json' ? '{}' : '';
-      res.writeHead(200, { 'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf', 'content-length': answer.length });
+      decode(Buffer.concat(chunks));
+      res.writeHead(200, { 'content-type': contentType, 'content-length': answer.length });
       res.end(answer);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
+  const port = await listen(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    target: `http://127.0.0.1:${port}/v1/traces`,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -245,28 +332,57 @@ async function startBare(encoding: 'json' | 'protobuf'): Promise<Running> {
   };
 }
 
-/** vigil in process: otlp receiver → classify → debug exporter, memory store. */
-async function startVigil(): Promise<Running> {
+async function startBareGrpc(): Promise<Running> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
+  server.addService(
+    {
+      Export: {
+        path: EXPORT_PATH,
+        requestStream: false,
+        responseStream: false,
+        requestDeserialize: (b: Buffer) => TraceRequest.decode(b),
+        requestSerialize: () => Buffer.alloc(0),
+        responseSerialize: () => Buffer.alloc(0),
+        responseDeserialize: () => ({}),
+      },
+    },
+    { Export: (_call: unknown, callback: grpc.sendUnaryData<object>) => callback(null, {}) },
+  );
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { target: `127.0.0.1:${port}`, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) };
+}
+
+function listen(server: HttpServer): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// vigil in process
+
+async function startVigil(encoding: Encoding, setup: Setup): Promise<Running> {
   const { components } = await import('../src/components.ts');
   const { loadConfigText } = await import('../src/config/load.ts');
   const { createLogger } = await import('../src/logger.ts');
   const { Service } = await import('../src/service/service.ts');
   const { freePort } = await import('../test/helpers/vigil-process.ts');
   const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
+  const protocol = encoding === 'grpc' ? `grpc: { endpoint: 127.0.0.1:${port} }` : `http: { endpoint: 127.0.0.1:${port} }`;
   const config = loadConfigText(
     `receivers:
   otlp:
     protocols:
-      http: { endpoint: 127.0.0.1:${port} }
+      ${protocol}
 processors:
   classify: {}
+  recurrence: {}
 exporters:
-  debug: { verbosity: basic }
+  file/work: { path: ${join(dir, 'work-events.jsonl')} }
 state:
-  memory: {}
+  ${setup === 'sqlite' ? `sqlite: { path: ${join(dir, 'state.db')} }` : 'memory: {}'}
 service:
   pipelines:
-    traces: { receivers: [otlp], processors: [classify], exporters: [debug] }
+    traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, recurrence' : 'classify'}], exporters: [file/work] }
 `,
     'bench.yaml',
     components(),
@@ -274,131 +390,73 @@ service:
   const service = new Service(config, components(), { logger: createLogger({ level: 'error' }) });
   await service.start();
   return {
-    url: `http://127.0.0.1:${port}`,
-    stop: () => service.shutdown(),
+    target: encoding === 'grpc' ? `127.0.0.1:${port}` : `http://127.0.0.1:${port}/v1/traces`,
+    stop: async () => {
+      await service.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    },
     drained: async () => {
       for (;;) {
         const status = (await service.status()) as { store: { pipelines: Array<{ partitions: Array<{ pending: number }> }> } };
         const pending = status.store.pipelines.flatMap((p) => p.partitions).reduce((n, p) => n + p.pending, 0);
         if (pending === 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 2));
+        await new Promise((resolve) => setTimeout(resolve, 10));
       }
     },
     summary: async () => {
       const status = (await service.status()) as { receivers: { otlp: { traces: Record<string, number> } }; ingest: Record<string, number> };
       const t = status.receivers.otlp.traces;
-      return `${t.requests} requests, ${t.accepted} spans accepted (${t.irrelevant} not relevant), ${status.ingest.appended} failures appended and classified`;
+      return `${t.requests} requests, ${t.accepted} spans accepted (${t.irrelevant} not relevant, checked but not built), ${status.ingest.appended} failures appended and processed`;
     },
   };
 }
 
-/** One request body per encoding, with the offsets of the per-request trace id prefixes. */
-async function buildPayloads(spans: number): Promise<{ json: { template: Uint8Array; offsets: number[] }; protobuf: { template: Uint8Array; offsets: number[] }; errorSpans: number }> {
-  const { randomBytes } = await import('node:crypto');
-  const root = (await import('otlp-transformer-0214/build/src/generated/root.js')).default as any;
-  const TraceRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+// ---------------------------------------------------------------------------------------------
+// The decoders alone
 
-  const hexId = (bytes: number) => randomBytes(bytes).toString('hex');
-  const now = BigInt(Date.UTC(2026, 10, 30, 12)) * 1_000_000n;
-  const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
-  const int = (key: string, value: number) => ({ key, value: { intValue: value } });
-  const traceback = [
-    'Traceback (most recent call last):',
-    '  File "/srv/agent/tools/run.py", line 48, in execute',
-    '    result = handler(**arguments)',
-    '  File "/srv/agent/tools/files.py", line 17, in read_file',
-    '    with open(path) as f:',
-    "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'",
-  ].join('\n');
-
-  // Turns of 16 spans: invoke_agent → chat ×6, execute_tool ×6, retrieval ×3; one trace per turn.
-  let errorSpans = 0;
-  const jsonSpans: object[] = [];
-  const protoSpans: object[] = [];
-  let traceId = '';
-  let agentSpan = '';
-  for (let i = 0; i < spans; i++) {
-    if (i % 16 === 0) {
-      traceId = TRACE_MARKER + hexId(12);
-      agentSpan = hexId(8);
-    }
-    const position = i % 16;
-    const spanId = position === 0 ? agentSpan : hexId(8);
-    const failed = i % 32 === 21;
-    const start = now + BigInt(i) * 1_000_000n;
-    const end = start + 850_000_000n;
-    let name: string;
-    let attributes: object[];
-    const session = [str('session.id', 'sess-7f3a2c'), str('gen_ai.conversation.id', 'conv-7f3a2c')];
-    if (position === 0) {
-      name = 'invoke_agent coder';
-      attributes = [str('gen_ai.operation.name', 'invoke_agent'), str('gen_ai.agent.name', 'coder'), str('gen_ai.agent.id', 'agent-01'), ...session];
-    } else if (position % 2 === 1 && position < 13) {
-      name = 'chat gpt-4o';
-      attributes = [
-        str('gen_ai.operation.name', 'chat'),
-        str('gen_ai.provider.name', 'openai'),
-        str('gen_ai.request.model', 'gpt-4o'),
-        str('gen_ai.response.model', 'gpt-4o-2024-08-06'),
-        str('gen_ai.response.id', `chatcmpl-${hexId(12)}`),
-        int('gen_ai.usage.input_tokens', 1200 + i),
-        int('gen_ai.usage.output_tokens', 200 + (i % 50)),
-        str('gen_ai.response.finish_reasons', 'stop'),
-        str('server.address', 'api.openai.com'),
-        int('server.port', 443),
-        ...session,
-      ];
-    } else if (position < 13) {
-      name = 'execute_tool read_file';
-      attributes = [
-        str('gen_ai.operation.name', 'execute_tool'),
-        str('gen_ai.tool.name', 'read_file'),
-        str('gen_ai.tool.call.id', `call_${hexId(8)}`),
-        str('gen_ai.tool.type', 'function'),
-        str('code.function.name', 'read_file'),
-        ...session,
-      ];
-    } else {
-      name = 'retrieval docs';
-      attributes = [str('gen_ai.operation.name', 'retrieval'), str('gen_ai.data_source.id', 'docs-index'), int('db.response.returned_rows', 8), ...session];
-    }
-    const events = failed
-      ? [
-          {
-            name: 'exception',
-            timeUnixNano: String(end - 1000n),
-            attributes: [str('exception.type', 'FileNotFoundError'), str('exception.message', "[Errno 2] No such file or directory: '/workspace/notes.md'"), str('exception.stacktrace', traceback)],
-          },
-        ]
-      : [];
-    if (failed) errorSpans++;
-    const common = {
-      name,
-      kind: name.startsWith('chat') ? 3 : 1,
-      startTimeUnixNano: String(start),
-      endTimeUnixNano: String(end),
-      attributes,
-      events,
-      status: failed ? { code: 2, message: "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'" } : { code: 1 },
+/** Per request and per span, on batches of each size: vigil's decoders beside protobufjs and JSON.parse. */
+async function decoderTable(sizes: number[]): Promise<void> {
+  const { decodeTracesJson } = await import('../src/receivers/otlp/json.ts');
+  const { decodeTracesProtobuf } = await import('../src/receivers/otlp/protobuf.ts');
+  console.log('decoders alone (CPU time per request, best of 7 rounds; vigil "check" builds only the spans the relevance test lets through, "build" builds all):');
+  console.log('spans  | protobufjs decode  vigil check  vigil build | JSON.parse  vigil check  vigil build | µs/span (vigil check: protobuf, JSON)');
+  for (const size of sizes) {
+    const p = buildPayloads(size);
+    const json = Buffer.from(p.json.template);
+    const pb = Buffer.from(p.protobuf.template);
+    const t = {
+      pbjs: cpuMs(() => TraceRequest.decode(pb)),
+      pbCheck: cpuMs(() => decodeTracesProtobuf(pb, { skipIrrelevant: true })),
+      pbBuild: cpuMs(() => decodeTracesProtobuf(pb)),
+      parse: cpuMs(() => JSON.parse(json.toString('utf8'))),
+      jsonCheck: cpuMs(() => decodeTracesJson(json, { skipIrrelevant: true })),
+      jsonBuild: cpuMs(() => decodeTracesJson(json)),
     };
-    const parent = position === 0 ? undefined : agentSpan;
-    jsonSpans.push({ traceId, spanId, ...(parent ? { parentSpanId: parent } : {}), ...common });
-    protoSpans.push({ traceId: Buffer.from(traceId, 'hex'), spanId: Buffer.from(spanId, 'hex'), ...(parent ? { parentSpanId: Buffer.from(parent, 'hex') } : {}), ...common });
+    const f = (v: number) => `${v.toFixed(3)} ms`.padStart(11);
+    console.log(
+      `${String(size).padStart(6)} | ${f(t.pbjs).padStart(17)} ${f(t.pbCheck)} ${f(t.pbBuild)} | ${f(t.parse)} ${f(t.jsonCheck)} ${f(t.jsonBuild)} | ` +
+        `${((t.pbCheck * 1000) / size).toFixed(2)}, ${((t.jsonCheck * 1000) / size).toFixed(2)}`,
+    );
   }
-  const resource = { attributes: [str('service.name', 'coding-agent'), str('service.version', '1.8.0'), str('service.instance.id', 'host-1/4242'), str('telemetry.sdk.language', 'python')] };
-  const scope = { name: 'opentelemetry.instrumentation.openai_v2', version: '2.1b0' };
-
-  const json = Buffer.from(JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: jsonSpans }] }] }));
-  const protobuf = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: protoSpans }] }] })).finish());
-  return {
-    json: { template: json, offsets: offsetsOf(json, Buffer.from(TRACE_MARKER, 'latin1')) },
-    protobuf: { template: protobuf, offsets: offsetsOf(protobuf, Buffer.from(TRACE_MARKER, 'hex')) },
-    errorSpans,
-  };
+  console.log('');
 }
 
-function offsetsOf(haystack: Buffer, needle: Buffer): number[] {
-  const out: number[] = [];
-  for (let i = haystack.indexOf(needle); i >= 0; i = haystack.indexOf(needle, i + needle.length)) out.push(i);
-  return out;
+/** CPU milliseconds per call: the best of 7 rounds, each long enough to be measured. */
+function cpuMs(fn: () => unknown): number {
+  let n = 1;
+  for (;;) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) fn();
+    const c = process.cpuUsage(c0);
+    if (c.user + c.system > 20_000) break;
+    n *= 2;
+  }
+  let best = Infinity;
+  for (let round = 0; round < 7; round++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) fn();
+    const c = process.cpuUsage(c0);
+    best = Math.min(best, (c.user + c.system) / 1000 / n);
+  }
+  return best;
 }

@@ -66,7 +66,9 @@ function batch(first: number, t0: number): string {
       ],
     });
   }
-  return JSON.stringify({ resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'soak-agent' } }] }, scopeLogs: [{ logRecords: records }] }] });
+  return JSON.stringify({
+    resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'soak-agent' } }] }, scopeLogs: [{ logRecords: records }] }],
+  });
 }
 
 interface Sample {
@@ -92,7 +94,8 @@ function sizeOf(...files: string[]): number {
 
 function metric(text: string, name: string, labels = ''): number {
   let sum = 0;
-  for (const line of text.split('\n')) if ((line.startsWith(name + '{') || line.startsWith(name + ' ')) && line.includes(labels)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  for (const line of text.split('\n'))
+    if ((line.startsWith(name + '{') || line.startsWith(name + ' ')) && line.includes(labels)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   return sum;
 }
 
@@ -133,7 +136,12 @@ service:
   );
   const vigil: VigilChild = spawnVigil(['run', '-c', config], { env: { NODE_OPTIONS: '' } });
   const url = `http://127.0.0.1:${otlp}/v1/logs`;
-  await waitFor(async () => ((await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined))?.status === 200 ? true : undefined), 'vigil to listen', 30_000);
+  await waitFor(
+    async () =>
+      (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined))?.status === 200 ? true : undefined,
+    'vigil to listen',
+    30_000,
+  );
 
   const t0 = Date.UTC(2026, 0, 1);
   const started = Date.now();
@@ -150,13 +158,15 @@ service:
       refused,
       stateMiB: sizeOf(state, `${state}-wal`, `${state}-shm`),
       rssMiB: rssOf(vigil.child.pid!),
-      outboxLag: metric(text, 'vigil_outbox_lag'),
+      outboxLag: metric(text, 'vigil_outbox_lag_items'),
       deadLetters: metric(text, 'vigil_dead_letters'),
       groups: metric(text, 'vigil_groups'),
-      backlog: metric(text, 'vigil_ingest_backlog'),
+      backlog: metric(text, 'vigil_ingest_backlog_records'),
     };
     samples.push(s);
-    process.stderr.write(`  ${mode} ${String(s.t).padStart(4)} s  sent ${s.sent}  refused ${s.refused}  state ${s.stateMiB.toFixed(1)} MiB  rss ${s.rssMiB.toFixed(0)} MiB  outbox ${s.outboxLag}  dead ${s.deadLetters}  groups ${s.groups}  backlog ${s.backlog}\n`);
+    process.stderr.write(
+      `  ${mode} ${String(s.t).padStart(4)} s  sent ${s.sent}  refused ${s.refused}  state ${s.stateMiB.toFixed(1)} MiB  rss ${s.rssMiB.toFixed(0)} MiB  outbox ${s.outboxLag}  dead ${s.deadLetters}  groups ${s.groups}  backlog ${s.backlog}\n`,
+    );
   };
   const end = started + SECONDS * 1000;
   // Paced senders: RATE records/s in batches, a few requests in flight as agents' exporters
@@ -225,7 +235,8 @@ async function main(): Promise<void> {
     return `${h.from.toFixed(0)} → ${h.to.toFixed(0)} (${h.max.toFixed(0)})`;
   });
   console.log('\nsamples (t s: state MiB / RSS MiB / outbox / dead letters / groups):');
-  for (const m of modes) console.log(`  ${m}: ${runs[m]!.map((s) => `${s.t}: ${s.stateMiB.toFixed(1)}/${s.rssMiB.toFixed(0)}/${s.outboxLag}/${s.deadLetters}/${s.groups}`).join('  ')}`);
+  for (const m of modes)
+    console.log(`  ${m}: ${runs[m]!.map((s) => `${s.t}: ${s.stateMiB.toFixed(1)}/${s.rssMiB.toFixed(0)}/${s.outboxLag}/${s.deadLetters}/${s.groups}`).join('  ')}`);
 }
 
 await main();

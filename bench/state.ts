@@ -24,6 +24,7 @@ import { recurrenceFactory } from '../src/processors/recurrence/factory.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
+import { stateClient } from '../src/store/state-client.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
 import { tempDir } from '../test/helpers/vigil-process.ts';
@@ -70,7 +71,7 @@ function makeEvent(i: number, groups: number): AgentEvent {
 }
 
 function chainFor(store: StateStore): OperatorFunction<WorkPage, WorkPage> {
-  const settings = { id: 'bench', logger, pipeline: PIPELINE, store };
+  const settings = { id: 'bench', logger, pipeline: PIPELINE, store, state: stateClient(store, 'bench', { owner: 'bench' }) };
   const classify = classifyFactory.create(settings, defaultsOf(classifyFactory.schema));
   const recurrence = recurrenceFactory.create(settings, defaultsOf(recurrenceFactory.schema));
   return (page$) => page$.pipe(classify, recurrence);

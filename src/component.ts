@@ -8,6 +8,8 @@ import type { Schema } from './config/schema.ts';
 import type { Logger } from './logger.ts';
 import type { AgentEvent } from './model/event.ts';
 import type { OutboxEntry } from './model/work.ts';
+import type { StateClient } from './store/state-client.ts';
+import type { StateWrite } from './store/state.ts';
 import type { StateStore } from './store/types.ts';
 import type { WorkPage } from './processors/page.ts';
 
@@ -18,12 +20,38 @@ export interface Lifecycle {
   start(): Promise<void>;
   /** Idempotent; stops accepting, flushes, closes handles. */
   shutdown(): Promise<void>;
-  /** Counters for status and metrics (received, refused, ...), when the component keeps any. */
+  /** Counters for the status endpoint (received, refused, ...), when the component keeps any. */
   stats?(): unknown;
+  /** The component's own metrics, read at scrape time; the service adds the component id label. */
+  metrics?(): ComponentMetric[];
+}
+
+/**
+ * One sample of a component's own metric, in Prometheus and Collector conventions: the name says
+ * what is counted and its unit (`vigil_receiver_accepted_records_total`), counters end in `_total`,
+ * one meaning per name (the labels only split it), and `help` says what one unit is.
+ */
+export interface ComponentMetric {
+  name: string;
+  type: 'counter' | 'gauge';
+  help: string;
+  labels: Record<string, string>;
+  value: number;
 }
 
 /** What a receiver hands records to: appends durably, resolves after the append committed. */
-export type IngestConsumer = (events: AgentEvent[]) => Promise<IngestResult>;
+export type IngestConsumer = (events: AgentEvent[], opts?: IngestOptions) => Promise<IngestResult>;
+export interface IngestOptions {
+  /**
+   * The receiver's own state (file offsets, ...) to write with these records, built with
+   * `settings.state` (see AppendOptions in src/store/types.ts). When the records go to several
+   * pipelines the state is written with the last pipeline's append, so it never runs ahead of a
+   * pipeline that has not received the records yet; after a crash in between, the receiver
+   * re-reads from its older state and the event-id dedupe drops what the first pipelines have.
+   * May come with no records (a batch of only malformed lines still moves an offset).
+   */
+  state?: StateWrite[];
+}
 export interface IngestResult {
   appended: number;
   duplicates: number;
@@ -44,11 +72,22 @@ export interface ReceiverSettings extends ComponentSettings {
    * irrelevant, marked `forwardOnly`.
    */
   forward?: Partial<Record<Signal, boolean>>;
+  /**
+   * The receiver's state in the store (namespace = its id): read it at start (e.g. restore file
+   * offsets with `list`), build writes to hand with records (`IngestOptions.state`). Absent when
+   * the receiver runs without a store (tests of the receiver alone).
+   */
+  state?: StateClient;
 }
 
 export interface ProcessorSettings extends ComponentSettings {
   pipeline: string;
   store: StateStore;
+  /**
+   * The processor's state and timers (namespace = its id, owner of its timers): see
+   * src/store/state-client.ts. Writes go into the page's commit with `withState` / `withTimers`.
+   */
+  state: StateClient;
 }
 
 export interface ExporterSettings extends ComponentSettings {}
@@ -86,16 +125,32 @@ export interface Factory<Cfg, Settings, Instance> {
   readonly schema: Schema<Cfg>;
   /** Signals the component handles (receivers, processors and exporters). */
   readonly signals?: readonly Signal[];
-  /** Receivers: the bearer tokens a config makes them require (none: open). */
-  readonly bearerTokens?: (config: Cfg) => readonly string[];
   create(settings: Settings, config: Cfg): Instance;
 }
 
-export type ReceiverFactory<Cfg = any> = Factory<Cfg, ReceiverSettings, Lifecycle>;
-export type ProcessorFactory<Cfg = any> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
-export type ExporterFactory<Cfg = any> = Factory<Cfg, ExporterSettings, Exporter>;
-export type ExtensionFactory<Cfg = any> = Factory<Cfg, ExtensionSettings, Lifecycle>;
-export type StoreFactory<Cfg = any> = Factory<Cfg, ComponentSettings, StateStore>;
+/**
+ * What an exporter consumes from its pipeline besides work events, as a Collector component
+ * declares its `consumer.Capabilities`. The service builds a pipeline's stages from its exporters'
+ * capabilities and never reads an exporter's config to find out.
+ */
+export interface ExporterCapabilities {
+  /** The pipeline's received records, enriched with their diagnosis (`forward` outbox items). */
+  forwardedRecords?: boolean;
+  /** An `occurrence` outbox item for every counted occurrence, not only those that made work. */
+  everyOccurrence?: boolean;
+}
+
+export interface ReceiverFactory<Cfg = unknown> extends Factory<Cfg, ReceiverSettings, Lifecycle> {
+  /** The bearer tokens this receiver, so configured, requires (none: open); operator endpoints accept them too. */
+  bearerTokens?(config: Cfg): readonly string[];
+}
+export type ProcessorFactory<Cfg = unknown> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
+export interface ExporterFactory<Cfg = unknown> extends Factory<Cfg, ExporterSettings, Exporter> {
+  /** What this exporter, so configured, consumes; absent means work events only. */
+  capabilities?(config: Cfg): ExporterCapabilities;
+}
+export type ExtensionFactory<Cfg = unknown> = Factory<Cfg, ExtensionSettings, Lifecycle>;
+export type StoreFactory<Cfg = unknown> = Factory<Cfg, ComponentSettings, StateStore>;
 
 export type ComponentKind = 'receivers' | 'processors' | 'exporters' | 'extensions';
 

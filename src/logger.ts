@@ -44,6 +44,6 @@ function redact(fields?: Record<string, unknown>): Record<string, unknown> | und
 /** A logger that records entries, for tests. */
 export function memoryLogger(): Logger & { entries: Array<Record<string, unknown>> } {
   const entries: Array<Record<string, unknown>> = [];
-  const logger = createLogger({ level: 'debug', write: (line) => entries.push(JSON.parse(line)) });
+  const logger = createLogger({ level: 'debug', write: (line) => entries.push(JSON.parse(line) as Record<string, unknown>) });
   return Object.assign(logger, { entries });
 }

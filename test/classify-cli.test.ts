@@ -5,7 +5,7 @@ import { fingerprint } from '../src/processors/classify/fingerprint.ts';
 
 /**
  * The vigil rules answer like the reference on these rows (same class, signature and reason), with
- * a v2 fingerprint where the reference has a v1 one.
+ * a v3 fingerprint where the reference has a v1 one.
  */
 function assertVigil(actual: unknown, expected: Record<string, unknown>): void {
   const out = actual as Record<string, unknown>;
@@ -13,7 +13,7 @@ function assertVigil(actual: unknown, expected: Record<string, unknown>): void {
     assert.deepEqual(out, expected);
     return;
   }
-  assert.match(String(out.fingerprint), /^v2:[0-9a-f]{16}$/);
+  assert.match(String(out.fingerprint), /^v3:[0-9a-f]{16}$/);
   assert.deepEqual({ ...out, fingerprint: expected.fingerprint }, expected);
 }
 

@@ -10,8 +10,9 @@ import type { LogEntry, StateStore } from '../src/store/types.ts';
 import { diagnose, excerptOf, EXCERPT_MAX_CHARS } from '../src/processors/classify/classify.ts';
 import { classifyFactory } from '../src/processors/classify/factory.ts';
 import { fingerprint } from '../src/processors/classify/fingerprint.ts';
-import { fingerprintV2 } from '../src/processors/classify/fingerprint2.ts';
+import { fingerprintV3 } from '../src/processors/classify/fingerprint3.ts';
 import { classify, UNDIAGNOSABLE } from '../src/processors/classify/operator.ts';
+import { stateClient } from '../src/store/state-client.ts';
 
 let seq = 0;
 function entry(kind: string, payload: Record<string, unknown>, extra: Partial<AgentEvent> = {}): LogEntry {
@@ -32,11 +33,11 @@ function throwingEntry(): LogEntry {
   return entry('execution.completed', payload);
 }
 
-/** A failure as the vigil rules name a one-line text: fingerprint v2 of the line. */
+/** A failure as the vigil rules name a one-line text: fingerprint v3 of the line. */
 const failure = (signature: string, excerpt: string): Diagnosis => ({
   classification: 'ExecutionFailure',
   signature,
-  fingerprint: fingerprintV2({ kind: 'text', text: signature }),
+  fingerprint: fingerprintV3({ kind: 'text', text: signature }),
   excerpt,
 });
 
@@ -115,11 +116,11 @@ describe('classify operator (marble tests, virtual time)', () => {
 });
 
 describe('diagnose', () => {
-  test('fingerprint of the signature (v2 for vigil, v1 for reference); null without one', () => {
+  test('fingerprint of the signature (v3 for vigil, v1 for reference); null without one', () => {
     const d = diagnose(failedRun('ValueError: id 42').event);
     assert.equal(d.signature, 'ValueError: id 42');
-    assert.equal(d.fingerprint, fingerprintV2({ kind: 'text', text: 'ValueError: id 99' }));
-    assert.match(d.fingerprint!, /^v2:[0-9a-f]{16}$/);
+    assert.equal(d.fingerprint, fingerprintV3({ kind: 'text', text: 'ValueError: id 99' }));
+    assert.match(d.fingerprint!, /^v3:[0-9a-f]{16}$/);
     const r = diagnose(failedRun('ValueError: id 42').event, 'reference');
     assert.equal(r.fingerprint, fingerprint('ValueError: id 99'));
     assert.equal(diagnose(stderrRun('hello').event).fingerprint, null);
@@ -165,7 +166,7 @@ describe('classifyFactory', () => {
 
   test('create returns the operator; undiagnosable items are logged', async () => {
     const logger = memoryLogger();
-    const op = classifyFactory.create({ id: 'classify', logger, pipeline: 'traces', store: {} as StateStore }, { rules: 'vigil' });
+    const op = classifyFactory.create({ id: 'classify', logger, pipeline: 'traces', store: {} as StateStore, state: stateClient({} as StateStore, 'classify', { owner: 'classify' }) }, { rules: 'vigil' });
     const page = newWorkPage('traces', 's1', [failedRun('E: x'), throwingEntry()]);
     const out = await lastValueFrom(of(page).pipe(op));
     assert.equal(out.items[0]!.diagnosis!.classification, 'ExecutionFailure');

@@ -47,7 +47,7 @@ function assertSame(event: AgentEvent, expected: ClassifiedLine, signature?: str
   const d = diagnose(event);
   assert.deepEqual({ classification: d.classification, signature: d.signature, fingerprint: d.fingerprint }, expected);
   if (signature !== undefined) assert.equal(d.signature, signature);
-  assert.match(String(d.fingerprint), /^v2:[0-9a-f]{16}$/);
+  assert.match(String(d.fingerprint), /^v3:[0-9a-f]{16}$/);
 }
 
 // Real outputs (python3.11, node 20, java 17) from test/corpus; OpenTelemetry SDKs record the same

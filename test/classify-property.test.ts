@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { CLASSIFICATIONS, type AgentEvent } from '../src/model/event.ts';
 import { classifyLine, diagnose } from '../src/processors/classify/classify.ts';
 import { fingerprint, normalizeSignature } from '../src/processors/classify/fingerprint.ts';
-import { classifyReference, collapseAndCut, isReferenceWarning, referenceSignature } from '../src/processors/classify/reference.ts';
+import { classifyReference, isReferenceWarning, referenceSignature } from '../src/processors/classify/reference.ts';
+import { collapseAndCut } from '../src/processors/classify/text.ts';
 import { toSignature } from '../src/processors/classify/vigil.ts';
 import { detect } from '../src/processors/classify/detect.ts';
 import { normalizeMessage } from '../src/processors/classify/normalize.ts';
@@ -77,13 +78,23 @@ function assertSignatureShape(sig: string): void {
   assert.doesNotMatch(sig, /\s\s|[\r\n\t]/);
 }
 
+/**
+ * The reference's signature form: whitespace (Unicode White_Space, as the seed's Rust) collapsed,
+ * at most 96 code points; a space the cut leaves at the end stays.
+ */
+function assertReferenceSignatureShape(sig: string): void {
+  assert.ok([...sig].length <= 96, `too long: ${sig.length}`);
+  assert.doesNotMatch(sig, /^\p{White_Space}|\p{White_Space}{2}|[^\P{White_Space} ]/u);
+  if (/ $/u.test(sig)) assert.equal([...sig].length, 96, 'only the cut leaves a space at the end');
+}
+
 describe('properties: never throw, always a valid answer', () => {
-  test('referenceSignature: a collapsed, trimmed string of at most 96 code points', () => {
+  test('referenceSignature: a collapsed string of at most 96 code points', () => {
     fc.assert(
       fc.property(anyText, (t) => {
         const sig = referenceSignature(t);
         assert.equal(typeof sig, 'string');
-        assertSignatureShape(sig);
+        assertReferenceSignatureShape(sig);
       }),
       { numRuns: NUM_RUNS },
     );
@@ -113,7 +124,7 @@ describe('properties: never throw, always a valid answer', () => {
         if (failure) {
           assert.equal(typeof r.signature, 'string');
           assert.notEqual(r.signature, '');
-          assertSignatureShape(r.signature!);
+          assertReferenceSignatureShape(r.signature!);
         } else {
           assert.equal(r.signature, null);
         }
@@ -232,7 +243,7 @@ describe('properties of the vigil rules', () => {
     );
   });
 
-  test('diagnose (vigil): one of the six classes, v2 fingerprint exactly with a signature, bounded signature', () => {
+  test('diagnose (vigil): one of the six classes, v3 fingerprint exactly with a signature, bounded signature', () => {
     fc.assert(
       fc.property(kind, payload, evidence, anyFormatText, (k, p, ev, t) => {
         for (const candidate of [p, { state: 'error', outcome: { error: t } }, { state: 'ok', outcome: { output: [{ name: 'stderr', text: t }] } }]) {
@@ -243,7 +254,7 @@ describe('properties of the vigil rules', () => {
           if (d.signature !== null) {
             assertSignatureShape(d.signature);
             assert.notEqual(d.signature, '');
-            assert.match(d.fingerprint!, /^v2:[0-9a-f]{16}$/);
+            assert.match(d.fingerprint!, /^v3:[0-9a-f]{16}$/);
           }
           const failure = d.classification === 'ExecutionFailure' || d.classification === 'RecoveredError';
           assert.equal(failure, d.signature !== null);

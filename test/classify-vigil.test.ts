@@ -57,7 +57,7 @@ describe('failed runs are named by their most telling line', () => {
       const r = run(text, 1);
       assert.equal(r.classification, 'ExecutionFailure');
       assert.equal(r.signature, signature);
-      assert.match(String(r.fingerprint), /^v2:[0-9a-f]{16}$/);
+      assert.match(String(r.fingerprint), /^v3:[0-9a-f]{16}$/);
     });
   }
 });
@@ -111,4 +111,51 @@ describe('fallback names', () => {
     assert.equal(r.signature, 'build broke after 3 steps');
     assert.equal(run('warning: only warnings\nwarning: here', 2).signature, 'warning: only warnings');
   });
+});
+
+describe('round two: what real tools printed that the first rules misjudged (issue #13)', () => {
+  const rows: Array<[name: string, text: string, exitCode: number, classification: string, signature: string | null]> = [
+    // handled errors on a successful run: the line that reports them
+    ['a log line embedding an exception', 'failed to parse settings, using defaults: SyntaxError: Expected double-quoted property name in JSON at position 14', 0, 'RecoveredError', 'failed to parse settings, using defaults: SyntaxError: Expected double-quoted property name in J'],
+    ['an ignored uncaught exception', "uncaught exception (ignored by handler): TypeError: Cannot read properties of null (reading 'id')", 0, 'RecoveredError', "uncaught exception (ignored by handler): TypeError: Cannot read properties of null (reading 'id'"],
+    ['a bare Error embedded, with the stack console.error printed', lines('failed to refresh token: Error: invalid_grant: refresh token expired', '    at refresh (file:///a/auth.mjs:3:34)', '    at file:///a/auth.mjs:5:9'), 0, 'RecoveredError', 'failed to refresh token: Error: invalid_grant: refresh token expired'],
+    ['a Python repr embedded', "could not load cache: FileNotFoundError(2, 'No such file or directory')", 0, 'RecoveredError', "could not load cache: FileNotFoundError(2, 'No such file or directory')"],
+    ['a Python OSError printed with str()', "could not load cache, rebuilding: [Errno 2] No such file or directory: 'cache.json'", 0, 'RecoveredError', "could not load cache, rebuilding: [Errno 2] No such file or directory: 'cache.json'"],
+    ['a level after a prefix (psql without ON_ERROR_STOP)', lines('psql:migrate.sql:2: ERROR:  column "x" of relation "a" does not exist', 'LINE 1: UPDATE a SET x = true;', '                     ^'), 0, 'RecoveredError', 'psql:migrate.sql:2: ERROR: column "x" of relation "a" does not exist'],
+    ['valgrind: the first memory error headline', lines('==18018== Invalid read of size 4', '==18018==    at 0x109163: main (v.c:2)', '==18018==  Address 0x4a40054 is 4 bytes after a block of size 16 alloc\'d'), 0, 'RecoveredError', '==18018== Invalid read of size 4'],
+    ['valgrind: uninitialised value, after its banner', lines('==7== Memcheck, a memory error detector', '==7== Command: ./u', '==7== ', '==7== Conditional jump or move depends on uninitialised value(s)', '==7==    at 0x10913D: main (u.c:4)', '==7== ERROR SUMMARY: 1 errors from 1 contexts (suppressed: 0 from 0)'), 0, 'RecoveredError', '==7== Conditional jump or move depends on uninitialised value(s)'],
+    ['valgrind: a clean run is noise', lines('==7== Memcheck, a memory error detector', '==7== HEAP SUMMARY:', '==7== All heap blocks were freed -- no leaks are possible', '==7== ERROR SUMMARY: 0 errors from 0 contexts (suppressed: 0 from 0)'), 0, 'Uncertain', null],
+    // wrappers: named as printed, whatever the attempt
+    ['a retry notice wrapping a connection error', '[retry] attempt 4 failed: connect ECONNREFUSED 127.0.0.1:34845; serving cached rates', 0, 'RecoveredError', '[retry] attempt 4 failed: connect ECONNREFUSED 127.0.0.1:34845; serving cached rates'],
+    ['a tool call that failed on its 3rd attempt', "tool run_python failed (attempt 3): Error: KeyError: 'results'", 1, 'ExecutionFailure', "tool run_python failed (attempt 3): Error: KeyError: 'results'"],
+    ['retry N/M failed: a tool line', "retry 2/2 failed: curl: (7) Failed to connect to 127.0.0.1 port 44734 after 0 ms: Couldn't connect to server", 1, 'ExecutionFailure', "retry 2/2 failed: curl: (7) Failed to connect to 127.0.0.1 port 44734 after 0 ms: Couldn't conne"],
+    ['a retry tag alone is no failure', '[retry] attempt 1 succeeded', 0, 'Uncertain', null],
+    ['a retry notice without a failure is no failure', 'retrying in 2s', 0, 'Uncertain', null],
+    // warnings without the word
+    ["tar: Removing leading '/'", "tar: Removing leading `/' from member names", 0, 'StderrWarning', null],
+    ['git hint: block', lines("hint: Using 'master' as the name for the initial branch. This default branch name", 'hint: is subject to change.'), 0, 'StderrWarning', null],
+    ['git advice (detached HEAD)', lines("Note: switching to 'abc'.", '', "You are in 'detached HEAD' state.", '', 'Turn off this advice by setting config variable advice.detachedHead to false'), 0, 'StderrWarning', null],
+    ['make: a dropped circular dependency', 'make: Circular bundle.js <- bundle.js dependency dropped.', 0, 'StderrWarning', null],
+    ['CMake Deprecation Warning at', lines('CMake Deprecation Warning at CMakeLists.txt:1 (cmake_minimum_required):', '  Compatibility with CMake < 2.8.12 will be removed from a future version of'), 0, 'StderrWarning', null],
+    ['a Node process warning without Warning:', '(node:123) [DEP0040] The `punycode` module is deprecated.', 0, 'StderrWarning', null],
+    ['npm notice stays noise', 'npm notice New major version of npm available! 10.8.2 -> 11.0.0', 0, 'Uncertain', null],
+    // formats
+    ['pytest: the E line of the exception', lines('    def restock(inv, item):', '>       inv[item["sku"]] = 1', 'E       KeyError: \'sku\'', '', 'inventory.py:2: KeyError', 'FAILED test_inventory.py::test_restock - KeyError: \'sku\''), 1, 'ExecutionFailure', "E KeyError: 'sku'"],
+    ['Maven: the javac error, not the COMPILATION ERROR header', lines('[ERROR] COMPILATION ERROR : ', '[ERROR] /a/src/main/java/demo/Limits.java:[5,46] cannot find symbol', '  symbol:   variable MAX'), 1, 'ExecutionFailure', '[ERROR] /a/src/main/java/demo/Limits.java:[5,46] cannot find symbol'],
+    ['dash: not found', 'sh: 1: kubectlx: not found', 127, 'ExecutionFailure', 'sh: 1: kubectlx: not found'],
+    // silent deaths and exit statuses
+    ['a silent death by SIGSEGV (139)', '', 139, 'ExecutionFailure', 'SIGSEGV'],
+    ['a silent death by SIGKILL (137)', '', 137, 'ExecutionFailure', 'SIGKILL'],
+    ['a silent SIGABRT (134)', '', 134, 'ExecutionFailure', 'SIGABRT'],
+    ['a silent exit 3 stays ExecutionError', '', 3, 'ExecutionFailure', 'ExecutionError'],
+    ['a silent exit 128 is no signal', '', 128, 'ExecutionFailure', 'ExecutionError'],
+    ['a job-control crash line with | ', lines('bash: line 1:  2930 Done                    cat /dev/null', '      2931 Segmentation fault      | ./crash'), 139, 'ExecutionFailure', '2931 Segmentation fault | ./crash'],
+  ];
+  for (const [name, text, exitCode, classification, signature] of rows) {
+    test(name, () => {
+      const r = run(text, exitCode);
+      assert.equal(r.classification, classification);
+      assert.equal(r.signature, signature);
+    });
+  }
 });

@@ -8,7 +8,7 @@ import type { Registry } from '../src/component.ts';
 import { ConfigError, formatDiagnostic, loadConfigFile, loadConfigText } from '../src/config/load.ts';
 import type { VigilConfig } from '../src/config/load.ts';
 import { expandString } from '../src/config/env.ts';
-import { ParseContext, Schema, s } from '../src/config/schema.ts';
+import { type ParseContext, Schema, s } from '../src/config/schema.ts';
 import type { Path } from '../src/config/schema.ts';
 import { isVigilError } from '../src/errors.ts';
 

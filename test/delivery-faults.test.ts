@@ -31,7 +31,7 @@ after(async () => {
 
 test('503 + Retry-After, then timeouts, then down, then back: everything arrives once by id; ingest never refused', async () => {
   const dir = tempDir();
-  const [otlpPort, downPort] = [await freePort(), await freePort()];
+  const [otlpPort, downPort, healthPort] = [await freePort(), await freePort(), await freePort()];
   const workFile = join(dir, 'work.jsonl');
   const config = writeConfig(
     dir,
@@ -51,9 +51,12 @@ exporters:
     endpoint: http://127.0.0.1:${downPort}
     timeout: 300ms
     retry_on_failure: { initial_interval: 50ms, max_interval: 400ms, max_elapsed_time: 0 }
+extensions:
+  health_check: { endpoint: 127.0.0.1:${healthPort} }
 state:
   memory: {}
 service:
+  extensions: [health_check]
   pipelines:
     logs: { receivers: [otlp], processors: [classify, recurrence], exporters: [file/reference, webhook, otlphttp] }
 `,
@@ -74,20 +77,33 @@ service:
     statuses.push(res.status);
   };
   const t0 = Date.UTC(2026, 0, 1);
+  /** Failed delivery attempts of the two exporters under test, from vigil's status endpoint. */
+  const failedAttempts = async (): Promise<{ webhook: number; otlphttp: number }> => {
+    const exporters = ((await (await fetch(`http://127.0.0.1:${healthPort}/status`)).json()) as any).pipelines.logs.exporters;
+    return { webhook: exporters.webhook.failedAttempts, otlphttp: exporters.otlphttp.failedAttempts };
+  };
+  /** Waits until each exporter has failed at least `n` more attempts than in `from`. */
+  const moreFailures = (from: { webhook: number; otlphttp: number }, n: number, what: string) =>
+    waitFor(async () => {
+      const now = await failedAttempts();
+      return now.webhook >= from.webhook + n && now.otlphttp >= from.otlphttp + n ? now : undefined;
+    }, what);
 
   // Phase 1: 503 with Retry-After.
   await send('a', 0, [t0, t0 + 1000]);
   await waitFor(() => (downstream!.received.length >= 2 ? true : undefined), 'attempts against the 503');
-  // Phase 2: the downstream accepts the connection and never answers.
+  // Phase 2: the downstream accepts the connection and never answers: two timeouts per exporter.
   downstream.respond = () => 'hang';
+  const beforeHang = await failedAttempts();
   await send('b', 1, [t0 + 2000, t0 + 3000]);
-  await new Promise((r) => setTimeout(r, 1500));
-  // Phase 3: down.
+  await moreFailures(beforeHang, 2, 'two timed-out attempts per exporter');
+  // Phase 3: down: two refused connections per exporter.
   const seenBeforeDown = downstream.received.slice();
   await downstream.close();
+  const beforeDown = await failedAttempts();
   await send('c', 2, [t0 + 4000, t0 + 5000, t0 + 6000]);
   await send('a', 0, [t0 + 7000]);
-  await new Promise((r) => setTimeout(r, 1500));
+  await moreFailures(beforeDown, 2, 'two failed attempts per exporter while the downstream is down');
   // Phase 4: back.
   downstream = await startCaptureServer(downPort);
 

@@ -16,8 +16,14 @@ describe('backoff', () => {
 
   test('doubles per attempt up to max; equal jitter keeps each delay in [d/2, d]', () => {
     const at = (attempt: number, r: number) => backoffDelay(policy, attempt, () => r);
-    assert.deepEqual([1, 2, 3, 4, 5, 9].map((n) => at(n, 1)), [1000, 2000, 4000, 8000, 8000, 8000]);
-    assert.deepEqual([1, 2, 3, 4, 5].map((n) => at(n, 0)), [500, 1000, 2000, 4000, 4000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 9].map((n) => at(n, 1)),
+      [1000, 2000, 4000, 8000, 8000, 8000],
+    );
+    assert.deepEqual(
+      [1, 2, 3, 4, 5].map((n) => at(n, 0)),
+      [500, 1000, 2000, 4000, 4000],
+    );
     assert.equal(at(3, 0.5), 3000);
   });
 
@@ -25,7 +31,7 @@ describe('backoff', () => {
     const seed = Number(process.env.VIGIL_TEST_SEED ?? Date.now() % 1_000_000);
     console.log(`backoff sweep seed ${seed} (replay with VIGIL_TEST_SEED=${seed})`);
     let x = seed;
-    const rnd = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 1000; i++) {
       const attempt = 1 + (i % 40);
       const d = backoffDelay(policy, attempt, rnd);
@@ -123,14 +129,15 @@ describe('bearer tokens', () => {
     const auth = new BearerAuth(['t0ken', 'other']);
     assert.equal(auth.enabled, true);
     for (const ok of ['Bearer t0ken', 'bearer other', 'Bearer t0ken  ']) assert.equal(auth.check(ok), true, ok);
-    for (const bad of [undefined, '', 'Bearer', 'Bearer t0ke', 'Bearer t0kenX', 'Basic t0ken', 't0ken', 'Bearer t0ken extra']) assert.equal(auth.check(bad), false, String(bad));
+    for (const bad of [undefined, '', 'Bearer', 'Bearer t0ke', 'Bearer t0kenX', 'Basic t0ken', 't0ken', 'Bearer t0ken extra'])
+      assert.equal(auth.check(bad), false, String(bad));
   });
 
-  test('no token (or only empty ones) means open; an operator endpoint falls back to the receivers\' tokens', () => {
+  test("no token (or only empty ones) means open; an operator endpoint falls back to the receivers' tokens", () => {
     assert.equal(new BearerAuth([]).check(undefined), true);
     assert.equal(new BearerAuth(['', undefined]).enabled, false);
     assert.equal(operatorAuth(undefined, ['rx']).check('Bearer rx'), true);
-    assert.equal(operatorAuth('own', ['rx']).check('Bearer rx'), false, 'its own token replaces the receivers\'');
+    assert.equal(operatorAuth('own', ['rx']).check('Bearer rx'), false, "its own token replaces the receivers'");
     assert.equal(operatorAuth('own', ['rx']).check('Bearer own'), true);
   });
 });
@@ -150,5 +157,3 @@ describe('redaction', () => {
     assert.equal(redactText('to http://h/x?k=1 failed', [{ secret: 'http://h/x?k=1', shownAs: 'http://h/x?…' }]), 'to http://h/x?… failed');
   });
 });
-
-

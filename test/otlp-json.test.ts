@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isVigilError } from '../src/errors.ts';
-import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
+import { MAX_JSON_DEPTH, decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, summarize } from '../src/receivers/otlp/normalized.ts';
 
 const EXAMPLES = path.resolve(import.meta.dirname, 'fixtures/otlp-examples');
@@ -323,5 +323,23 @@ describe('OTLP/JSON decoding: bounds', () => {
     const attrs = groups[0]!.spans[0]!.attributes;
     assert.equal(Object.getPrototypeOf(attrs), Object.prototype);
     assert.equal(Object.getOwnPropertyDescriptor(attrs, '__proto__')?.value, 'x');
+  });
+});
+
+describe('OTLP/JSON decoding: nesting is bounded', () => {
+  test(`nesting deeper than ${MAX_JSON_DEPTH} levels refuses the request where it is crossed`, () => {
+    const deep = '['.repeat(1_000_000) + ']'.repeat(1_000_000);
+    assert.equal(payloadError(() => decodeTracesJson(deep)).message, `request body is not valid JSON: nested deeper than ${MAX_JSON_DEPTH} levels at byte ${MAX_JSON_DEPTH}`);
+    const inUnknownField = `{"x":${'{"a":'.repeat(300)}1${'}'.repeat(300)}}`;
+    assert.match(payloadError(() => decodeLogsJson(inUnknownField)).message, /nested deeper than 256 levels at byte \d+$/);
+  });
+
+  test('values nested as deep as senders use are read (and cut to the value depth bound), not refused', () => {
+    let value: Record<string, unknown> = { stringValue: 'leaf' };
+    for (let i = 0; i < 40; i++) value = { kvlistValue: { values: [{ key: 'k', value }] } };
+    const { groups, stats } = decodeTracesJson(traces([span({ attributes: [{ key: 'deep', value }] })]));
+    assert.equal(stats.rejected, 0);
+    assert.equal(stats.truncatedDepth, 1);
+    assert.ok(groups[0]!.spans[0]!.attributes.deep);
   });
 });

@@ -19,7 +19,10 @@ import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { isVigilError } from '../src/errors.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH } from '../src/receivers/otlp/normalized.ts';
-import { RETRY_INFO_TYPE_URL, decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from '../src/receivers/otlp/protobuf.ts';
+import { MAX_GROUP_DEPTH, RETRY_INFO_TYPE_URL, decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from '../src/receivers/otlp/protobuf.ts';
+import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
+import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
+import { checkProperty } from './helpers/random.ts';
 
 const otlp = (root0214 as any).opentelemetry.proto;
 const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
@@ -316,6 +319,16 @@ describe('OTLP/protobuf decoding: whole-request errors (400)', () => {
     for (const [bytes, expected] of cases) assert.match(payloadError(() => decodeTracesProtobuf(bytes)), expected);
   });
 
+  test(`groups nested up to ${MAX_GROUP_DEPTH} levels are skipped; deeper ones refuse the request without exhausting the stack`, () => {
+    const groups = (depth: number) => Buffer.concat([Buffer.alloc(depth, 15 * 8 + 3), Buffer.alloc(depth, 15 * 8 + 4)]);
+    assert.deepEqual(decodeTracesProtobuf(groups(MAX_GROUP_DEPTH)).groups, []);
+    assert.match(payloadError(() => decodeTracesProtobuf(groups(MAX_GROUP_DEPTH + 1))), new RegExp(`groups nested deeper than ${MAX_GROUP_DEPTH} levels$`));
+    // Inside a span (an unknown field of a record), 2M levels: the whole request is refused the same way.
+    const inSpan = rawTraces(rawSpan(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3)));
+    assert.match(payloadError(() => decodeTracesProtobuf(inSpan, { skipIrrelevant: true })), /groups nested deeper than/);
+    assert.match(payloadError(() => decodeLogsProtobuf(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3))), /ExportLogsServiceRequest: groups nested deeper than/);
+  });
+
   test('a wrong wire type above the records refuses the request, naming the field', () => {
     assert.match(payloadError(() => decodeTracesProtobuf(pb.int(1, 5))), /resourceSpans\[0\]: wire type VARINT, expected LEN/);
     assert.match(payloadError(() => decodeTracesProtobuf(pb.len(1, pb.int(2, 1)))), /resourceSpans\[0\]\.scopeSpans\[0\]: wire type VARINT/);
@@ -323,7 +336,7 @@ describe('OTLP/protobuf decoding: whole-request errors (400)', () => {
   });
 
   test('random bytes never throw anything but VIGIL_PAYLOAD_INVALID', () => {
-    fc.assert(
+    checkProperty(
       fc.property(fc.uint8Array({ maxLength: 200 }), fc.boolean(), (bytes, logs) => {
         try {
           if (logs) decodeLogsProtobuf(bytes);
@@ -337,7 +350,7 @@ describe('OTLP/protobuf decoding: whole-request errors (400)', () => {
   });
 
   test('mutations of a valid request never throw anything but VIGIL_PAYLOAD_INVALID', () => {
-    fc.assert(
+    checkProperty(
       fc.property(fc.array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }), (edits) => {
         const bytes = Buffer.from(valid);
         for (const [at, value] of edits) bytes[at] = value;
@@ -498,23 +511,49 @@ describe('OTLP/protobuf answers', () => {
   });
 });
 
-describe('skipUnremarkable: spans that cannot be relevant are validated, not built', () => {
-  /** What skipUnremarkable keeps: spans that can be relevant, and the one whose attributes are over the cap (id …06). */
-  const remarkable = (s: { spanId: string; status: { code: number }; events: Array<{ name: string }>; attributes: Record<string, unknown> }) =>
-    s.status.code === 2 || s.events.some((e) => e.name === 'exception') || Object.hasOwn(s.attributes, 'error.type') || s.spanId === '0000000000000006';
+describe('skipIrrelevant: spans the relevance test lets go are checked, not built', () => {
+  /**
+   * What skipIrrelevant keeps: the spans the relevance test (applied to the built span) lets
+   * through, and those with an attribute list over the cap (only a build counts its distinct keys).
+   */
+  const kept = (s: Parameters<typeof spanFacts>[0]) => spanMayMatter(spanFacts(s)) || Object.keys(s.attributes).length >= MAX_ATTRIBUTES;
 
-  /** The skipping decode keeps the remarkable spans of the full decode, with the same rejections, messages and bounds. */
+  /** The skipping decode keeps the relevant spans of the full decode, with the same rejections, messages and bounds. */
   function assertEquivalent(full: ReturnType<typeof decodeTracesJson>, skipping: ReturnType<typeof decodeTracesJson>, label: string) {
     assert.deepEqual(skipping.stats, full.stats, label);
     assert.deepEqual(
       skipping.groups.map((g) => g.spans),
-      full.groups.map((g) => g.spans.filter(remarkable)),
+      full.groups.map((g) => g.spans.filter(kept)),
       label,
     );
     const total = full.groups.reduce((n, g) => n + g.spans.length, 0);
-    const kept = skipping.groups.reduce((n, g) => n + g.spans.length, 0);
-    assert.equal(skipping.skipped, total - kept, label);
+    const built = skipping.groups.reduce((n, g) => n + g.spans.length, 0);
+    assert.equal(skipping.skipped, total - built, label);
     assert.equal(full.skipped, 0, label);
+  }
+
+  /** Decodes mutated bytes both ways; both refuse the request alike, or agree record by record. */
+  function assertMutationAgrees(valid: Buffer, edits: Array<[number, number]>) {
+    const bytes = Buffer.from(valid);
+    for (const [at, value] of edits) bytes[at] = value;
+    let full: ReturnType<typeof decodeTracesProtobuf> | Error;
+    let skipping: ReturnType<typeof decodeTracesProtobuf> | Error;
+    try {
+      full = decodeTracesProtobuf(bytes);
+    } catch (err) {
+      full = err as Error;
+    }
+    try {
+      skipping = decodeTracesProtobuf(bytes, { skipIrrelevant: true });
+    } catch (err) {
+      skipping = err as Error;
+    }
+    if (full instanceof Error || skipping instanceof Error) {
+      const outcome = (r: unknown) => (r instanceof Error ? String(r) : 'decoded');
+      assert.equal(outcome(skipping), outcome(full));
+      return;
+    }
+    assertEquivalent(full, skipping, `mutation ${JSON.stringify(edits)}`);
   }
 
   const spans = [
@@ -529,7 +568,7 @@ describe('skipUnremarkable: spans that cannot be relevant are validated, not bui
 
   test('protobuf: same records, rejections and bounds as a full decode', () => {
     const body = encodeTraces(spans);
-    const skipping = decodeTracesProtobuf(body, { skipUnremarkable: true });
+    const skipping = decodeTracesProtobuf(body, { skipIrrelevant: true });
     assertEquivalent(decodeTracesProtobuf(body), skipping, 'protobuf');
     assert.deepEqual([skipping.skipped, skipping.stats.rejected, skipping.stats.truncatedValues, skipping.stats.droppedAttributes], [2, 1, 1, 12]);
   });
@@ -555,7 +594,7 @@ describe('skipUnremarkable: spans that cannot be relevant are validated, not bui
         },
       ],
     });
-    const skipping = decodeTracesJson(json, { skipUnremarkable: true });
+    const skipping = decodeTracesJson(json, { skipIrrelevant: true });
     assertEquivalent(decodeTracesJson(json), skipping, 'json');
     assert.deepEqual([skipping.skipped, skipping.stats.rejected, skipping.stats.truncatedValues, skipping.stats.droppedAttributes], [2, 2, 1, 12]);
   });
@@ -582,13 +621,13 @@ describe('skipUnremarkable: spans that cannot be relevant are validated, not bui
       },
       { requiredKeys: [] },
     );
-    fc.assert(
+    checkProperty(
       fc.property(fc.array(jsonSpan, { maxLength: 6 }), (generated) => {
         const body = JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: generated }] }] });
         const full = decodeTracesJson(body);
-        const skipping = decodeTracesJson(body, { skipUnremarkable: true });
+        const skipping = decodeTracesJson(body, { skipIrrelevant: true });
         assert.deepEqual(skipping.stats, full.stats);
-        assert.deepEqual(skipping.groups.map((g) => g.spans), full.groups.map((g) => g.spans.filter(remarkable)));
+        assert.deepEqual(skipping.groups.map((g) => g.spans), full.groups.map((g) => g.spans.filter(kept)));
         assert.equal(skipping.skipped + skipping.groups[0]!.spans.length, full.groups[0]!.spans.length);
       }),
       { numRuns: 2000 },
@@ -597,29 +636,23 @@ describe('skipUnremarkable: spans that cannot be relevant are validated, not bui
 
   test('mutated requests: the skipping and the full decode always agree', () => {
     const valid = encodeTraces(spans.slice(0, 4));
-    fc.assert(
-      fc.property(fc.array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }), (edits) => {
-        const bytes = Buffer.from(valid);
-        for (const [at, value] of edits) bytes[at] = value;
-        let full: ReturnType<typeof decodeTracesProtobuf> | Error;
-        let skipping: ReturnType<typeof decodeTracesProtobuf> | Error;
-        try {
-          full = decodeTracesProtobuf(bytes);
-        } catch (err) {
-          full = err as Error;
-        }
-        try {
-          skipping = decodeTracesProtobuf(bytes, { skipUnremarkable: true });
-        } catch (err) {
-          skipping = err as Error;
-        }
-        if (full instanceof Error || skipping instanceof Error) {
-          assert.equal(String(skipping), String(full));
-          return;
-        }
-        assertEquivalent(full, skipping, 'mutation');
-      }),
+    checkProperty(
+      fc.property(fc.array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }), (edits) => assertMutationAgrees(valid, edits)),
       { numRuns: 2000 },
     );
+  });
+
+  test('regressions found by the property above stay fixed', () => {
+    const valid = encodeTraces(spans.slice(0, 4));
+    // fast-check seed 2033554223: a mutated span id equal to the one the old oracle special-cased.
+    assertMutationAgrees(valid, [
+      [42, 6],
+      [17, 0],
+    ]);
+    // fast-check seed -971076141: `error.type` mutated into an empty value (null) is not failure evidence.
+    assertMutationAgrees(valid, [
+      [238, 173],
+      [63, 0],
+    ]);
   });
 });

@@ -24,6 +24,9 @@ describe('decide (DESIGN 3.2)', () => {
     ['within the window below min', { minRecurrence: 3 }, 2, 0, 1 * S, 'BurstCoalesced'],
     ['same instant', {}, 2, 5 * S, 5 * S, 'BurstThresholdReached'],
     ['late arrival (negative gap) counts as beyond', {}, 2, 10 * S, 5 * S, 'ChronicRecurrence'],
+    ['grouping_window 0: the first occurrence is still a burst', { groupingWindow: 0, minRecurrence: 1 }, 1, undefined, 0, 'BurstThresholdReached'],
+    ['grouping_window 0: a repeat at the same instant is chronic (a burst needs window > 0)', { groupingWindow: 0 }, 2, 5 * S, 5 * S, 'ChronicRecurrence'],
+    ['grouping_window 0 below min', { groupingWindow: 0, minRecurrence: 3 }, 2, 5 * S, 5 * S, 'BurstCoalesced'],
   ];
   for (const [name, policy, total, lastSeen, now, expected] of rows) {
     test(name, () => assert.equal(decide({ ...defaults, ...policy }, total, lastSeen, now), expected));

@@ -86,17 +86,44 @@ ${service}
 
   const others: Array<[string, string, RegExp]> = [
     ['webhook secret', exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    secret: ${env:S}'), /'exporters\.webhook\.secret' must not be empty/],
-    ['webhook header value', exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    headers:\n      x-api-key: ${env:S}'), /'exporters\.webhook\.headers\.x-api-key' must not be empty/],
-    ['otlphttp header value', exporterConfig('  otlphttp:\n    endpoint: http://127.0.0.1:9\n    headers:\n      authorization: ${env:S}'), /'exporters\.otlphttp\.headers\.authorization' must not be empty/],
-    ['webhook URL password', exporterConfig('  webhook:\n    endpoint: http://user:${env:S}@127.0.0.1:9/hook'), /'exporters\.webhook\.endpoint' has credentials that are empty/],
-    ['redis_stream URL password', exporterConfig('  redis_stream:\n    url: redis://:${env:S}@127.0.0.1:6379/0'), /'exporters\.redis_stream\.url' has credentials that are empty/],
-    ['health_check auth', exporterConfig('  debug: {}', '    auth:\n      bearer_token: ${env:S}'), /'extensions\.health_check\.auth\.bearer_token' must not be empty/],
-    ['metrics auth', exporterConfig('  debug: {}', '', '  telemetry:\n    metrics:\n      address: 127.0.0.1:8888\n      auth:\n        bearer_token: ${env:S}'), /'service\.telemetry\.metrics\.auth\.bearer_token' must not be empty/],
+    [
+      'webhook header value',
+      exporterConfig('  webhook:\n    endpoint: http://127.0.0.1:9/hook\n    headers:\n      x-api-key: ${env:S}'),
+      /'exporters\.webhook\.headers\.x-api-key' must not be empty/,
+    ],
+    [
+      'otlphttp header value',
+      exporterConfig('  otlphttp:\n    endpoint: http://127.0.0.1:9\n    headers:\n      authorization: ${env:S}'),
+      /'exporters\.otlphttp\.headers\.authorization' must not be empty/,
+    ],
+    [
+      'webhook URL password',
+      exporterConfig('  webhook:\n    endpoint: http://user:${env:S}@127.0.0.1:9/hook'),
+      /'exporters\.webhook\.endpoint' has credentials that are empty/,
+    ],
+    [
+      'redis_stream URL password',
+      exporterConfig('  redis_stream:\n    url: redis://:${env:S}@127.0.0.1:6379/0'),
+      /'exporters\.redis_stream\.url' has credentials that are empty/,
+    ],
+    [
+      'health_check auth',
+      exporterConfig('  debug: {}', '    auth:\n      bearer_token: ${env:S}'),
+      /'extensions\.health_check\.auth\.bearer_token' must not be empty/,
+    ],
+    [
+      'metrics auth',
+      exporterConfig('  debug: {}', '', '  telemetry:\n    metrics:\n      address: 127.0.0.1:8888\n      auth:\n        bearer_token: ${env:S}'),
+      /'service\.telemetry\.metrics\.auth\.bearer_token' must not be empty/,
+    ],
   ];
   for (const [name, text, expected] of others) {
     test(`${name} resolving empty`, () => {
       const p = problems(text, { S: '' });
-      assert.ok(p.some((x) => expected.test(x)), p.join('\n') || 'no problem reported');
+      assert.ok(
+        p.some((x) => expected.test(x)),
+        p.join('\n') || 'no problem reported',
+      );
       assert.deepEqual(problems(text, { S: 'set' }), [], 'and valid once set');
     });
   }
@@ -121,7 +148,10 @@ describe('end to end', () => {
     children.push(ok);
     const url = `http://127.0.0.1:${port}/v1/logs`;
     const body = otlpLogs([{ time: Date.UTC(2026, 0, 1), body: 'ValueError: x', session: 's' }]);
-    await waitFor(async () => ((await postLogs(url, body).catch(() => undefined))?.status === 401 ? true : undefined), 'vigil to refuse a request without the token');
+    await waitFor(
+      async () => ((await postLogs(url, body).catch(() => undefined))?.status === 401 ? true : undefined),
+      'vigil to refuse a request without the token',
+    );
     const authed = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer the-token' }, body });
     assert.equal(authed.status, 200);
     ok.child.kill('SIGTERM');

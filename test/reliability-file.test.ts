@@ -87,12 +87,12 @@ service:
     assert.ok(during.length < 405, 'the disk really was too full');
     assert.match(vigil.stderr(), /ENOSPC|no space left on device/i, 'the log says why');
     assert.match(vigil.stderr(), /partial batch was removed/);
-    assert.ok(metricValue(await metrics(), 'vigil_exporter_failures_total', { exporter: 'file/tmpfs', reason: 'disk_full' }) >= 3, 'counted with its reason');
+    assert.ok(metricValue(await metrics(), 'vigil_exporter_failed_attempts_total', { exporter: 'file/tmpfs', reason: 'disk_full' }) >= 3, 'counted with its reason');
 
     fs.free();
     await waitFor(() => (jsonLines(onTmpfs).length >= 405 ? true : undefined), 'the rest of the events once space is back', 30_000);
     assert.equal(readFileSync(onTmpfs, 'utf8'), readFileSync(reference, 'utf8'), 'byte for byte what the undisturbed exporter wrote');
-    assert.equal(metricValue(await metrics(), 'vigil_exporter_dead_lettered_total', { exporter: 'file/tmpfs' }), 0, 'nothing given up');
+    assert.equal(metricValue(await metrics(), 'vigil_exporter_dead_lettered_items_total', { exporter: 'file/tmpfs' }), 0, 'nothing given up');
     vigil.child.kill('SIGTERM');
     assert.equal(await vigil.exited, 0, vigil.stderr().slice(-2000));
   });
@@ -108,7 +108,16 @@ async function sqliteOutbox(n: number): Promise<SqliteStore> {
   const items: WorkOutboxItem[] = Array.from({ length: n }, (_, i) => ({
     kind: 'work',
     id: `evt-${i}`,
-    event: { specversion: '1.0', id: `evt-${i}`, source: 'vigil/t', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: { count: i } as never },
+    event: {
+      specversion: '1.0',
+      id: `evt-${i}`,
+      source: 'vigil/t',
+      type: 'dev.vigil.work.created',
+      time: new Date(0).toISOString(),
+      subject: 'g',
+      datacontenttype: 'application/json',
+      data: { count: i } as never,
+    },
   }));
   await store.commit({ pipeline: 'logs', partition: 'session-1', cursor: e!.id, groups: [], turns: [], revisions: [], failures: [], outbox: items });
   return store;
@@ -186,7 +195,10 @@ describe('file exporter faults through an injected file system', () => {
     assert.equal(readFileSync(path, 'utf8'), '', 'the 7000 bytes written before the failure were cut off');
     assert.equal(await store.outboxLag('logs', 'file'), 100, 'nothing confirmed');
     assert.equal(runner.stats.failuresByReason.disk_full, 1);
-    assert.ok(logger.entries.some((e) => /ENOSPC/.test(String(e.error))), 'the log says why');
+    assert.ok(
+      logger.entries.some((e) => /ENOSPC/.test(String(e.error))),
+      'the log says why',
+    );
     failing = false;
     assert.equal(await runner.deliverBatch(), 'delivered');
     assert.deepEqual(ids(path), all(100));
@@ -238,5 +250,3 @@ describe('file exporter faults through an injected file system', () => {
     await store.close();
   });
 });
-
-

@@ -60,10 +60,14 @@ service:
     );
     const v = start(config, { RX_TOKEN: 'rx-token' });
     await listening(`http://127.0.0.1:${health}/livez`);
-    const get = (port: number, path: string, token?: string) => fetch(`http://127.0.0.1:${port}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    const get = (port: number, path: string, token?: string) =>
+      fetch(`http://127.0.0.1:${port}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
     await waitFor(async () => ((await get(health, '/healthz')).status === 200 ? true : undefined), 'ready');
     assert.equal((await get(health, '/livez')).status, 200);
-    for (const [port, path] of [[health, '/status'], [metrics, '/metrics']] as const) {
+    for (const [port, path] of [
+      [health, '/status'],
+      [metrics, '/metrics'],
+    ] as const) {
       const refused = await get(port, path);
       assert.equal(refused.status, 401, path);
       assert.equal(refused.headers.get('www-authenticate'), 'Bearer');
@@ -135,7 +139,11 @@ service:
     const open = await ports();
     const v = start(writeConfig(dir, yaml(open, '')));
     await listening(`http://127.0.0.1:${open[1]}/livez`);
-    const warnings = () => v.stderr().split('\n').filter((l) => /reachable from other machines, without authentication/.test(l));
+    const warnings = () =>
+      v
+        .stderr()
+        .split('\n')
+        .filter((l) => /reachable from other machines, without authentication/.test(l));
     await waitFor(() => (warnings().length === 3 ? true : undefined), 'three warnings');
     assert.ok(warnings().some((l) => /receiver 'otlp'.*receivers\.otlp\.auth\.bearer_token/.test(l)));
     assert.ok(warnings().some((l) => /health_check.*GET \/status shows session ids/.test(l)));
@@ -177,7 +185,18 @@ service:
     const evil = 'x\u001b[2J\u001b[H\ndead letters: 0 FORGED\u202e';
     const body = 'Traceback (most recent call last):\n  File "/srv/a.py", line 1, in <module>\nValueError: boom';
     const t0 = Date.UTC(2026, 0, 1);
-    assert.equal((await postLogs(url, otlpLogs([{ time: t0, body, session: evil }, { time: t0 + 1, body, session: evil }]))).status, 200);
+    assert.equal(
+      (
+        await postLogs(
+          url,
+          otlpLogs([
+            { time: t0, body, session: evil },
+            { time: t0 + 1, body, session: evil },
+          ]),
+        )
+      ).status,
+      200,
+    );
     await waitFor(() => (jsonLines(join(dir, 'work.jsonl')).length === 1 ? true : undefined), 'the work event');
     const status = spawnVigil(['status', '-c', config]);
     assert.equal(await status.exited, 0, status.stderr());
@@ -219,7 +238,12 @@ service:
     await waitFor(async () => ((await postLogs(url, '{}').catch(() => undefined))?.status === 200 ? true : undefined), 'the first vigil');
     const second = start(b.file);
     assert.equal(await second.exited, 1);
-    assert.match(second.stderr(), new RegExp(`state file '${state.replace(/[.]/g, '\\.')}' is in use by vigil pid ${first.child.pid} on host '[^']+' \\(running since [0-9T:.Z-]+\\): one vigil per state file`));
+    assert.match(
+      second.stderr(),
+      new RegExp(
+        `state file '${state.replace(/[.]/g, '\\.')}' is in use by vigil pid ${first.child.pid} on host '[^']+' \\(running since [0-9T:.Z-]+\\): one vigil per state file`,
+      ),
+    );
     assert.match(second.stderr(), /VIGIL_STORE_LOCKED/);
     assert.equal((await postLogs(url, otlpLogs([{ time: Date.UTC(2026, 0, 1), body: 'ValueError: x', session: 's' }]))).status, 200, 'the first is unaffected');
     const status = spawnVigil(['status', '-c', b.file]);
@@ -227,7 +251,10 @@ service:
     await stop(first);
     // Once the first is gone (a SIGKILL would release the lock just the same), the file is free.
     const third = start(b.file);
-    await waitFor(async () => ((await postLogs(`http://127.0.0.1:${b.otlp}/v1/logs`, '{}').catch(() => undefined))?.status === 200 ? true : undefined), 'a new writer');
+    await waitFor(
+      async () => ((await postLogs(`http://127.0.0.1:${b.otlp}/v1/logs`, '{}').catch(() => undefined))?.status === 200 ? true : undefined),
+      'a new writer',
+    );
     await stop(third);
   });
 });
@@ -253,7 +280,10 @@ service:
   pipelines:
     logs: { receivers: [otlp], processors: [classify, recurrence], exporters: [file] }
 `;
-    const config = writeConfig(dir, yaml(otlp, join(dir, 'work.jsonl'), `  sqlite: { path: ${join(disk.dir, 'state.db')} }`, `extensions:\n  health_check: { endpoint: 127.0.0.1:${health} }`));
+    const config = writeConfig(
+      dir,
+      yaml(otlp, join(dir, 'work.jsonl'), `  sqlite: { path: ${join(disk.dir, 'state.db')} }`, `extensions:\n  health_check: { endpoint: 127.0.0.1:${health} }`),
+    );
     const v = start(config);
     const url = `http://127.0.0.1:${otlp}/v1/logs`;
     const healthz = async () => {
@@ -278,7 +308,10 @@ service:
     assert.ok(refused.length > 0, 'the full disk refused appends');
     const notReady = await healthz();
     assert.equal(notReady.status, 503);
-    assert.ok(notReady.body.reasons!.some((r) => /refuses writes since .*(full|space)/i.test(r)), JSON.stringify(notReady.body));
+    assert.ok(
+      notReady.body.reasons!.some((r) => /refuses writes since .*(full|space)/i.test(r)),
+      JSON.stringify(notReady.body),
+    );
     assert.match(v.stderr(), /the state store refuses appends/);
 
     disk.free();

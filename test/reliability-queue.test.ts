@@ -36,7 +36,14 @@ const STORES: Array<[string, () => StateStore]> = [
     () => {
       const prefix = uniquePrefix('queue');
       prefixes.push(prefix);
-      return new RedisStore({ url: REDIS_URL, key_prefix: prefix, cluster: { enabled: false, nodes: [] }, dedupe_window: 3_600_000, connect_timeout: 2000, command_timeout: 5000 });
+      return new RedisStore({
+        url: REDIS_URL,
+        key_prefix: prefix,
+        cluster: { enabled: false, nodes: [] },
+        dedupe_window: 3_600_000,
+        connect_timeout: 2000,
+        command_timeout: 5000,
+      });
     },
   ],
 ];
@@ -45,7 +52,16 @@ function item(id: string): WorkOutboxItem {
   return {
     kind: 'work',
     id,
-    event: { specversion: '1.0', id, source: 'vigil/t', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: { n: id } as never },
+    event: {
+      specversion: '1.0',
+      id,
+      source: 'vigil/t',
+      type: 'dev.vigil.work.created',
+      time: new Date(0).toISOString(),
+      subject: 'g',
+      datacontenttype: 'application/json',
+      data: { n: id } as never,
+    },
   };
 }
 
@@ -67,7 +83,10 @@ for (const [name, make] of STORES) {
       const store = make();
       await store.open();
       const port = await freePort(); // nothing listens: connection refused
-      const exporter = webhookExporterFactory.create({ id: 'webhook', logger: memoryLogger() }, { endpoint: `http://127.0.0.1:${port}/hook`, secret: undefined, headers: {}, timeout: 500, ...DEFAULT_DELIVERY });
+      const exporter = webhookExporterFactory.create(
+        { id: 'webhook', logger: memoryLogger() },
+        { endpoint: `http://127.0.0.1:${port}/hook`, secret: undefined, headers: {}, timeout: 500, ...DEFAULT_DELIVERY },
+      );
       const QUEUE = 50;
       const runner = new ExporterRunner({
         pipeline: 'logs',
@@ -81,11 +100,19 @@ for (const [name, make] of STORES) {
       const PAGES = 40;
       const PER_PAGE = 25;
       await runner.start();
-      await commitPage(store, 0, Array.from({ length: PER_PAGE }, (_, i) => `e-0-${i}`));
+      await commitPage(
+        store,
+        0,
+        Array.from({ length: PER_PAGE }, (_, i) => `e-0-${i}`),
+      );
       runner.notify();
       await waitFor(() => (runner.stats.failedAttempts >= 1 ? true : undefined), 'the first failed attempt');
       for (let p = 1; p < PAGES; p++) {
-        await commitPage(store, p, Array.from({ length: PER_PAGE }, (_, i) => `e-${p}-${i}`));
+        await commitPage(
+          store,
+          p,
+          Array.from({ length: PER_PAGE }, (_, i) => `e-${p}-${i}`),
+        );
         runner.notify(); // what the pipeline runner does after each commit
         // Within seconds, not after the minute of backoff.
         await waitFor(async () => ((await store.outboxLag('logs', 'webhook')) <= QUEUE ? true : undefined), `the bound after page ${p}`, 5000);

@@ -29,7 +29,9 @@ interface Hit {
 }
 
 /** A local server that records every request (whole body) and answers with `handler`. */
-async function server(handler: (req: IncomingMessage, res: ServerResponse, hit: Hit) => void): Promise<{ url: string; hits: Hit[]; close(): Promise<void>; srv: Server }> {
+async function server(
+  handler: (req: IncomingMessage, res: ServerResponse, hit: Hit) => void,
+): Promise<{ url: string; hits: Hit[]; close(): Promise<void>; srv: Server }> {
   const hits: Hit[] = [];
   const srv = createServer((req, res) => {
     let body = '';
@@ -46,10 +48,11 @@ async function server(handler: (req: IncomingMessage, res: ServerResponse, hit: 
     url: `http://127.0.0.1:${port}`,
     hits,
     srv,
-    close: () => new Promise<void>((r) => {
-      srv.closeAllConnections();
-      srv.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        srv.closeAllConnections();
+        srv.close(() => r());
+      }),
   };
 }
 
@@ -69,7 +72,16 @@ async function storeWith(n: number): Promise<SqliteStore> {
   const items: WorkOutboxItem[] = Array.from({ length: n }, (_, i) => ({
     kind: 'work',
     id: `evt-${i}`,
-    event: { specversion: '1.0', id: `evt-${i}`, source: 'vigil/t', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: { count: i } as never },
+    event: {
+      specversion: '1.0',
+      id: `evt-${i}`,
+      source: 'vigil/t',
+      type: 'dev.vigil.work.created',
+      time: new Date(0).toISOString(),
+      subject: 'g',
+      datacontenttype: 'application/json',
+      data: { count: i } as never,
+    },
   }));
   await store.commit({ pipeline: 'logs', partition: 'session-1', cursor: e!.id, groups: [], turns: [], revisions: [], failures: [], outbox: items });
   return store;
@@ -80,7 +92,12 @@ function fakeClock(): Clock & { t: number } {
   return c;
 }
 
-function runnerFor(store: SqliteStore, cfg: Partial<WebhookExporterConfig> & { endpoint: string }, delivery: Partial<DeliverySettings['retry_on_failure']> = {}, clock?: Clock) {
+function runnerFor(
+  store: SqliteStore,
+  cfg: Partial<WebhookExporterConfig> & { endpoint: string },
+  delivery: Partial<DeliverySettings['retry_on_failure']> = {},
+  clock?: Clock,
+) {
   const logger = memoryLogger();
   const exporter = webhookExporterFactory.create({ id: 'webhook', logger }, { headers: {}, timeout: 1000, ...DEFAULT_DELIVERY, ...cfg } as WebhookExporterConfig);
   const runner = new ExporterRunner({
@@ -220,7 +237,11 @@ describe('webhook: answers are read with a limit', () => {
     assert.equal(await store.outboxLag('logs', 'webhook'), 1, 'not confirmed');
     assert.equal(runner.stats.failuresByReason.response_cut, 1);
     assert.equal(await runner.deliverBatch(), 'delivered');
-    assert.deepEqual(srv.hits.map((h) => h.headers['idempotency-key']), ['evt-0', 'evt-0'], 'the same event, same idempotency key');
+    assert.deepEqual(
+      srv.hits.map((h) => h.headers['idempotency-key']),
+      ['evt-0', 'evt-0'],
+      'the same event, same idempotency key',
+    );
     await store.close();
   });
 
@@ -300,7 +321,9 @@ service:
     // Third run: the port is free; what waited is delivered.
     const third = spawnVigil(['run', '-c', config]);
     children.push(third);
-    const expected = jsonLines<{ id: string }>(reference).map((e) => e.id).sort();
+    const expected = jsonLines<{ id: string }>(reference)
+      .map((e) => e.id)
+      .sort();
     await waitFor(() => (expected.every((id) => hooks.slice(seen).includes(id)) ? true : undefined), 'the waiting events at the webhook');
     third.child.kill('SIGTERM');
     assert.equal(await third.exited, 0);

@@ -58,6 +58,7 @@ describe('redis cluster', () => {
   });
   storeConformance('redis (cluster of three masters)', async (opts) => make(config(cluster.url, uniquePrefix('cluster'), { nodes: cluster.nodes }), opts?.now), {
     reopen,
+    appendStateAtomic: false,
   });
 });
 

@@ -1,7 +1,9 @@
 /** The SQLite store on real files: the conformance suite, then locks and damaged files. */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, openSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { isVigilError } from '../src/errors.ts';
@@ -16,6 +18,71 @@ const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full'
 
 storeConformance('sqlite', async (opts) => new SqliteStore(config(join(tempDir(), 'state.db')), undefined, opts?.now), {
   reopen: async (store: StateStore) => new SqliteStore(config((store as SqliteStore).file)),
+});
+
+describe('sqlite store: schema migration', () => {
+  /** A state file made by the version-1 store (test/fixtures/sqlite-v1.sql is its `.dump`). */
+  function v1File(): string {
+    const file = join(tempDir(), 'state.db');
+    const db = new Database(file);
+    db.exec(readFileSync(join(ROOT, 'test/fixtures/sqlite-v1.sql'), 'utf8'));
+    db.close();
+    return file;
+  }
+
+  test('a version-1 file opens, migrates to the current version and keeps all its state', async () => {
+    const file = v1File();
+    const store = new SqliteStore(config(file));
+    await store.open();
+    try {
+      const version = new Database(file, { readonly: true });
+      assert.equal((version.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string }).value, String(SCHEMA_VERSION));
+      version.close();
+      assert.deepEqual((await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId), ['v1-b', 'v1-c'], 'the backlog after the v1 cursor');
+      assert.equal((await store.loadGroups(['g_v1'])).get('g_v1')!.openWorkId, 'w_v1');
+      assert.deepEqual((await store.readOutbox('logs', 'file/work', 10)).map((o) => o.id), ['f_v1']);
+      assert.deepEqual(await store.append('logs', [event({ id: 'v1-a', time: 1000, partition: 'S' })]), { appended: 0, duplicates: 1 }, 'dedupe ids kept');
+      // The new tables work, in the same commit as the old ones.
+      const [b] = await store.readPage('logs', 'S', 1);
+      await store.commit({
+        pipeline: 'logs', partition: 'S', cursor: b!.id, groups: [], turns: [], revisions: [], outbox: [], failures: [],
+        state: [{ namespace: 'watchdog', key: 'run-1', value: { attempts: 1 }, version: 1 }],
+        timers: { set: [{ id: 'retry:run-1', owner: 'watchdog', partition: 'S', due: 5000, payload: null }] },
+      });
+      assert.equal((await store.loadState('watchdog', ['run-1'])).get('run-1')!.version, 1);
+      assert.deepEqual((await store.dueTimers('logs', 5000, 10)).timers.map((t) => t.id), ['retry:run-1']);
+      const st = await store.status();
+      assert.equal(st.groups, 1);
+      assert.deepEqual(st.pipelines.find((p) => p.pipeline === 'logs')!.timers, { pending: 1, nextDue: 5000 });
+    } finally {
+      await store.close();
+    }
+    // Opening again is a no-op migration.
+    const again = new SqliteStore(config(file));
+    await again.open();
+    assert.equal((await again.loadState('watchdog', ['run-1'])).get('run-1')!.version, 1);
+    await again.close();
+  });
+
+  test('`vigil status` (read-only) reads a version-1 file without migrating it; a newer version is a clear error', async () => {
+    const file = v1File();
+    const ro = new SqliteStore(config(file));
+    await ro.open({ readOnly: true });
+    try {
+      const st = await ro.status();
+      assert.equal(st.groups, 1);
+      assert.deepEqual(st.state, []);
+      assert.deepEqual(st.pipelines.find((p) => p.pipeline === 'logs')!.timers, { pending: 0, nextDue: null });
+      assert.equal((await ro.loadState('watchdog', ['x'])).size, 0);
+    } finally {
+      await ro.close();
+    }
+    const db = new Database(file);
+    assert.equal((db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string }).value, '1', 'status migrated nothing');
+    db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
+    db.close();
+    await assert.rejects(new SqliteStore(config(file)).open(), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CORRUPT') && /version 99/.test(err.message) && err.message.includes(file));
+  });
 });
 
 describe('sqlite store: locks, damage, status beside a running vigil', () => {
@@ -119,5 +186,67 @@ service:
       vigil.child.kill('SIGTERM');
       assert.equal(await vigil.exited, 0, vigil.stderr());
     }
+  });
+});
+
+describe('sqlite store: group commit of appends', () => {
+  const appendsOf = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => [event({ id: `${prefix}${i}`, time: i + 1, partition: `p${i % 4}` })]);
+  /** Bytes of the write-ahead log: every transaction adds its own frames (pages) to it. */
+  const walBytes = (file: string) => statSync(`${file}-wal`).size;
+
+  test('concurrent appends share one transaction: one set of WAL frames, not one per request', async () => {
+    const grouped = new SqliteStore(config(join(tempDir(), 'state.db')));
+    const single = new SqliteStore(config(join(tempDir(), 'state.db')));
+    await grouped.open();
+    await single.open();
+    try {
+      const [groupedBefore, singleBefore] = [walBytes(grouped.file), walBytes(single.file)];
+      const results = await Promise.all(appendsOf(40, 'g').map((events) => grouped.append('logs', events)));
+      assert.deepEqual(results, Array.from({ length: 40 }, () => ({ appended: 1, duplicates: 0 })));
+      for (const events of appendsOf(40, 's')) assert.deepEqual(await single.append('logs', events), { appended: 1, duplicates: 0 });
+      const [groupedGrowth, singleGrowth] = [walBytes(grouped.file) - groupedBefore, walBytes(single.file) - singleBefore];
+      assert.ok(groupedGrowth * 5 < singleGrowth, `one transaction wrote ${groupedGrowth} WAL bytes, 40 transactions ${singleGrowth}`);
+      assert.equal(await grouped.pendingCount('logs'), 40);
+    } finally {
+      await grouped.close();
+      await single.close();
+    }
+  });
+
+  test('in one group, a redelivery is a duplicate of the first, and an append that fails fails alone', async () => {
+    const store = new SqliteStore(config(join(tempDir(), 'state.db')));
+    await store.open();
+    try {
+      const broken = event({ id: 'broken', time: 1 });
+      (broken.payload as Record<string, unknown>).size = 10n; // JSON cannot hold a BigInt: this append throws
+      const outcomes = await Promise.allSettled([
+        store.append('logs', [event({ id: 'a', time: 1 }), event({ id: 'b', time: 2 })]),
+        store.append('logs', [broken]),
+        store.append('logs', [event({ id: 'b', time: 2 }), event({ id: 'c', time: 3 })]),
+      ]);
+      assert.deepEqual(outcomes[0], { status: 'fulfilled', value: { appended: 2, duplicates: 0 } });
+      assert.equal(outcomes[1]!.status, 'rejected');
+      assert.deepEqual(outcomes[2], { status: 'fulfilled', value: { appended: 1, duplicates: 1 } });
+      const page = await store.readPage('logs', 'session-1', 10);
+      assert.deepEqual(
+        page.map((e) => e.event.eventId),
+        ['a', 'b', 'c'],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('appends accepted before close are committed by it', async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    const pending = store.append('logs', [event({ id: 'late', time: 1 })]);
+    await store.close();
+    assert.deepEqual(await pending, { appended: 1, duplicates: 0 });
+    const reopened = new SqliteStore(config(file));
+    await reopened.open();
+    assert.equal(await reopened.pendingCount('logs'), 1);
+    await reopened.close();
   });
 });

@@ -6,6 +6,7 @@
  *
  *   npm run corpus:generate            # all scenarios
  *   npm run corpus:generate -- py-     # only scenarios whose id starts with py- (printed, not written)
+ *   npm run corpus:generate -- py-,git-init   # several prefixes, comma-separated
  *
  * One case per line: {id, tool, program, text, exit_code, expected: {classification, signature,
  * failure_id}}. Variant parameters are seeded, so a regeneration labels the same failures the same
@@ -17,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
-import { collapseAndCut } from '../../src/processors/classify/reference.ts';
+import { collapseAndCut } from '../../src/processors/classify/text.ts';
 import type { Ctx, Prepared, Rng, Run, Scenario } from './scenario.ts';
 import { WORDS } from './scenario.ts';
 import { scenarios } from './scenarios/index.ts';
@@ -172,7 +173,8 @@ async function assertFree(port: number): Promise<boolean> {
 
 async function main(): Promise<void> {
   const filter = process.argv[2];
-  const selected = filter ? scenarios.filter((s) => s.id.startsWith(filter)) : scenarios;
+  const prefixes = filter ? filter.split(',') : [];
+  const selected = filter ? scenarios.filter((s) => prefixes.some((p) => s.id.startsWith(p))) : scenarios;
   const ids = new Set<string>();
   for (const s of scenarios) {
     if (ids.has(s.id)) throw new Error(`duplicate scenario id ${s.id}`);

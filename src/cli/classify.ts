@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import v8 from 'node:v8';
-import { classifyLine } from '../processors/classify/classify.ts';
+import { classifyLine, type ClassifyRules } from '../processors/classify/classify.ts';
 
 export const MAX_CLASSIFY_LINE_BYTES = 16 * 1024 * 1024;
 
@@ -17,7 +17,8 @@ export const MAX_CLASSIFY_LINE_BYTES = 16 * 1024 * 1024;
  */
 const BOUNDED_YOUNG_GENERATION = '--semi-space-growth-factor=1';
 
-export async function runClassify(input: Readable, output: Writable): Promise<number> {
+/** `rules`: `vigil` (default) or `reference` (DESIGN 3.1 exactly), as the classify processor's option. */
+export async function runClassify(input: Readable, output: Writable, rules: ClassifyRules = 'vigil'): Promise<number> {
   v8.setFlagsFromString(BOUNDED_YOUNG_GENERATION);
   let lineNo = 0;
   let carry: Buffer[] = [];
@@ -45,7 +46,7 @@ export async function runClassify(input: Readable, output: Writable): Promise<nu
       await emit({ error: `line ${lineNo}: longer than ${MAX_CLASSIFY_LINE_BYTES} bytes; not classified` });
     } else {
       const line = (carry.length ? Buffer.concat([...carry, last]) : last).toString('utf8');
-      await emit(classifyLine(line.replace(/\r$/, ''), lineNo));
+      await emit(classifyLine(line.replace(/\r$/, ''), lineNo, rules));
     }
     carry = [];
     carryBytes = 0;

@@ -1,26 +1,33 @@
 /**
  * The `vigil` command line (DESIGN 4.1): run, validate, classify, status.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { Registry } from '../component.ts';
 import { components } from '../components.ts';
 import { ConfigError, formatDiagnostic, loadConfigFile } from '../config/load.ts';
 import { errorMessage, isVigilError } from '../errors.ts';
 import { createLogger } from '../logger.ts';
 import { runClassify } from './classify.ts';
+import { CLASSIFY_RULES, type ClassifyRules } from '../processors/classify/classify.ts';
 import { printStatus } from './status.ts';
 import { Service } from '../service/service.ts';
+import { VIGIL_VERSION } from '../version.ts';
 
 const USAGE = `usage: vigil <command> [options]
 
 commands:
   run      [-c pipeline.yaml]   run the pipelines until SIGINT/SIGTERM, then drain and stop
   validate [-c pipeline.yaml]   check the config; exit 1 and print FILE:LINE:COL: message per problem
-  classify                      JSONL on stdin → one classification per line on stdout
+  classify [--rules R]          JSONL on stdin → one classification per line on stdout
   status   [-c pipeline.yaml]   cursors and lag per partition, groups, open work, recent failures
 
 options:
-  -c, --config FILE   pipeline configuration (default: pipeline.yaml)
+  -c, --config FILE   pipeline configuration (default: ./pipeline.yaml, else the one vigil ships)
+  --rules R           classify: vigil (default) or reference (DESIGN 3.1 exactly)
   -h, --help          this help
+  -v, --version       vigil's version
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -29,11 +36,15 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command ? 0 : 2;
   }
-  let values: { config?: string; help?: boolean; json?: boolean };
+  if (command === '-v' || command === '--version' || command === 'version') {
+    process.stdout.write(`vigil ${VIGIL_VERSION} (Node.js ${process.version})\n`);
+    return 0;
+  }
+  let values: { config?: string; help?: boolean; json?: boolean; rules?: string };
   try {
     ({ values } = parseArgs({
       args: rest,
-      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
+      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, rules: { type: 'string' } },
       strict: true,
       allowPositionals: false,
     }));
@@ -45,20 +56,42 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const configFile = values.config ?? 'pipeline.yaml';
+  if (values.rules !== undefined && command !== 'classify') {
+    process.stderr.write(`vigil ${command}: --rules applies to 'vigil classify' only; set 'rules' of the classify processor in the config instead\n`);
+    return 2;
+  }
+  const configFile = values.config ?? defaultConfigFile();
   switch (command) {
     case 'run':
-      return run(configFile);
+      return runVigil(configFile);
     case 'validate':
       return validate(configFile);
-    case 'classify':
-      return runClassify(process.stdin, process.stdout);
+    case 'classify': {
+      const rules = values.rules ?? 'vigil';
+      if (!(CLASSIFY_RULES as readonly string[]).includes(rules)) {
+        process.stderr.write(`vigil classify: --rules must be one of ${CLASSIFY_RULES.join(', ')}, got '${rules}'\n`);
+        return 2;
+      }
+      return runClassify(process.stdin, process.stdout, rules as ClassifyRules);
+    }
     case 'status':
       return status(configFile, values.json ?? false);
     default:
       process.stderr.write(`vigil: unknown command '${command}'\n\n${USAGE}`);
       return 2;
   }
+}
+
+/**
+ * `pipeline.yaml` in the working directory; without one, the default pipeline shipped beside
+ * bin/ and dist/ (OTLP/HTTP in on 127.0.0.1:4318, work events to ./work-events.jsonl, state in
+ * ./.vigil), so `npx vigil run` works in an empty directory.
+ */
+function defaultConfigFile(): string {
+  if (existsSync('pipeline.yaml')) return 'pipeline.yaml';
+  const shipped = fileURLToPath(new URL('../../pipeline.yaml', import.meta.url));
+  process.stderr.write(`vigil: no pipeline.yaml in ${process.cwd()}; using the default pipeline ${shipped} (write your own or pass -c FILE)\n`);
+  return shipped;
 }
 
 async function validate(file: string): Promise<number> {
@@ -83,15 +116,19 @@ function reportConfigError(err: unknown): number {
   return 1;
 }
 
-async function run(file: string): Promise<number> {
+/**
+ * `vigil run`: runs the service until SIGINT/SIGTERM. `registry` is the one list of components;
+ * tests pass it extended with test-only components to run a real `vigil run` with them.
+ */
+export async function runVigil(file: string, registry: Registry = components()): Promise<number> {
   let cfg;
   try {
-    cfg = await loadConfigFile(file, components());
+    cfg = await loadConfigFile(file, registry);
   } catch (err) {
     return reportConfigError(err);
   }
   const logger = createLogger({ level: cfg.service.telemetry.logs.level });
-  const service = new Service(cfg, components(), { logger });
+  const service = new Service(cfg, registry, { logger });
   // Signals are handled from the start: receivers listen (and may acknowledge) before start()
   // resolves, so a SIGTERM then must drain like any other, not kill the process mid-start.
   let started: Promise<void> | undefined;

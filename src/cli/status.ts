@@ -64,7 +64,13 @@ export function formatStatus(st: StoreStatus): string {
     if (!p.partitions.length) lines.push('  no partitions yet');
     for (const part of p.partitions) lines.push(`  partition ${p_(part.partition)}: cursor ${p_(part.cursor ?? '-')}, lag ${part.pending}`);
     for (const e of p.outbox.exporters) lines.push(`  exporter ${p_(e.exporter)}: outbox cursor ${e.cursor}, lag ${e.lag}`);
+    // Older vigil versions (a health endpoint of a running older vigil) report no timers.
+    const t = p.timers ?? { pending: 0, nextDue: null };
+    lines.push(`  timers: ${t.pending} pending${t.nextDue !== null ? `, next due ${isoTime(t.nextDue)}` : ''}`);
   }
+  const namespaces = st.state ?? [];
+  lines.push(`processor state: ${namespaces.length ? '' : 'none'}`.trimEnd());
+  for (const n of namespaces) lines.push(`  ${p_(n.namespace)}: ${n.entries} entries${n.evicted ? `, ${n.evicted} evicted at the bound` : ''}`);
   lines.push(`dead letters: ${st.deadLetters.total}`);
   for (const d of st.deadLetters.newest) {
     lines.push(`  ${isoTime(d.time)} ${p_(d.pipeline)}/${p_(d.exporter)} ${p_(d.entry.id)}: ${p_(d.reason)}`);

@@ -66,6 +66,42 @@ export abstract class Schema<T> {
   nonEmpty(): Schema<T> {
     return new NonEmptySchema(this);
   }
+
+  /**
+   * A cross-field rule (`initial_interval ≤ max_interval`), run on the parsed value once it parsed
+   * without errors, so one mistake is not reported twice. `report` records an error at a key path
+   * relative to this value, its message following the key's full path (`'exporters.file.x' <message>`);
+   * the loader turns it into FILE:LINE:COL like any other problem.
+   */
+  check(rule: (value: T, report: (at: Path, message: string) => void) => void): Schema<T> {
+    return new CheckedSchema(this, rule);
+  }
+}
+
+class CheckedSchema<T> extends Schema<T> {
+  constructor(
+    private readonly inner: Schema<T>,
+    private readonly rule: (value: T, report: (at: Path, message: string) => void) => void,
+  ) {
+    super();
+  }
+  get expected(): string {
+    return this.inner.expected;
+  }
+  override get checksNull(): boolean {
+    return this.inner.checksNull;
+  }
+  override parse(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    const errorsBefore = ctx.issues.filter((i) => i.severity === 'error').length;
+    const parsed = this.inner.parse(value, path, ctx);
+    if (parsed !== undefined && ctx.issues.filter((i) => i.severity === 'error').length === errorsBefore) {
+      this.rule(parsed, (at, message) => ctx.error([...path, ...at], `${describePath([...path, ...at])} ${message}`));
+    }
+    return parsed;
+  }
+  protected parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    return this.inner.parse(value, path, ctx);
+  }
 }
 
 class DefaultSchema<T> extends Schema<T> {
@@ -138,7 +174,7 @@ function typeName(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
-  return `${typeof value} ${String(value)}`;
+  return `${typeof value} ${String(value as number | boolean | bigint)}`;
 }
 
 function wrongType(ctx: ParseContext, path: Path, expected: string, value: unknown): undefined {
@@ -412,20 +448,20 @@ function editDistance(a: string, b: string): number {
 
 /** The schema builders, used by every component's config. */
 export const s = {
-  object: <S extends Shape>(shape: S) => new ObjectSchema(shape),
-  string: (opts: { minLength?: number; maxLength?: number; pattern?: RegExp; patternHint?: string } = {}) => new StringSchema(opts),
+  object: <S extends Shape>(shape: S): ObjectSchema<S> => new ObjectSchema(shape),
+  string: (opts: { minLength?: number; maxLength?: number; pattern?: RegExp; patternHint?: string } = {}): Schema<string> => new StringSchema(opts),
   /** A secret (token, signing key, API-key header value): a string that must not resolve empty once written; never logged. */
-  secret: () => new StringSchema({}).nonEmpty(),
-  int: (opts: { min?: number; max?: number } = {}) => new NumberSchema({ integer: true, ...opts }),
-  number: (opts: { min?: number; max?: number } = {}) => new NumberSchema({ integer: false, ...opts }),
-  boolean: () => new BooleanSchema(),
-  duration: (opts: { min?: number } = {}) => new DurationSchema(opts),
-  size: () => new SizeSchema(),
-  endpoint: () => new EndpointSchema(),
-  url: (protocols: string[] = ['http:', 'https:']) => new UrlSchema(protocols),
-  enumOf: <T extends string>(values: readonly T[]) => new EnumSchema(values),
-  array: <T>(item: Schema<T>) => new ArraySchema(item),
-  record: <T>(value: Schema<T>) => new RecordSchema(value),
+  secret: (): Schema<string> => new StringSchema({}).nonEmpty(),
+  int: (opts: { min?: number; max?: number } = {}): Schema<number> => new NumberSchema({ integer: true, ...opts }),
+  number: (opts: { min?: number; max?: number } = {}): Schema<number> => new NumberSchema({ integer: false, ...opts }),
+  boolean: (): Schema<boolean> => new BooleanSchema(),
+  duration: (opts: { min?: number } = {}): Schema<number> => new DurationSchema(opts),
+  size: (): Schema<number> => new SizeSchema(),
+  endpoint: (): Schema<string> => new EndpointSchema(),
+  url: (protocols: string[] = ['http:', 'https:']): Schema<string> => new UrlSchema(protocols),
+  enumOf: <T extends string>(values: readonly T[]): Schema<T> => new EnumSchema(values),
+  array: <T>(item: Schema<T>): Schema<T[]> => new ArraySchema(item),
+  record: <T>(value: Schema<T>): Schema<Record<string, T>> => new RecordSchema(value),
 };
 
 /** Parses `{}` against a schema: the component's default config. */

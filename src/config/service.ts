@@ -7,11 +7,8 @@ import type { ComponentKind, Registry, Signal } from '../component.ts';
 import { SIGNALS } from '../component.ts';
 import type { ComponentConfig, PipelineConfig, ServiceConfig } from './load.ts';
 import type { ParseContext, Path } from './schema.ts';
-import { closest, describePath, s } from './schema.ts';
+import { closest, defaultsOf, describePath, s } from './schema.ts';
 
-export const DEFAULT_PAGE_SIZE = 256;
-export const DEFAULT_DRAIN_TIMEOUT = 15_000;
-export const DEFAULT_MAX_BACKLOG = 100_000;
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const PIPELINE_NAME = /^[A-Za-z0-9_.-]+$/;
 const PIPELINE_IDS = 'traces, logs, traces/<name>, logs/<name>';
@@ -39,11 +36,11 @@ const serviceSchema = s.object({
     }),
   }),
   /** How long a shutdown (SIGINT/SIGTERM) may take to process and deliver what was accepted; the rest waits for the next start. */
-  drain_timeout: s.duration().default(DEFAULT_DRAIN_TIMEOUT),
+  drain_timeout: s.duration().default(15_000),
   /** Records a pipeline reads from one partition's ingest log per page (one atomic commit each). */
-  processing: s.object({ page_size: s.int({ min: 1, max: 100_000 }).default(DEFAULT_PAGE_SIZE) }),
+  processing: s.object({ page_size: s.int({ min: 1, max: 100_000 }).default(256) }),
   /** Records waiting in one pipeline's ingest log beyond which receivers refuse with a retryable answer. */
-  ingest: s.object({ max_backlog: s.int({ min: 1 }).default(DEFAULT_MAX_BACKLOG) }),
+  ingest: s.object({ max_backlog: s.int({ min: 1 }).default(100_000) }),
 });
 
 /** What the service section refers to: the components that parsed, and every id written down. */
@@ -84,18 +81,10 @@ export function readService(raw: unknown, defined: Defined, registry: Registry, 
   }
 
   warnUnused(defined, used, ctx);
-  return {
-    extensions,
-    pipelines,
-    telemetry: {
-      logs: { level: parsed?.telemetry?.logs?.level ?? 'info' },
-      metrics: { address: parsed?.telemetry?.metrics?.address, auth: parsed?.telemetry?.metrics?.auth },
-      traces: { endpoint: parsed?.telemetry?.traces?.endpoint, encoding: parsed?.telemetry?.traces?.encoding ?? 'proto', headers: parsed?.telemetry?.traces?.headers ?? {} },
-    },
-    drain_timeout: parsed?.drain_timeout ?? DEFAULT_DRAIN_TIMEOUT,
-    processing: { page_size: parsed?.processing?.page_size ?? DEFAULT_PAGE_SIZE },
-    ingest: { max_backlog: parsed?.ingest?.max_backlog ?? DEFAULT_MAX_BACKLOG },
-  };
+  // The settings as the schema parsed them, its defaults filled in. Without a parse the section
+  // was reported as wrong, and the config is refused before these are used.
+  const { telemetry, drain_timeout, processing, ingest } = parsed ?? defaultsOf(serviceSchema);
+  return { extensions, pipelines, telemetry, drain_timeout, processing, ingest };
 }
 
 /** `traces`, `logs`, `traces/<name>`, `logs/<name>`; anything else is reported at the key. */

@@ -2,7 +2,8 @@
  * What every exporter shares (the Collector's exporterhelper): retry_on_failure and
  * sending_queue settings, and the error an exporter throws to say how a delivery failed.
  */
-import { s, type Infer, type Shape } from '../config/schema.ts';
+import { formatDuration } from '../config/duration.ts';
+import { defaultsOf, s, type Infer, type Shape } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
 
 export const retryOnFailureSchema = s.object({
@@ -13,6 +14,14 @@ export const retryOnFailureSchema = s.object({
   max_interval: s.duration({ min: 1 }).default(30_000),
   /** Time after the first failure of an entry before it goes to the dead letters; 0 retries forever. */
   max_elapsed_time: s.duration().default(300_000),
+}).check((r, report) => {
+  if (!r.enabled) return;
+  if (r.initial_interval > r.max_interval) {
+    report(['initial_interval'], `(${formatDuration(r.initial_interval)}) must not be longer than max_interval (${formatDuration(r.max_interval)}); raise max_interval or lower initial_interval`);
+  }
+  if (r.max_elapsed_time > 0 && r.max_elapsed_time < r.initial_interval) {
+    report(['max_elapsed_time'], `(${formatDuration(r.max_elapsed_time)}) is shorter than initial_interval (${formatDuration(r.initial_interval)}), so no retry would ever be made; raise it, use 0 to retry forever, or set enabled: false`);
+  }
 });
 
 export const sendingQueueSchema = s.object({
@@ -20,6 +29,10 @@ export const sendingQueueSchema = s.object({
   queue_size: s.int({ min: 1 }).default(10_000),
   /** Entries handed to the exporter per attempt. */
   batch_size: s.int({ min: 1, max: 10_000 }).default(128),
+}).check((q, report) => {
+  if (q.batch_size > q.queue_size) {
+    report(['batch_size'], `(${q.batch_size}) must not be larger than queue_size (${q.queue_size}); a batch is taken from the queue`);
+  }
 });
 
 /** An exporter's own keys plus the shared `retry_on_failure` and `sending_queue`. */
@@ -35,10 +48,8 @@ export interface DeliverySettings {
   sending_queue: SendingQueue;
 }
 
-export const DEFAULT_DELIVERY: DeliverySettings = {
-  retry_on_failure: { enabled: true, initial_interval: 5_000, max_interval: 30_000, max_elapsed_time: 300_000 },
-  sending_queue: { queue_size: 10_000, batch_size: 128 },
-};
+/** The schema's defaults: an exporter config without `retry_on_failure` or `sending_queue` keys. */
+export const DEFAULT_DELIVERY: DeliverySettings = defaultsOf(s.object({ retry_on_failure: retryOnFailureSchema, sending_queue: sendingQueueSchema }));
 
 /** Picks the delivery settings out of an exporter's parsed config (defaults when it has none). */
 export function deliveryOf(config: unknown): DeliverySettings {

@@ -35,7 +35,11 @@ export function bindFailure(code: string | undefined, message: string): string {
 export function listenError(opts: ListenOptions, host: string, port: number, err: NodeJS.ErrnoException): VigilError {
   const why = bindFailure(err.code ?? /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(err.message)?.[1], err.message);
   const serving = opts.protocol ? ` for ${opts.protocol}` : '';
-  return new VigilError('VIGIL_LISTEN_FAILED', `${opts.what} cannot listen${serving} on ${formatHostPort(host, port)}: ${why}; change '${opts.configKey}' in the config`, { cause: err });
+  return new VigilError(
+    'VIGIL_LISTEN_FAILED',
+    `${opts.what} cannot listen${serving} on ${formatHostPort(host, port)}: ${why}; change '${opts.configKey}' in the config`,
+    { cause: err },
+  );
 }
 
 /** Binds a server; a bind failure rejects with VIGIL_LISTEN_FAILED (see listenError). */

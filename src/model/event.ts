@@ -81,6 +81,19 @@ export interface Diagnosis {
   reason?: string;
   /** A bounded excerpt of the text the diagnosis was made from. */
   excerpt?: string;
+  /**
+   * Set by `rules: reference` on failures: the seed's own identity rules apply to the occurrence —
+   * its operation (`cell.execution` / `tool.execution`) and workspace are part of the group key,
+   * and its revision is resolved as the seed resolves it (see the recurrence processor).
+   */
+  identity?: ReferenceIdentity;
+}
+
+/** How the seed names a failure's operation and workspace (DESIGN 3.1 / 3.3, `rules: reference`). */
+export interface ReferenceIdentity {
+  rules: 'reference';
+  operation: string;
+  workspace?: string;
 }
 
 /** Classes whose events become occurrences (they name a failure that happened). */

@@ -21,10 +21,15 @@ export interface GroupKeyInput {
   operation: string | undefined;
   revision: string;
   fingerprint: string;
+  /** The workspace, when the rule set groups by it (`rules: reference`); absent leaves the key as it always was. */
+  workspace?: string;
 }
 
 export function groupKey(g: GroupKeyInput): string {
-  return 'g_' + stableHash(['group', g.scope, g.operation ?? '', g.revision, g.fingerprint]);
+  const parts = ['group', g.scope, g.operation ?? '', g.revision, g.fingerprint];
+  // Length-prefixed parts: a key with a workspace never equals one without.
+  if (g.workspace !== undefined) parts.push(g.workspace);
+  return 'g_' + stableHash(parts);
 }
 
 export function occurrenceId(groupKeyValue: string, eventId: string): string {

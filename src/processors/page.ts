@@ -1,16 +1,24 @@
 import type { AgentEvent, Diagnosis } from '../model/event.ts';
 import type { Decision, GroupState, WorkEvent } from '../model/work.ts';
+import type { FiredTimer, StateWrite, TimerRef, TimerSpec } from '../store/state.ts';
 import type { LogEntry, PageCommit } from '../store/types.ts';
 
 /**
  * The unit that flows through a pipeline's processor chain: one page of one partition's ingest
  * log. Each processor adds to it (classify sets diagnoses, recurrence decides and fills the
  * commit); the service commits it atomically at the end of the chain.
+ *
+ * A *timer page* carries no log entries but the partition's durable timers that fell due
+ * (`timers`): each processor acts on the timers it owns (adds outbox items, writes state, sets new
+ * timers) and passes the others through; its commit moves no cursor. The runner clears every
+ * fired timer the page did not set again, in the same commit, so a timer fires exactly once.
  */
 export interface WorkPage {
   pipeline: string;
   partition: string;
   items: PageItem[];
+  /** Timers that fell due (a timer page); absent on a page of log entries. */
+  timers?: FiredTimer[];
   /** What the page will commit; processors fill it in. */
   commit: PageCommit;
 }
@@ -30,6 +38,8 @@ export interface Occurrence {
   /** Whether max_per_turn kept this occurrence from creating work. */
   suppressed?: 'max_per_turn';
   revision: string;
+  /** The operation the occurrence is grouped by: the rule set's (`rules: reference`) or the record's. */
+  operation?: string;
   /** The group's count after this occurrence (0 when rejected). */
   count: number;
 }
@@ -48,6 +58,31 @@ export function newWorkPage(pipeline: string, partition: string, entries: LogEnt
       revisions: [],
       outbox: [],
       failures: [],
+    },
+  };
+}
+
+/** A timer page: the due timers of one partition, no log entries, a commit that moves no cursor. */
+export function newTimerPage(pipeline: string, partition: string, timers: FiredTimer[]): WorkPage {
+  const page = newWorkPage(pipeline, partition, []);
+  return { ...page, timers, commit: { ...page.commit, cursor: null } };
+}
+
+/** The page with `writes` added to its commit's state section (in order, after earlier ones). */
+export function withState(page: WorkPage, writes: readonly StateWrite[]): WorkPage {
+  if (writes.length === 0) return page;
+  return { ...page, commit: { ...page.commit, state: [...(page.commit.state ?? []), ...writes] } };
+}
+
+/** The page with timers set and cleared in its commit (a clear applies before a set of the same id). */
+export function withTimers(page: WorkPage, changes: { set?: readonly TimerSpec[]; clear?: readonly TimerRef[] }): WorkPage {
+  if (!changes.set?.length && !changes.clear?.length) return page;
+  const t = page.commit.timers ?? {};
+  return {
+    ...page,
+    commit: {
+      ...page.commit,
+      timers: { set: [...(t.set ?? []), ...(changes.set ?? [])], clear: [...(t.clear ?? []), ...(changes.clear ?? [])] },
     },
   };
 }

@@ -3,6 +3,8 @@
  * components' counters at scrape time, so nothing is kept twice and a scrape costs one store
  * status read.
  */
+import type { Lifecycle } from '../component.ts';
+
 export type MetricType = 'counter' | 'gauge';
 
 export interface Sample {
@@ -50,31 +52,17 @@ export function renderMetrics(families: MetricFamily[]): string {
 }
 
 /**
- * Counters of a component's `stats()` object as samples: numeric leaves become one sample each,
- * the path to them becomes labels named by `levels` (e.g. ['signal']) and the leaf name the `key`
- * label. A nested map named in `breakdowns` (e.g. `protocols` → label `protocol`) splits the
- * counters beside it: those become `<label>="total"`, its entries one series per member.
- * Non-numeric leaves are skipped.
+ * Families from components' own metrics (`Lifecycle.metrics()`), each sample labelled with its
+ * component's id (`receiver="otlp"`); a family's type and HELP come from its samples.
  */
-export function flattenStats(
-  stats: unknown,
-  levels: readonly string[],
-  base: Record<string, string>,
-  breakdowns: Record<string, string> = {},
-): Sample[] {
-  const out: Sample[] = [];
-  const walk = (value: unknown, depth: number, labels: Record<string, string>) => {
-    if (!value || typeof value !== 'object') return;
-    const entries = Object.entries(value);
-    const split = entries.find(([k, v]) => k in breakdowns && v && typeof v === 'object');
-    const totalLabels = split ? { ...labels, [breakdowns[split[0]]!]: 'total' } : labels;
-    for (const [k, v] of entries) {
-      if (typeof v === 'number') out.push({ labels: { ...totalLabels, key: k }, value: v });
-      else if (split && k === split[0]) {
-        for (const [member, counts] of Object.entries(v as object)) walk(counts, levels.length, { ...labels, [breakdowns[k]!]: member });
-      } else if (v && typeof v === 'object' && depth < levels.length) walk(v, depth + 1, { ...labels, [levels[depth]!]: k });
+export function componentFamilies(kind: string, components: ReadonlyMap<string, Pick<Lifecycle, 'metrics'>>): MetricFamily[] {
+  const families = new Map<string, MetricFamily>();
+  for (const [id, component] of components) {
+    for (const m of component.metrics?.() ?? []) {
+      let f = families.get(m.name);
+      if (!f) families.set(m.name, (f = family(m.name, m.type, m.help)));
+      f.samples.push({ labels: { [kind]: id, ...m.labels }, value: m.value });
     }
-  };
-  walk(stats, 0, base);
-  return out;
+  }
+  return [...families.values()];
 }

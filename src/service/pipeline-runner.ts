@@ -3,29 +3,43 @@
  * chain and commits each page atomically (DESIGN 1). Pages of one pipeline are processed one at a
  * time, so the chain always sees the state the previous page committed. A failing partition is
  * logged and retried with backoff; it never stops the others (DESIGN 3.3).
+ *
+ * Durable timers: each round, after the log pages, the timers that fell due (by the injected
+ * clock) run through the chain as *timer pages*, one per partition (see WorkPage). The runner
+ * clears every fired timer at the version it fired in the page's own commit (a processor re-arms
+ * one by setting it again: clears apply before sets), so a timer fires exactly once across
+ * crashes and sidecars: a second sidecar firing the same timer has its commit refused. The idle
+ * wait ends at the next known due time (the idle poll stays the upper bound, which also picks up
+ * timers other sidecars set), so a timer due in 60 s fires at 60 s — and, since due times are
+ * absolute, after a restart with the remaining delay.
  */
-import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { SpanStatusCode, type Attributes, type Tracer } from '@opentelemetry/api';
 import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
 import { errorMessage, isVigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { newWorkPage, type WorkPage } from '../processors/page.ts';
-import type { StateStore } from '../store/types.ts';
+import { newTimerPage, newWorkPage, type WorkPage } from '../processors/page.ts';
+import type { FiredTimer, TimerRef } from '../store/state.ts';
+import type { PageCommit, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 
-import { DEFAULT_PAGE_SIZE } from '../config/service.ts';
-/** How often a pipeline looks for work nobody told it about (another sidecar's appends). */
-const IDLE_POLL_MS = 1000;
+/** How often a pipeline looks for work nobody told it about (another sidecar's appends and timers). */
+export const IDLE_POLL_MS = 1000;
 
 export interface PipelineRunnerOptions {
   pipeline: string;
   store: StateStore;
   chain: OperatorFunction<WorkPage, WorkPage>;
   logger: Logger;
-  pageSize?: number;
+  /** Records per page (`service.processing.page_size`). */
+  pageSize: number;
   /** Called after each committed page (wakes the exporters). */
   onCommit?: () => void;
   /** vigil's own tracing; a no-op tracer when absent. */
   tracer?: Tracer;
+  /** Ids of the pipeline's processors: a timer owned by none of them is cleared with a warning. */
+  processors?: readonly string[];
+  /** The clock durable timers fall due by (ms since the epoch); `Date.now` by default. */
+  now?: () => number;
 }
 
 export interface PipelineStats {
@@ -37,6 +51,11 @@ export interface PipelineStats {
   failedPages: number;
   /** Records per diagnostic class. */
   classified: Record<string, number>;
+  /** Timer pages committed and the timers they fired. */
+  timerPages: number;
+  timersFired: number;
+  /** Fired timers whose owner is not a processor of this pipeline (cleared unhandled). */
+  timersOrphaned: number;
 }
 
 export class PipelineRunner {
@@ -44,9 +63,26 @@ export class PipelineRunner {
   private readonly abort = new AbortController();
   private readonly failing = new Map<string, { attempts: number; until: number }>();
   private loop: Promise<void> | undefined;
-  readonly stats: PipelineStats = { pages: 0, entries: 0, occurrences: 0, workCreated: 0, workUpdated: 0, failedPages: 0, classified: {} };
+  private readonly now: () => number;
+  /** Due time of the earliest timer known to be pending; null: none known; checked again each idle poll. */
+  private nextTimerAt: number | null = null;
+  private lastTimerCheck = -Infinity;
+  readonly stats: PipelineStats = {
+    pages: 0,
+    entries: 0,
+    occurrences: 0,
+    workCreated: 0,
+    workUpdated: 0,
+    failedPages: 0,
+    classified: {},
+    timerPages: 0,
+    timersFired: 0,
+    timersOrphaned: 0,
+  };
 
-  constructor(private readonly opts: PipelineRunnerOptions) {}
+  constructor(private readonly opts: PipelineRunnerOptions) {
+    this.now = opts.now ?? Date.now;
+  }
 
   start(): void {
     this.loop ??= this.run();
@@ -78,9 +114,20 @@ export class PipelineRunner {
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      const progressed = await this.runRound(false);
-      if (!progressed) await this.wakeup.wait(IDLE_POLL_MS, signal);
+      const progressed = await this.runOnce();
+      if (!progressed) await this.wakeup.wait(this.idleWaitMs(), signal);
     }
+  }
+
+  /** One round, as the loop runs it: a page per partition with a backlog, then the due timers. True when anything committed. */
+  runOnce(): Promise<boolean> {
+    return this.runRound(false);
+  }
+
+  /** How long the loop sleeps when idle: until the next known timer, at most the idle poll. */
+  idleWaitMs(): number {
+    if (this.nextTimerAt === null) return IDLE_POLL_MS;
+    return Math.max(0, Math.min(IDLE_POLL_MS, this.nextTimerAt - this.now()));
   }
 
   private busy: Promise<boolean> | undefined;
@@ -139,25 +186,115 @@ export class PipelineRunner {
         });
       }
     }
+    if (await this.fireTimers(ignoreBackoff)) progressed = true;
     return progressed;
   }
 
-  private async processPage(partition: string): Promise<boolean> {
-    const { store, pipeline, chain, pageSize = DEFAULT_PAGE_SIZE } = this.opts;
-    const entries = await store.readPage(pipeline, partition, pageSize);
-    if (entries.length === 0) return false;
-    const span = this.opts.tracer?.startSpan('vigil.page', { attributes: { 'vigil.pipeline': pipeline, 'session.id': partition, 'vigil.entries': entries.length } });
-    let page;
+  /** Runs the timers due now through the chain, a timer page per partition; true when any committed. */
+  private async fireTimers(ignoreBackoff: boolean): Promise<boolean> {
+    const { store, pipeline, logger, pageSize } = this.opts;
+    const now = this.now();
+    const due = this.nextTimerAt !== null && this.nextTimerAt <= now;
+    if (!due && now - this.lastTimerCheck < IDLE_POLL_MS) return false;
+    this.lastTimerCheck = now;
+    let res;
     try {
-      page = await lastValueFrom(of(newWorkPage(pipeline, partition, entries)).pipe(chain));
-      await store.commit(page.commit);
+      res = await store.dueTimers(pipeline, now, pageSize);
+    } catch (err) {
+      logger.warn('cannot read due timers; retrying', { pipeline, error: errorMessage(err) });
+      this.nextTimerAt = now + IDLE_POLL_MS;
+      return false;
+    }
+    const byPartition = new Map<string, FiredTimer[]>();
+    for (const t of res.timers) {
+      const list = byPartition.get(t.partition);
+      if (list) list.push(t);
+      else byPartition.set(t.partition, [t]);
+    }
+    let next = res.timers.length >= pageSize ? now : (res.next ?? Infinity);
+    let progressed = false;
+    for (const [partition, timers] of byPartition) {
+      const key = `\u0000timers\u0000${partition}`;
+      const f = this.failing.get(key);
+      if (f && f.until > Date.now() && !ignoreBackoff) {
+        next = Math.min(next, now + (f.until - Date.now()));
+        continue;
+      }
+      try {
+        await this.processTimerPage(partition, timers);
+        this.failing.delete(key);
+        progressed = true;
+      } catch (err) {
+        if (isVigilError(err, 'VIGIL_STORE_CONFLICT')) {
+          // Fired by another sidecar, or cleared by a page meanwhile: look again.
+          logger.debug('timer page conflict; due timers are read again', { pipeline, partition, error: errorMessage(err) });
+          next = now;
+          progressed = true;
+          continue;
+        }
+        const attempts = (f?.attempts ?? 0) + 1;
+        const delay = backoffDelay({ initial: 200, max: 30_000 }, attempts);
+        this.failing.set(key, { attempts, until: Date.now() + delay });
+        next = Math.min(next, now + delay);
+        this.stats.failedPages++;
+        logger.error('firing timers failed; they stay pending and are retried, the others go on', {
+          pipeline,
+          partition,
+          timers: timers.map((t) => t.id),
+          attempts,
+          retry_in_ms: delay,
+          error: errorMessage(err),
+        });
+      }
+    }
+    this.nextTimerAt = Number.isFinite(next) ? next : null;
+    return progressed;
+  }
+
+  private async processTimerPage(partition: string, timers: FiredTimer[]): Promise<void> {
+    const { pipeline, logger, processors } = this.opts;
+    const page = await this.runPage('vigil.timers', { 'vigil.timers': timers.length }, newTimerPage(pipeline, partition, timers), (p) => timerPageCommit(p, timers));
+    this.stats.timerPages++;
+    this.stats.timersFired += timers.length;
+    if (processors) {
+      for (const t of timers) {
+        if (processors.includes(t.owner)) continue;
+        this.stats.timersOrphaned++;
+        logger.warn('a timer fired whose owner is not a processor of this pipeline; it was cleared unhandled', { pipeline, partition, timer: t.id, owner: t.owner });
+      }
+    }
+    this.noteTimersSet(page);
+    if (page.commit.outbox.length) this.opts.onCommit?.();
+  }
+
+  /** Runs a page through the chain and commits what `finish` makes of its commit, inside a span of vigil's own tracing. */
+  private async runPage(name: string, attributes: Attributes, input: WorkPage, finish: (page: WorkPage) => PageCommit = (p) => p.commit): Promise<WorkPage> {
+    const span = this.opts.tracer?.startSpan(name, { attributes: { 'vigil.pipeline': input.pipeline, 'session.id': input.partition, ...attributes } });
+    try {
+      const page = await lastValueFrom(of(input).pipe(this.opts.chain));
+      await this.opts.store.commit(finish(page));
       span?.setAttribute('vigil.work_events', page.commit.outbox.length);
+      return page;
     } catch (err) {
       span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
       throw err;
     } finally {
       span?.end();
     }
+  }
+
+  /** A committed page that set timers may have moved the next due time earlier. */
+  private noteTimersSet(page: WorkPage): void {
+    for (const t of page.commit.timers?.set ?? []) {
+      if (this.nextTimerAt === null || t.due < this.nextTimerAt) this.nextTimerAt = t.due;
+    }
+  }
+
+  private async processPage(partition: string): Promise<boolean> {
+    const { store, pipeline, pageSize } = this.opts;
+    const entries = await store.readPage(pipeline, partition, pageSize);
+    if (entries.length === 0) return false;
+    const page = await this.runPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries));
     this.stats.pages++;
     this.stats.entries += entries.length;
     for (const item of page.items) {
@@ -165,6 +302,7 @@ export class PipelineRunner {
       const cls = item.diagnosis?.classification;
       if (cls) this.stats.classified[cls] = (this.stats.classified[cls] ?? 0) + 1;
     }
+    this.noteTimersSet(page);
     for (const o of page.commit.outbox) {
       if (o.kind !== 'work') continue;
       if (o.event.type === 'dev.vigil.work.created') this.stats.workCreated++;
@@ -173,4 +311,15 @@ export class PipelineRunner {
     if (page.commit.outbox.length) this.opts.onCommit?.();
     return true;
   }
+}
+
+/**
+ * A timer page's commit: it moves no cursor, and every fired timer is cleared at the version it
+ * fired, whatever the processors did with it (their clear of a fired timer without a version is
+ * made exact); one they set again is re-armed, as clears apply before sets.
+ */
+function timerPageCommit(page: WorkPage, timers: FiredTimer[]): PageCommit {
+  const fired = new Set(timers.map((t) => t.id));
+  const clear: TimerRef[] = [...(page.commit.timers?.clear ?? []).filter((c) => !fired.has(c.id)), ...timers.map((t) => ({ id: t.id, version: t.version }))];
+  return { ...page.commit, cursor: null, timers: { set: page.commit.timers?.set ?? [], clear } };
 }

@@ -8,16 +8,18 @@
  * Shutdown reverses it and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, IngestConsumer, Lifecycle, Readiness, Registry, Signal } from '../component.ts';
+import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, Readiness, Registry, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { WorkPage } from '../processors/page.ts';
+import { stateClient } from '../store/state-client.ts';
+import { encodeStateWrites } from '../store/state.ts';
 import type { StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
-import { family, flattenStats, type MetricFamily } from './metrics.ts';
+import { componentFamilies, family, type MetricFamily } from './metrics.ts';
 import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
@@ -25,6 +27,7 @@ import { forwardRecords } from '../processors/forward/operator.ts';
 import { occurrenceRecords } from '../processors/occurrences/operator.ts';
 import { backoffDelay, sleep } from '../internal/backoff.ts';
 import { operatorAuth } from '../internal/bearer.ts';
+import { VIGIL_VERSION } from '../version.ts';
 
 
 export interface ServiceOptions {
@@ -58,8 +61,20 @@ export class Service {
    */
   private writeFailure: { since: number; reason: string; bytes: number; probedAt: number } | undefined;
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
+  /** Per pipeline: what its exporters consume besides work events, as their factories declare it. */
+  private readonly consumes: ReadonlyMap<string, Required<ExporterCapabilities>>;
 
-  constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {}
+  constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {
+    this.consumes = new Map(
+      [...config.service.pipelines].map(([pid, p]) => {
+        const caps = p.exporters.map((eid) => {
+          const c = config.exporters.get(eid)!;
+          return registry.exporters.get(c.type)!.capabilities?.(c.config) ?? {};
+        });
+        return [pid, { forwardedRecords: caps.some((x) => x.forwardedRecords === true), everyOccurrence: caps.some((x) => x.everyOccurrence === true) }];
+      }),
+    );
+  }
 
   get isReady(): boolean {
     return this.state === 'running' && this.processing && (this.store?.isAvailable?.() ?? true) && !this.writeFailure;
@@ -140,10 +155,14 @@ export class Service {
     for (const [pid, p] of config.service.pipelines) {
       const processors: OperatorFunction<WorkPage, WorkPage>[] = p.processors.map((id) => {
         const c = config.processors.get(id)!;
-        return registry.processors.get(c.type)!.create({ id, logger: log.child({ component: id }), pipeline: pid, store }, c.config);
+        return registry.processors.get(c.type)!.create(
+          { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }) },
+          c.config,
+        );
       });
-      if (this.forwards(pid)) processors.push(forwardRecords());
-      if (this.reportsEveryOccurrence(pid)) processors.push(occurrenceRecords());
+      // The stages the pipeline's exporters asked for, after the configured processors.
+      if (this.consumes.get(pid)!.forwardedRecords) processors.push(forwardRecords());
+      if (this.consumes.get(pid)!.everyOccurrence) processors.push(occurrenceRecords());
       const chain: OperatorFunction<WorkPage, WorkPage> = (source) => processors.reduce((page$, op) => page$.pipe(op), source);
       const exporterRunners = p.exporters.map(
         (eid) =>
@@ -165,6 +184,7 @@ export class Service {
         pageSize: opts.pageSize ?? config.service.processing.page_size,
         onCommit: () => exporterRunners.forEach((r) => r.notify()),
         tracer,
+        processors: p.processors,
       });
       this.pipelines.set(pid, { runner, exporters: exporterRunners });
     }
@@ -193,10 +213,12 @@ export class Service {
       for (const signal of ['traces', 'logs'] as const) {
         const targets = [...config.service.pipelines.values()].filter((p) => p.signal === signal && p.receivers.includes(id)).map((p) => p.id);
         if (targets.length) consumers[signal] = this.consumerFor(targets);
-        if (targets.some((pid) => this.forwards(pid))) forward[signal] = true;
+        if (targets.some((pid) => this.consumes.get(pid)!.forwardedRecords)) forward[signal] = true;
       }
       if (Object.keys(consumers).length === 0) continue;
-      const receiver = registry.receivers.get(c.type)!.create({ id, logger: log.child({ component: id }), consumers, forward }, c.config);
+      const receiver = registry.receivers
+        .get(c.type)!
+        .create({ id, logger: log.child({ component: id }), consumers, forward, state: stateClient(store, id, { owner: id }) }, c.config);
       await receiver.start();
       this.receivers.set(id, receiver);
     }
@@ -266,23 +288,18 @@ export class Service {
    * else append durably to every target pipeline and wake its runner. Resolves only after the
    * store committed the append, which is when a receiver may acknowledge.
    */
-  /** Whether a pipeline has an exporter that reports every occurrence, not only work events. */
-  private reportsEveryOccurrence(pipelineId: string): boolean {
-    return this.config.service.pipelines
-      .get(pipelineId)!
-      .exporters.some((eid) => (this.config.exporters.get(eid)?.config as { occurrence_spans?: string } | undefined)?.occurrence_spans === 'all');
-  }
-
-  /** Whether a pipeline has an exporter that forwards received telemetry. */
-  private forwards(pipelineId: string): boolean {
-    return this.config.service.pipelines.get(pipelineId)!.exporters.some((eid) => (this.config.exporters.get(eid)?.config as { forward?: boolean } | undefined)?.forward === true);
-  }
-
+  /**
+   * A receiver's state (`opts.state`) is written with the append to the last target pipeline: it
+   * never runs ahead of a pipeline that has not got the records yet, and after a crash between
+   * two appends the receiver re-reads from its older state while the event-id dedupe drops what
+   * the first pipelines already have.
+   */
   private consumerFor(pipelineIds: string[]): IngestConsumer {
     // Decided once: which target pipelines keep the received records for forwarding.
-    const forwarding = new Set(pipelineIds.filter((pid) => this.forwards(pid)));
+    const forwarding = new Set(pipelineIds.filter((pid) => this.consumes.get(pid)!.forwardedRecords));
     const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
-    return async (events: AgentEvent[]) => {
+    const last = pipelineIds[pipelineIds.length - 1];
+    return async (events: AgentEvent[], opts: IngestOptions = {}) => {
       const store = this.store;
       if (!store || this.state === 'stopped') {
         this.ingestStats.refused += events.length;
@@ -291,6 +308,8 @@ export class Service {
       let appended = 0;
       let duplicates = 0;
       try {
+        // A malformed state write is the receiver's bug: refuse it before any pipeline has the records.
+        encodeStateWrites(opts.state);
         for (const pid of pipelineIds) {
           if ((await store.pendingCount(pid)) >= maxBacklog) {
             this.ingestStats.refused += events.length;
@@ -298,7 +317,8 @@ export class Service {
           }
         }
         for (const pid of pipelineIds) {
-          const r = await store.append(pid, forwarding.has(pid) ? events : withoutForwarding(events));
+          const state = pid === last ? opts.state : undefined;
+          const r = await store.append(pid, forwarding.has(pid) ? events : withoutForwarding(events), state?.length ? { state } : {});
           appended = Math.max(appended, r.appended);
           duplicates = Math.max(duplicates, r.duplicates);
           this.pipelines.get(pid)?.runner.notify();
@@ -307,6 +327,7 @@ export class Service {
         this.noteAppendFailure(store, events, err);
         if (isVigilError(err) && err.transient) throw err;
         this.ingestStats.refused += events.length;
+        if (isVigilError(err, 'VIGIL_STATE_INVALID')) throw err;
         throw new VigilError('VIGIL_STORE_UNAVAILABLE', `cannot append to the ingest log: ${errorMessage(err)}`, { transient: true, cause: err });
       }
       if (this.writeFailure) {
@@ -324,7 +345,7 @@ export class Service {
    * cannot keep data now: readiness reports it until a write of that size succeeds again.
    */
   private noteAppendFailure(store: StateStore, events: AgentEvent[], err: unknown): void {
-    if (isVigilError(err, 'VIGIL_INGEST_BACKPRESSURE') || isVigilError(err, 'VIGIL_STORE_CONFLICT') || isVigilError(err, 'VIGIL_SHUTDOWN')) return;
+    for (const code of ['VIGIL_INGEST_BACKPRESSURE', 'VIGIL_STORE_CONFLICT', 'VIGIL_SHUTDOWN', 'VIGIL_STATE_INVALID'] as const) if (isVigilError(err, code)) return;
     if (!(store.isAvailable?.() ?? true)) return;
     const reason = errorMessage(err);
     const bytes = Math.min(4 * 1024 * 1024, Math.max(64 * 1024, JSON.stringify(events).length));
@@ -353,7 +374,11 @@ export class Service {
     };
   }
 
-  /** vigil's own metrics, read from the components' counters and the store at scrape time. */
+  /**
+   * vigil's own metrics, read from the components' counters and the store at scrape time, named
+   * by Prometheus and Collector conventions: `vigil_<what>_<unit>`, counters ending in `_total`, one
+   * meaning per family (labels only split it).
+   */
   async metrics(): Promise<MetricFamily[]> {
     const st = this.store ? await this.store.status().catch(() => undefined) : undefined;
     const perPipeline = (pick: (s: PipelineRunner['stats']) => number) =>
@@ -365,51 +390,49 @@ export class Service {
     const outboxLag = (st?.pipelines ?? []).flatMap((p) => p.outbox.exporters.map((e) => ({ labels: { pipeline: p.pipeline, exporter: e.exporter }, value: e.lag })));
     const ingestLag = (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.partitions.reduce((n, x) => n + x.pending, 0) }));
     return [
-      family('vigil_up', 'gauge', '1 while the pipelines run.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
-      family('vigil_ingest_records_total', 'counter', 'Records handed to the ingest log by receivers, by outcome.', [
+      family('vigil_build_info', 'gauge', 'Always 1; the labels name the running vigil and Node.js versions.', [{ labels: { version: VIGIL_VERSION, node_version: process.version }, value: 1 }]),
+      family('vigil_up', 'gauge', '1 while the pipelines run, 0 while starting, stopping or waiting for the store.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
+      family('vigil_ingest_records_total', 'counter', 'Records receivers handed to the ingest log, by outcome: appended, duplicate (already held), refused (backpressure or store down).', [
         { labels: { outcome: 'appended' }, value: this.ingestStats.appended },
         { labels: { outcome: 'duplicate' }, value: this.ingestStats.duplicates },
         { labels: { outcome: 'refused' }, value: this.ingestStats.refused },
       ]),
-      family(
-        'vigil_receiver_counter',
-        'counter',
-        "Each receiver's own counters (requests, accepted, refused, rejected, irrelevant, ...) by signal and protocol (protocol=\"total\" sums them); `key` names the counter.",
-        [...this.receivers].flatMap(([receiver, r]) => flattenStats(r.stats?.(), ['signal'], { receiver }, { protocols: 'protocol' })),
-      ),
-      family('vigil_ingest_backlog', 'gauge', 'Records waiting in the ingest log per pipeline.', ingestLag),
+      ...componentFamilies('receiver', this.receivers),
+      family('vigil_ingest_backlog_records', 'gauge', 'Records waiting in the ingest log, per pipeline.', ingestLag),
       family('vigil_pages_total', 'counter', 'Pages processed and committed.', perPipeline((s) => s.pages)),
       family('vigil_page_failures_total', 'counter', 'Page processing attempts that failed and are retried.', perPipeline((s) => s.failedPages)),
       family(
-        'vigil_classified_total',
+        'vigil_classified_records_total',
         'counter',
         'Records classified, by diagnostic class.',
         [...this.pipelines].flatMap(([pipeline, p]) => Object.entries(p.runner.stats.classified).map(([classification, value]) => ({ labels: { pipeline, classification }, value }))),
       ),
       family('vigil_occurrences_total', 'counter', 'Failure occurrences counted.', perPipeline((s) => s.occurrences)),
-      family('vigil_work_events_total', 'counter', 'Work events created, by type.', [
+      family('vigil_work_events_total', 'counter', 'Work events produced, by type (created, updated).', [
         ...perPipeline((s) => s.workCreated).map((x) => ({ ...x, labels: { ...x.labels, type: 'created' } })),
         ...perPipeline((s) => s.workUpdated).map((x) => ({ ...x, labels: { ...x.labels, type: 'updated' } })),
       ]),
       family('vigil_groups', 'gauge', 'Occurrence groups in the store.', st ? [{ labels: {}, value: st.groups }] : []),
-      family('vigil_open_work', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
-      family('vigil_exporter_sent_total', 'counter', 'Outbox entries an exporter delivered.', perExporter((s) => s.exported)),
-      family('vigil_exporter_failed_attempts_total', 'counter', 'Delivery attempts that failed (and were retried or dead-lettered).', perExporter((s) => s.failedAttempts)),
-      family('vigil_exporter_dead_lettered_total', 'counter', 'Outbox entries given up on and kept as dead letters.', perExporter((s) => s.deadLettered)),
+      family('vigil_open_work_items', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
+      family('vigil_exporter_sent_items_total', 'counter', 'Outbox items an exporter delivered (confirmed by the receiving side).', perExporter((s) => s.exported)),
       family(
-        'vigil_exporter_failures_total',
+        'vigil_exporter_failed_attempts_total',
         'counter',
-        'Failed delivery attempts by reason (disk_full, io_error, timeout, connection, redirect, response_too_large, response_cut, http_<status>, redis, error).',
+        'Delivery attempts that failed (and were retried or dead-lettered), by reason: disk_full, io_error, timeout, connection, redirect, response_too_large, response_cut, http_<status>, redis, error.',
         this.perExporterMap((s) => s.failuresByReason, 'reason'),
       ),
       family(
-        'vigil_exporter_dead_letters_total',
+        'vigil_exporter_dead_lettered_items_total',
         'counter',
-        'Entries moved to the dead letters, by cause (permanent, max_elapsed_time, retry_disabled, queue_full).',
+        'Outbox items given up on and kept as dead letters, by cause: permanent, max_elapsed_time, retry_disabled, queue_full.',
         this.perExporterMap((s) => s.deadLetteredByCause, 'cause'),
       ),
-      family('vigil_outbox_lag', 'gauge', 'Outbox entries waiting for each exporter.', outboxLag),
+      family('vigil_outbox_lag_items', 'gauge', 'Outbox items waiting for each exporter.', outboxLag),
       family('vigil_dead_letters', 'gauge', 'Dead letters kept in the store.', st ? [{ labels: {}, value: st.deadLetters.total }] : []),
+      family('vigil_pending_timers', 'gauge', 'Durable timers waiting to fall due.', (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending }))),
+      family('vigil_fired_timers_total', 'counter', 'Durable timers fired (timer pages committed).', perPipeline((s) => s.timersFired)),
+      family('vigil_state_entries', 'gauge', 'Live processor-state entries per namespace.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.entries }))),
+      family('vigil_state_evicted_entries_total', 'counter', 'Processor-state entries evicted at their namespace bound.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted }))),
     ];
   }
 

@@ -11,7 +11,24 @@ import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
 import { PageBases } from './page-bases.ts';
 import { RecentFailures } from './recent-failures.ts';
-import { MAX_DEAD_LETTERS, type AppendResult, type LogEntry, type PageCommit, type PartitionBacklog, type StateStore, type StoreStatus } from './types.ts';
+import {
+  encodeStateWrites,
+  encodeTimers,
+  MAX_TIMERS_PER_PIPELINE,
+  parseStored,
+  STATE_PURGE_CHUNK,
+  stateConflict,
+  timerGone,
+  timersFull,
+  type DueTimers,
+  type EncodedNamespace,
+  type EncodedTimers,
+  type FiredTimer,
+  type NamespaceStatus,
+  type StateEntry,
+  type StateListEntry,
+} from './state.ts';
+import { MAX_DEAD_LETTERS, type AppendOptions, type AppendResult, type LogEntry, type PageCommit, type PartitionBacklog, type StateStore, type StoreStatus } from './types.ts';
 
 const schema = s.object({
   /** How long an event id is remembered to drop redeliveries (wall clock). */
@@ -33,6 +50,22 @@ interface Outbox {
   cursors: Map<string, number>;
 }
 
+/** A state entry; the value is kept as JSON so it round-trips as in the durable stores. */
+interface KvEntry {
+  json: string;
+  version: number;
+  expiresAt?: number;
+}
+
+interface StoredTimer {
+  id: string;
+  owner: string;
+  partition: string;
+  due: number;
+  json: string;
+  version: number;
+}
+
 export class MemoryStore implements StateStore {
   readonly kind = 'memory';
   private nextSeq = 1;
@@ -45,6 +78,11 @@ export class MemoryStore implements StateStore {
   private readonly recent = new RecentFailures();
   private readonly dead = new Map<string, DeadLetter[]>();
   private readonly bases = new PageBases();
+  /** Namespace → key → entry; a Map's order is write order (a write re-inserts), oldest first. */
+  private readonly kv = new Map<string, Map<string, KvEntry>>();
+  private readonly evicted = new Map<string, number>();
+  private readonly timers = new Map<string, Map<string, StoredTimer>>();
+  private timerSeq = 0;
   private closed = false;
 
   constructor(private readonly cfg: MemoryStoreConfig = { dedupe_window: 24 * 3_600_000, max_seen_ids: 1_000_000 }, private readonly now: () => number = Date.now) {
@@ -63,9 +101,11 @@ export class MemoryStore implements StateStore {
     if (this.closed) throw new VigilError('VIGIL_STORE_UNAVAILABLE', 'memory store is closed', { transient: true });
   }
 
-  async append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
+  async append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
     this.check();
     const now = this.now();
+    const state = encodeStateWrites(opts.state);
+    this.checkState(state, now);
     let appended = 0;
     let duplicates = 0;
     for (const event of events) {
@@ -79,12 +119,13 @@ export class MemoryStore implements StateStore {
       this.partitionLog(pipeline, event.partition).entries.push({ id: String(this.nextSeq++), event });
       appended++;
     }
+    this.applyState(state, now);
     return { appended, duplicates };
   }
 
   private partitionLog(pipeline: string, partition: string): PartitionLog {
     let parts = this.logs.get(pipeline);
-    if (!parts) this.logs.set(pipeline, (parts = new Map()));
+    if (!parts) this.logs.set(pipeline, (parts = new Map<string, PartitionLog>()));
     let log = parts.get(partition);
     if (!log) parts.set(partition, (log = { entries: [], cursor: 0 }));
     return log;
@@ -143,13 +184,18 @@ export class MemoryStore implements StateStore {
 
   async commit(c: PageCommit): Promise<void> {
     this.check();
+    const now = this.now();
+    const state = encodeStateWrites(c.state);
+    const timers = encodeTimers(c.timers);
     const log = this.logs.get(c.pipeline)?.get(c.partition);
     const cursor = Number(c.cursor);
-    if (!log) throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
     // Validate everything before writing anything: the commit is all or nothing.
-    const base = this.bases.take(c.pipeline, c.partition, c.cursor);
-    if (cursor <= log.cursor || (base !== undefined && base !== (log.cursor ? String(log.cursor) : ''))) {
-      throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${log.cursor})`, { transient: true });
+    if (c.cursor !== null) {
+      if (!log) throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+      const base = this.bases.take(c.pipeline, c.partition, c.cursor);
+      if (cursor <= log.cursor || (base !== undefined && base !== (log.cursor ? String(log.cursor) : ''))) {
+        throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${log.cursor})`, { transient: true });
+      }
     }
     for (const g of c.groups) {
       const stored = this.groups.get(g.groupKey)?.version ?? 0;
@@ -157,7 +203,11 @@ export class MemoryStore implements StateStore {
         throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${stored}, expected ${g.version - 1})`, { transient: true });
       }
     }
+    this.checkState(state, now);
+    this.checkTimers(c.pipeline, timers);
     for (const g of c.groups) this.groups.set(g.groupKey, { ...g });
+    this.applyState(state, now);
+    this.applyTimers(c.pipeline, timers);
     for (const t of c.turns) {
       const key = `${c.pipeline}\u0000${t.turnId}`;
       this.turns.set(key, (this.turns.get(key) ?? 0) + t.created);
@@ -166,11 +216,131 @@ export class MemoryStore implements StateStore {
     const outbox = this.outbox(c.pipeline);
     for (const o of c.outbox) outbox.entries.push({ ...structuredClone(o), seq: outbox.nextSeq++ });
     for (const f of c.failures) this.recent.add(f);
+    if (c.cursor === null || !log) return;
     // Trim what was processed: the log keeps only the backlog.
     let drop = 0;
     while (drop < log.entries.length && Number(log.entries[drop]!.id) <= cursor) drop++;
     log.entries.splice(0, drop);
     log.cursor = cursor;
+  }
+
+  private live(e: KvEntry | undefined, now: number): KvEntry | undefined {
+    return e && (e.expiresAt === undefined || e.expiresAt > now) ? e : undefined;
+  }
+
+  /** Version checks of a commit's state writes, in order (a later write sees an earlier one). */
+  private checkState(state: EncodedNamespace[], now: number): void {
+    for (const ns of state) {
+      const map = this.kv.get(ns.namespace);
+      const pending = new Map<string, number>();
+      for (const w of ns.writes) {
+        const cur = pending.get(w.key) ?? this.live(map?.get(w.key), now)?.version ?? 0;
+        if (w.version !== undefined && w.version !== cur + 1) throw stateConflict(ns.namespace, w.key, cur, w.version);
+        pending.set(w.key, w.json === null ? 0 : cur + 1);
+      }
+    }
+  }
+
+  private applyState(state: EncodedNamespace[], now: number): void {
+    for (const ns of state) {
+      let map = this.kv.get(ns.namespace);
+      if (!map) this.kv.set(ns.namespace, (map = new Map<string, KvEntry>()));
+      for (const w of ns.writes) {
+        const cur = this.live(map.get(w.key), now)?.version ?? 0;
+        map.delete(w.key);
+        if (w.json !== null) map.set(w.key, { json: w.json, version: cur + 1, ...(w.ttlMs !== undefined ? { expiresAt: now + w.ttlMs } : {}) });
+      }
+      this.purge(map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
+      if (map.size > ns.maxEntries) {
+        this.purge(map, now, map.size - ns.maxEntries);
+        let evict = map.size - ns.maxEntries;
+        if (evict > 0) this.evicted.set(ns.namespace, (this.evicted.get(ns.namespace) ?? 0) + evict);
+        for (const key of map.keys()) {
+          if (evict-- <= 0) break;
+          map.delete(key);
+        }
+      }
+      if (map.size === 0) this.kv.delete(ns.namespace);
+    }
+  }
+
+  /** Deletes up to `max` expired entries. */
+  private purge(map: Map<string, KvEntry>, now: number, max: number): void {
+    for (const [key, e] of map) {
+      if (max <= 0) return;
+      if (e.expiresAt !== undefined && e.expiresAt <= now) {
+        map.delete(key);
+        max--;
+      }
+    }
+  }
+
+  private checkTimers(pipeline: string, t: EncodedTimers): void {
+    if (!t.set.length && !t.clear.length) return;
+    const map = this.timers.get(pipeline);
+    for (const c of t.clear) {
+      const stored = map?.get(c.id);
+      if (!stored || (c.version !== undefined && stored.version !== c.version)) throw timerGone(c.id, c.version, stored?.version);
+    }
+    const cleared = new Set(t.clear.map((c) => c.id));
+    const pending = (map?.size ?? 0) - cleared.size + t.set.filter((s) => !map?.has(s.id) || cleared.has(s.id)).length;
+    if (t.set.length && pending > MAX_TIMERS_PER_PIPELINE) throw timersFull(pipeline, pending);
+  }
+
+  private applyTimers(pipeline: string, t: EncodedTimers): void {
+    if (!t.set.length && !t.clear.length) return;
+    let map = this.timers.get(pipeline);
+    if (!map) this.timers.set(pipeline, (map = new Map<string, StoredTimer>()));
+    for (const c of t.clear) map.delete(c.id);
+    for (const s of t.set) map.set(s.id, { id: s.id, owner: s.owner, partition: s.partition, due: s.due, json: s.json, version: ++this.timerSeq });
+  }
+
+  private sortedTimers(pipeline: string): StoredTimer[] {
+    return [...(this.timers.get(pipeline)?.values() ?? [])].sort((a, b) => a.due - b.due || a.version - b.version);
+  }
+
+  async loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>> {
+    this.check();
+    const now = this.now();
+    const map = this.kv.get(namespace);
+    const out = new Map<string, StateEntry>();
+    for (const k of keys) {
+      const e = this.live(map?.get(k), now);
+      if (e) out.set(k, entryOf(e));
+    }
+    return out;
+  }
+
+  async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
+    this.check();
+    const now = this.now();
+    const out: StateListEntry[] = [];
+    for (const [key, e] of [...(this.kv.get(namespace) ?? [])].reverse()) {
+      if (out.length >= limit) break;
+      if (this.live(e, now)) out.push({ key, ...entryOf(e) });
+    }
+    return out;
+  }
+
+  async dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers> {
+    this.check();
+    const sorted = this.sortedTimers(pipeline);
+    const timers: FiredTimer[] = [];
+    for (const t of sorted) {
+      if (t.due > now || timers.length >= limit) break;
+      timers.push({ ...parseStored<{ owner: string; partition: string; payload: unknown }>(t.json, 'memory timer'), id: t.id, due: t.due, version: t.version });
+    }
+    return { timers, next: sorted[timers.length]?.due ?? null };
+  }
+
+  private namespaceStatus(): NamespaceStatus[] {
+    const now = this.now();
+    const names = new Set([...this.kv.keys(), ...this.evicted.keys()]);
+    return [...names].sort().map((namespace) => ({
+      namespace,
+      entries: [...(this.kv.get(namespace)?.values() ?? [])].filter((e) => this.live(e, now)).length,
+      evicted: this.evicted.get(namespace) ?? 0,
+    }));
   }
 
   private outbox(pipeline: string): Outbox {
@@ -233,7 +403,7 @@ export class MemoryStore implements StateStore {
   }
 
   async status(): Promise<StoreStatus> {
-    const pipelines = new Set([...this.logs.keys(), ...this.outboxes.keys()]);
+    const pipelines = new Set([...this.logs.keys(), ...this.outboxes.keys(), ...this.timers.keys()]);
     return {
       store: this.kind,
       pipelines: [...pipelines].map((pipeline) => {
@@ -250,14 +420,20 @@ export class MemoryStore implements StateStore {
             size: o.entries.length,
             exporters: [...o.cursors].map(([exporter, cursor]) => ({ exporter, cursor, lag: last - cursor })),
           },
+          timers: { pending: this.timers.get(pipeline)?.size ?? 0, nextDue: this.sortedTimers(pipeline)[0]?.due ?? null },
         };
       }),
       groups: this.groups.size,
       openWork: [...this.groups.values()].filter((g) => g.openWorkId).length,
       recentFailures: this.recent.list(),
       deadLetters: { total: [...this.dead.values()].reduce((n, l) => n + l.length, 0), newest: await this.listDeadLetters(5) },
+      state: this.namespaceStatus(),
     };
   }
+}
+
+function entryOf(e: KvEntry): StateEntry {
+  return { value: parseStored(e.json, 'memory state entry'), version: e.version, ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}) };
 }
 
 export const memoryStoreFactory: StoreFactory<MemoryStoreConfig> = {

@@ -1,5 +1,6 @@
 import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
+import type { DueTimers, NamespaceStatus, StateEntry, StateListEntry, StateWrite, TimerChanges, TimerStatus } from './state.ts';
 
 /** One record of a partition's ingest log. `id` is the store's ordered, opaque sequence. */
 export interface LogEntry {
@@ -28,8 +29,10 @@ export interface PageCommit {
    * Id of the last log entry of the page: the new partition cursor. A store refuses the commit
    * with VIGIL_STORE_CONFLICT when the cursor is not past the stored one, or when (for a page it
    * handed out) the stored cursor moved since the page was read: another writer counted part of it.
+   * `null` for a commit that reads no log entries (a timer page): the partition's log and cursor
+   * are left as they are.
    */
-  cursor: string;
+  cursor: string | null;
   /**
    * New group states. Each carries `version = stored version + 1` (0 → 1 for a new group); a store
    * refuses the whole commit with VIGIL_STORE_CONFLICT when a stored version differs, so two
@@ -44,6 +47,21 @@ export interface PageCommit {
   outbox: OutboxItem[];
   /** Occurrences counted by the page, for the recent-failures list and status. */
   failures: RecentFailure[];
+  /** Processor state written with the page (see state.ts): versioned, namespaced, all or nothing with the rest. */
+  state?: StateWrite[];
+  /** Durable timers set and cleared with the page (see state.ts). */
+  timers?: TimerChanges;
+}
+
+export interface AppendOptions {
+  /**
+   * A receiver's state (file offsets, ...) written with the records: in the same atomic step on
+   * memory, SQLite and a single Redis node; on Redis Cluster right after the records (another
+   * slot), so a crash in between leaves the records appended and the state behind — a consumer
+   * that re-reads from the older state appends the same records again, which the event-id dedupe
+   * drops. Versioned writes are checked as in a commit (VIGIL_STORE_CONFLICT refuses the append).
+   */
+  state?: StateWrite[];
 }
 
 export interface RecentFailure {
@@ -59,6 +77,8 @@ export interface PipelineStatus {
   pipeline: string;
   partitions: Array<{ partition: string; cursor: string | null; pending: number }>;
   outbox: { size: number; exporters: Array<{ exporter: string; cursor: number; lag: number }> };
+  /** Pending durable timers of the pipeline. */
+  timers: TimerStatus;
 }
 
 /** Dead letters kept per (pipeline, exporter); the oldest are forgotten beyond this. */
@@ -74,6 +94,8 @@ export interface StoreStatus {
   recentFailures: RecentFailure[];
   /** Dead letters per (pipeline, exporter) and the newest few. */
   deadLetters: { total: number; newest: DeadLetter[] };
+  /** Processor-state namespaces with their entry counts, by name. */
+  state: NamespaceStatus[];
 }
 
 export interface OpenOptions {
@@ -100,8 +122,12 @@ export interface StateStore {
   /** False while a networked store is disconnected (readiness probes say not-ready then). */
   isAvailable?(): boolean;
 
-  /** Durably appends to the pipeline's ingest log; resolves only once the records are committed. */
-  append(pipeline: string, events: AgentEvent[]): Promise<AppendResult>;
+  /**
+   * Durably appends to the pipeline's ingest log; resolves only once the records are committed.
+   * `opts.state`: a receiver's state written with them (see AppendOptions), also when every record
+   * was a duplicate or there are none.
+   */
+  append(pipeline: string, events: AgentEvent[], opts?: AppendOptions): Promise<AppendResult>;
   /** Entries waiting after their partition cursor, summed over partitions. */
   pendingCount(pipeline: string): Promise<number>;
   /** Partitions that have entries after their cursor. */
@@ -113,6 +139,13 @@ export interface StateStore {
   loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>>;
   lookupRevisions(executionIds: readonly string[]): Promise<Map<string, string>>;
   commit(commit: PageCommit): Promise<void>;
+
+  /** Live entries of a state namespace among `keys` (expired ones are absent). */
+  loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>>;
+  /** Up to `limit` live entries of a namespace, newest written first. */
+  listState(namespace: string, limit: number): Promise<StateListEntry[]>;
+  /** Timers of the pipeline due at `now` (earliest first, at most `limit`) and the next due time after them. */
+  dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers>;
 
   /** Outbox entries after the exporter's cursor. */
   readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]>;

@@ -2,7 +2,17 @@
 import assert from 'node:assert/strict';
 import { summarize, type CrashStream, type RunResult } from './crash-harness.ts';
 
+/** Compares the runs; a failure names the crashed run's kill-timing seed, to replay it. */
 export function assertSameWork(stream: CrashStream, baseline: RunResult, crashed: RunResult, note: (m: string) => void): void {
+  try {
+    compare(stream, baseline, crashed, note);
+  } catch (err) {
+    if (err instanceof Error) err.message += `\n(kill timings seed ${crashed.seed}: replay with VIGIL_CRASH_SEED=${crashed.seed})`;
+    throw err;
+  }
+}
+
+function compare(stream: CrashStream, baseline: RunResult, crashed: RunResult, note: (m: string) => void): void {
   const a = summarize(baseline.events);
   const b = summarize(crashed.events);
   note(

@@ -4,6 +4,10 @@
  * batch is resent until it gets a 200, like an SDK retrying), optionally SIGKILLing vigil — and
  * Redis — at random moments and restarting them. A run returns the work events the file exporter
  * delivered, so a test can compare a crashed run with an uninterrupted one.
+ *
+ * The kill timings come from a seeded PRNG: each run logs its seed, and `VIGIL_CRASH_SEED=<seed>`
+ * replays the same schedule of kills (the same delays between them; where in the stream each one
+ * lands still depends on how fast the machine runs).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -124,10 +128,38 @@ function batchOf(records: StreamRecord[], rand: () => number): Batch {
 
 export type StateConfig = { sqlite: string } | { redis: { url: string; prefix: string } };
 
+/** The kill-timing seed: `VIGIL_CRASH_SEED` when set (to replay a run), else a fresh random one. */
+export function crashSeed(env: NodeJS.ProcessEnv = process.env): number {
+  const given = env.VIGIL_CRASH_SEED;
+  if (given !== undefined && given !== '') {
+    const n = Number(given);
+    if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new Error(`VIGIL_CRASH_SEED must be an integer from 0 to 4294967295, got ${JSON.stringify(given)}`);
+    return n;
+  }
+  return Math.floor(Math.random() * 0x100000000);
+}
+
+/** One step of the chaos: wait `afterMs`, then SIGKILL vigil (and restart it) or Redis (restarted `downMs` later). */
+export type KillStep = { kill: 'vigil'; afterMs: number } | { kill: 'redis'; afterMs: number; downMs: number };
+
+/** The kills of a run and the delays before them, all drawn from the seed. */
+export function killSchedule(seed: number, kills: number, killRedis: boolean): KillStep[] {
+  const rand = prng(seed);
+  const redisAt = killRedis ? Math.floor(rand() * (kills + 1)) : -1;
+  const steps: KillStep[] = [];
+  for (let k = 0; k <= kills; k++) {
+    if (k === redisAt) steps.push({ kill: 'redis', afterMs: Math.round(200 + rand() * 800), downMs: Math.round(300 + rand() * 700) });
+    if (k < kills) steps.push({ kill: 'vigil', afterMs: Math.round(300 + rand() * 1500) });
+  }
+  return steps;
+}
+
 export interface RunOptions {
   state: StateConfig;
   /** SIGKILLs of vigil, each followed by a restart. */
   kills: number;
+  /** Seed of the kill timings (default: crashSeed()). */
+  seed?: number;
   /** A private Redis to SIGKILL and restart (appendonly) once during the run. */
   redisToKill?: RedisServer;
   pageSize?: number;
@@ -141,6 +173,8 @@ export interface RunResult {
   groupsInStore: number;
   openWork: number;
   stderr: string;
+  /** The kill-timing seed this run used. */
+  seed: number;
 }
 
 function stateYaml(state: StateConfig): string {
@@ -153,6 +187,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** One complete run of the stream through a `vigil run` child (restarted after each kill). */
 export async function runStream(stream: CrashStream, opts: RunOptions): Promise<RunResult> {
   const log = opts.log ?? (() => undefined);
+  const seed = opts.seed ?? crashSeed();
+  if (opts.kills > 0 || opts.redisToKill) log(`kill timings seed ${seed} (replay with VIGIL_CRASH_SEED=${seed})`);
   const dir = tempDir('vigil-crash-');
   const [otlpPort, healthPort] = [await freePort(), await freePort()];
   const workFile = join(dir, 'work-events.jsonl');
@@ -210,18 +246,16 @@ service:
   })();
 
   const chaos = (async () => {
-    const redisKillAt = opts.redisToKill ? Math.floor(Math.random() * (opts.kills + 1)) : -1;
-    for (let k = 0; k <= opts.kills; k++) {
-      if (k === redisKillAt) {
-        await sleep(200 + Math.random() * 800);
+    for (const step of killSchedule(seed, opts.kills, !!opts.redisToKill)) {
+      await sleep(step.afterMs);
+      if (step.kill === 'redis') {
         log(`SIGKILL redis (sending: ${sending})`);
         await opts.redisToKill!.kill();
-        await sleep(300 + Math.random() * 700);
+        await sleep(step.downMs);
         await opts.redisToKill!.start();
+        continue;
       }
-      if (k === opts.kills) break;
-      await sleep(300 + Math.random() * 1500);
-      log(`SIGKILL vigil #${k + 1} (sending: ${sending})`);
+      log(`SIGKILL vigil (sending: ${sending})`);
       vigil.child.kill('SIGKILL');
       await vigil.exited;
       stderr.push(vigil.stderr());
@@ -248,7 +282,7 @@ service:
   if (code !== 0) throw new Error(`vigil exited ${code}:\n${stderr.join('\n')}`);
   const text = existsSync(workFile) ? readFileSync(workFile, 'utf8') : '';
   const lines = text.split('\n').filter(Boolean);
-  return { events: lines.map((l) => JSON.parse(l)), lines: lines.length, groupsInStore: st.groups, openWork: st.openWork, stderr: stderr.join('\n') };
+  return { events: lines.map((l) => JSON.parse(l)), lines: lines.length, groupsInStore: st.groups, openWork: st.openWork, stderr: stderr.join('\n'), seed };
 }
 
 export interface Summary {

@@ -6,7 +6,6 @@
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const root: any = require('otlp-transformer-0214/build/src/generated/root.js');
 const v1 = root.opentelemetry.proto.collector;
 
@@ -24,13 +23,11 @@ function hexIds(value: unknown): unknown {
   return value;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function decodeTraceRequest(buf: Buffer): any {
   const msg = v1.trace.v1.ExportTraceServiceRequest.decode(buf);
   return hexIds(v1.trace.v1.ExportTraceServiceRequest.toObject(msg, toObjectOptions));
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function decodeLogsRequest(buf: Buffer): any {
   const msg = v1.logs.v1.ExportLogsServiceRequest.decode(buf);
   return hexIds(v1.logs.v1.ExportLogsServiceRequest.toObject(msg, toObjectOptions));

@@ -56,11 +56,18 @@ export class RedisServer {
     this.proc = proc;
     this.exited = new Promise((r) => proc.once('exit', () => r()));
     const auth = this.opts.password ? [...(this.opts.user ? ['--user', this.opts.user] : []), '--pass', this.opts.password, '--no-auth-warning'] : [];
-    await waitFor(
-      () => (spawnSync('redis-cli', ['-p', String(this.port), ...auth, 'ping']).stdout?.toString().trim() === 'PONG' ? true : undefined),
-      `redis-server on ${this.port}\n${this.log}`,
-      10_000,
-    );
+    try {
+      await waitFor(
+        () => (spawnSync('redis-cli', ['-p', String(this.port), ...auth, 'ping']).stdout?.toString().trim() === 'PONG' ? true : undefined),
+        `redis-server on ${this.port}`,
+        20_000,
+      );
+    } catch (err) {
+      // A server that did not come up must not outlive the test (its pipes would keep the test
+      // file's process alive): stop it and say what it printed.
+      await this.kill();
+      throw new Error(`${(err as Error).message}\n${this.log}`, { cause: err });
+    }
   }
 
   /** SIGKILL: what a crash of the Redis host looks like. */
@@ -82,7 +89,13 @@ export class RedisCluster {
   private constructor(readonly servers: RedisServer[]) {}
 
   static async start(): Promise<RedisCluster> {
-    const servers = await Promise.all([0, 1, 2].map(() => RedisServer.start({ cluster: true })));
+    const started = await Promise.allSettled([0, 1, 2].map(() => RedisServer.start({ cluster: true })));
+    const servers = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      await Promise.all(servers.map((x) => x.stop()));
+      throw failed.reason;
+    }
     const cluster = new RedisCluster(servers);
     const create = spawnSync('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'], {
       encoding: 'utf8',

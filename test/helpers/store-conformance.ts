@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isVigilError } from '../../src/errors.ts';
 import type { GroupState, WorkEvent, WorkOutboxItem } from '../../src/model/work.ts';
+import { MAX_STATE_VALUE_BYTES, MAX_TIMERS_PER_PIPELINE, type StateWrite, type TimerSpec } from '../../src/store/state.ts';
 import type { PageCommit, StateStore } from '../../src/store/types.ts';
 import { event } from './pages.ts';
 
@@ -13,7 +14,7 @@ function group(key: string, version: number, count = version): GroupState {
   return { groupKey: key, count, firstSeen: 0, lastSeen: count, lastDecision: 'BurstCoalesced', openWorkId: null, workGeneration: 0, version };
 }
 
-function commitOf(pipeline: string, partition: string, cursor: string, extra: Partial<PageCommit> = {}): PageCommit {
+function commitOf(pipeline: string, partition: string, cursor: string | null, extra: Partial<PageCommit> = {}): PageCommit {
   return { pipeline, partition, cursor, groups: [], turns: [], revisions: [], outbox: [], failures: [], ...extra };
 }
 
@@ -21,7 +22,23 @@ function workEvent(id: string): WorkOutboxItem {
   return { kind: 'work', id, event: { specversion: '1.0', id, source: 'vigil/test', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: {} as WorkEvent['data'] } };
 }
 
+/** A commit that moves no cursor (as a timer page's): only state, timers, groups and outbox. */
+function stateCommit(extra: Partial<PageCommit>, pipeline = 'logs'): PageCommit {
+  return commitOf(pipeline, 'timers', null, extra);
+}
+
+const put = (namespace: string, key: string, value: unknown, extra: Partial<StateWrite> = {}): StateWrite => ({ namespace, key, value, ...extra });
+const timer = (id: string, due: number, extra: Partial<TimerSpec> = {}): TimerSpec => ({ id, owner: 'test/proc', partition: 'P', due, payload: { id }, ...extra });
+const conflict = (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT');
+const values = async (store: StateStore, ns: string, keys: string[]) =>
+  Object.fromEntries([...(await store.loadState(ns, keys))].map(([k, e]) => [k, [e.value, e.version]]));
+
 export interface ConformanceOptions {
+  /**
+   * False where a receiver's state is written after its records rather than with them (Redis
+   * Cluster: another slot): a refused state write then leaves the records appended.
+   */
+  appendStateAtomic?: boolean;
   /**
    * For durable stores: a new instance over the same backing (file, Redis keys) as `store`, as a
    * restarted process would open it.
@@ -340,6 +357,276 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
       }),
     );
 
+    test(
+      'state: entries load, write and delete with versions; namespaces are separate; listed newest first',
+      withStore(async (store) => {
+        await store.commit(stateCommit({ state: [put('proc/a', 'k1', { n: 1 }), put('proc/a', 'k2', 'two', { version: 1 }), put('proc/b', 'k1', [1, 2])] }));
+        assert.deepEqual(await values(store, 'proc/a', ['k1', 'k2', 'missing']), { k1: [{ n: 1 }, 1], k2: ['two', 1] });
+        assert.deepEqual(await values(store, 'proc/b', ['k1', 'k2']), { k1: [[1, 2], 1] }, 'namespaces do not share keys');
+        await store.commit(stateCommit({ state: [put('proc/a', 'k1', { n: 2 }, { version: 2 }), put('proc/a', 'k2', null, { version: 2 })] }));
+        assert.deepEqual(await values(store, 'proc/a', ['k1', 'k2']), { k1: [{ n: 2 }, 2] }, 'k2 deleted');
+        // A deleted entry is absent: creating it again starts at version 1.
+        await store.commit(stateCommit({ state: [put('proc/a', 'k2', 'again', { version: 1 }), put('proc/a', 'k3', true)] }));
+        assert.deepEqual((await store.listState('proc/a', 10)).map((e) => [e.key, e.value, e.version]), [
+          ['k3', true, 1],
+          ['k2', 'again', 1],
+          ['k1', { n: 2 }, 2],
+        ]);
+        assert.deepEqual((await store.listState('proc/a', 2)).map((e) => e.key), ['k3', 'k2'], 'bounded');
+        assert.deepEqual(await store.listState('nobody', 10), []);
+        const st = await store.status();
+        assert.deepEqual(st.state.filter((n) => n.namespace.startsWith('proc/')), [
+          { namespace: 'proc/a', entries: 3, evicted: 0 },
+          { namespace: 'proc/b', entries: 1, evicted: 0 },
+        ]);
+      }),
+    );
+
+    test(
+      'state: writes of one commit apply in order; unconditional writes win last and still count versions',
+      withStore(async (store) => {
+        await store.commit(stateCommit({ state: [put('ns', 'k', 'a', { version: 1 }), put('ns', 'k', 'b', { version: 2 }), put('ns', 'k', 'c')] }));
+        assert.deepEqual(await values(store, 'ns', ['k']), { k: ['c', 3] });
+        // Two writers of an idempotent fact: no version, the last one wins, nothing is refused.
+        await store.commit(stateCommit({ state: [put('trace-session', 't1', 'S1')] }));
+        await store.commit(stateCommit({ state: [put('trace-session', 't1', 'S2')] }));
+        assert.deepEqual(await values(store, 'trace-session', ['t1']), { t1: ['S2', 2] });
+        // Deleting what is not there is a no-op; a conditional one on a missing entry expects version 0.
+        await store.commit(stateCommit({ state: [put('ns', 'none', null), put('ns', 'none2', null, { version: 1 })] }));
+        await assert.rejects(store.commit(stateCommit({ state: [put('ns', 'none', null, { version: 2 })] })), conflict);
+      }),
+    );
+
+    test(
+      'state: a stale version refuses the whole commit — groups, outbox, cursor, timers and other writes — and a stale group refuses the state',
+      withStore(async (store) => {
+        await store.registerExporter('logs', 'file');
+        await store.append('logs', [event({ id: 's1', time: 1, partition: 'P' }), event({ id: 's2', time: 2, partition: 'P' })]);
+        const [p1] = await store.readPage('logs', 'P', 1);
+        await store.commit(commitOf('logs', 'P', p1!.id, { groups: [group('g', 1)], state: [put('w', 'ckpt', { step: 1 }, { version: 1 })] }));
+        const [p2] = await store.readPage('logs', 'P', 1);
+        // Built on the state before the first commit: version 1 again.
+        await assert.rejects(
+          store.commit(
+            commitOf('logs', 'P', p2!.id, {
+              groups: [group('g', 2), group('h', 1)],
+              outbox: [workEvent('w-stale')],
+              state: [put('w', 'other', 'x'), put('w', 'ckpt', { step: 2 }, { version: 1 })],
+              timers: { set: [timer('t-stale', 5)] },
+            }),
+          ),
+          conflict,
+        );
+        assert.equal((await store.loadGroups(['g'])).get('g')!.version, 1);
+        assert.equal((await store.loadGroups(['h'])).size, 0);
+        assert.deepEqual(await values(store, 'w', ['ckpt', 'other']), { ckpt: [{ step: 1 }, 1] });
+        assert.deepEqual(await store.readOutbox('logs', 'file', 10), []);
+        assert.deepEqual((await store.dueTimers('logs', 10, 10)).timers, []);
+        assert.deepEqual((await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId), ['s2'], 'cursor did not move');
+        // And the other way round: a stale group refuses fresh state writes.
+        const [again] = await store.readPage('logs', 'P', 1);
+        await assert.rejects(store.commit(commitOf('logs', 'P', again!.id, { groups: [group('g', 1)], state: [put('w', 'ckpt', { step: 2 }, { version: 2 })] })), conflict);
+        assert.deepEqual(await values(store, 'w', ['ckpt']), { ckpt: [{ step: 1 }, 1] });
+        await store.commit(commitOf('logs', 'P', again!.id, { groups: [group('g', 2)], state: [put('w', 'ckpt', { step: 2 }, { version: 2 })] }));
+        assert.deepEqual(await values(store, 'w', ['ckpt']), { ckpt: [{ step: 2 }, 2] });
+      }),
+    );
+
+    test(
+      'state: entries with a TTL expire by the store clock, are invisible at once and purged by later writes',
+      (() => {
+        let clock = Date.UTC(2026, 0, 1);
+        return withStore(
+          async (store) => {
+            await store.commit(stateCommit({ state: [put('ttl', 'short', 1, { ttlMs: 1000 }), put('ttl', 'long', 2, { ttlMs: 60_000 }), put('ttl', 'forever', 3)] }));
+            const loaded = await store.loadState('ttl', ['short', 'forever']);
+            assert.equal(loaded.get('short')!.expiresAt, clock + 1000);
+            assert.equal(loaded.get('forever')!.expiresAt, undefined);
+            clock += 999;
+            assert.deepEqual(Object.keys(await values(store, 'ttl', ['short', 'long', 'forever'])), ['short', 'long', 'forever']);
+            clock += 1;
+            assert.deepEqual(Object.keys(await values(store, 'ttl', ['short', 'long', 'forever'])), ['long', 'forever'], 'expired at its time');
+            assert.deepEqual((await store.listState('ttl', 10)).map((e) => e.key).sort(), ['forever', 'long']);
+            assert.equal((await store.status()).state.find((n) => n.namespace === 'ttl')!.entries, 2);
+            // An expired entry is absent: a conditional create succeeds, versions start again.
+            await store.commit(stateCommit({ state: [put('ttl', 'short', 'new', { version: 1 })] }));
+            assert.deepEqual(await values(store, 'ttl', ['short']), { short: ['new', 1] });
+            // Many short-lived entries (a trace → session map): expired ones go as new ones come.
+            for (let round = 0; round < 5; round++) {
+              await store.commit(stateCommit({ state: Array.from({ length: 50 }, (_, i) => put('traces', `r${round}-${i}`, 'S', { ttlMs: 500 })) }));
+              clock += 600;
+            }
+            await store.commit(stateCommit({ state: [put('traces', 'last', 'S', { ttlMs: 500 })] }));
+            assert.deepEqual((await store.listState('traces', 1000)).map((e) => e.key), ['last']);
+            assert.equal((await store.status()).state.find((n) => n.namespace === 'traces')!.entries, 1);
+          },
+          { now: () => clock },
+        );
+      })(),
+    );
+
+    test(
+      'state: a namespace over its bound evicts expired entries first, then the oldest written, and counts them',
+      (() => {
+        let clock = Date.UTC(2026, 0, 1);
+        return withStore(
+          async (store) => {
+            const bound = { maxEntries: 3 };
+            await store.commit(stateCommit({ state: [put('b', 'a', 1, bound), put('b', 'b', 2, { ...bound, ttlMs: 10 }), put('b', 'c', 3, bound)] }));
+            clock += 20; // b expires
+            await store.commit(stateCommit({ state: [put('b', 'a', 11, bound), put('b', 'd', 4, bound)] }));
+            assert.deepEqual(Object.keys(await values(store, 'b', ['a', 'b', 'c', 'd'])).sort(), ['a', 'c', 'd'], 'the expired entry made room');
+            await store.commit(stateCommit({ state: [put('b', 'e', 5, bound), put('b', 'f', 6, bound)] }));
+            // Write order: c (oldest), a (rewritten), d, e, f → c and a go.
+            assert.deepEqual(Object.keys(await values(store, 'b', ['a', 'c', 'd', 'e', 'f'])).sort(), ['d', 'e', 'f']);
+            const ns = (await store.status()).state.find((n) => n.namespace === 'b')!;
+            assert.deepEqual(ns, { namespace: 'b', entries: 3, evicted: 2 });
+          },
+          { now: () => clock },
+        );
+      })(),
+    );
+
+    test(
+      'state: a value over the size bound, a bad namespace or key is VIGIL_STATE_INVALID naming it, and nothing is written',
+      withStore(async (store) => {
+        const big = 'x'.repeat(MAX_STATE_VALUE_BYTES);
+        const err = await store.commit(stateCommit({ state: [put('ok', 'first', 1), put('proc/x', 'big-key', big)] })).then(
+          () => assert.fail('an oversized value must be refused'),
+          (e: unknown) => e,
+        );
+        assert.ok(isVigilError(err, 'VIGIL_STATE_INVALID') && !err.transient, String(err));
+        assert.match(err.message, /"proc\/x"\/"big-key".*over the bound of 65536/);
+        assert.equal((await store.loadState('ok', ['first'])).size, 0);
+        await assert.rejects(store.commit(stateCommit({ state: [put('has {braces}', 'k', 1)] })), (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID'));
+        await assert.rejects(store.commit(stateCommit({ state: [put('ns', '', 1)] })), (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID'));
+        await assert.rejects(store.append('logs', [event({ id: 'inv', time: 1 })], { state: [put('ns', 'k', big)] }), (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID'));
+        assert.equal(await store.pendingCount('logs'), 0, 'the append was refused whole');
+      }),
+    );
+
+    test(
+      'timers: set, replace, due at their time earliest first, next due; payloads round-trip; pipelines are separate',
+      withStore(async (store) => {
+        await store.commit(stateCommit({ timers: { set: [timer('a', 3000), timer('b', 1000, { payload: { attempt: 1, run: 'r' } }), timer('c', 2000, { partition: 'Q' })] } }));
+        await store.commit(stateCommit({ timers: { set: [timer('x', 500)] } }, 'traces'));
+        const none = await store.dueTimers('logs', 999, 10);
+        assert.deepEqual(none, { timers: [], next: 1000 });
+        const due = await store.dueTimers('logs', 2000, 10);
+        assert.deepEqual(
+          due.timers.map((t) => [t.id, t.due, t.partition, t.owner, t.payload]),
+          [
+            ['b', 1000, 'P', 'test/proc', { attempt: 1, run: 'r' }],
+            ['c', 2000, 'Q', 'test/proc', { id: 'c' }],
+          ],
+        );
+        assert.equal(due.next, 3000);
+        assert.deepEqual((await store.dueTimers('logs', 5000, 1)).timers.map((t) => t.id), ['b'], 'at most limit');
+        assert.equal((await store.dueTimers('logs', 5000, 1)).next, 2000, 'next: the first one not returned');
+        // Setting an existing id replaces it, with a new version.
+        const before = due.timers.find((t) => t.id === 'b')!.version;
+        await store.commit(stateCommit({ timers: { set: [timer('b', 4000, { payload: 'moved' })] } }));
+        const after = await store.dueTimers('logs', 10_000, 10);
+        assert.deepEqual(after.timers.map((t) => [t.id, t.due]), [['c', 2000], ['a', 3000], ['b', 4000]]);
+        assert.ok(after.timers.find((t) => t.id === 'b')!.version > before);
+        assert.equal(after.next, null);
+        assert.deepEqual((await store.dueTimers('traces', 10_000, 10)).timers.map((t) => t.id), ['x']);
+        const st = await store.status();
+        assert.deepEqual(st.pipelines.find((p) => p.pipeline === 'logs')!.timers, { pending: 3, nextDue: 2000 });
+      }),
+    );
+
+    test(
+      'timers: a clear of a timer no longer pending, or at another version, refuses the whole commit; clear then set re-arms',
+      withStore(async (store) => {
+        await store.registerExporter('logs', 'file');
+        await store.commit(stateCommit({ timers: { set: [timer('t1', 100), timer('t2', 100)] } }));
+        const [t1, t2] = (await store.dueTimers('logs', 100, 10)).timers;
+        // Sidecar A fires t1 and re-arms it; sidecar B fired the same t1 and its commit must fail.
+        await store.commit(stateCommit({ outbox: [workEvent('fired-by-A')], timers: { clear: [{ id: t1!.id, version: t1!.version }], set: [timer('t1', 200)] } }));
+        await assert.rejects(
+          store.commit(stateCommit({ outbox: [workEvent('fired-by-B')], state: [put('s', 'k', 1)], timers: { clear: [{ id: t1!.id, version: t1!.version }, { id: t2!.id, version: t2!.version }] } })),
+          conflict,
+        );
+        assert.deepEqual((await store.readOutbox('logs', 'file', 10)).map((o) => o.id), ['fired-by-A']);
+        assert.equal((await store.loadState('s', ['k'])).size, 0);
+        assert.deepEqual((await store.dueTimers('logs', 1000, 10)).timers.map((t) => [t.id, t.due]), [['t2', 100], ['t1', 200]], 't2 still pending');
+        // Cleared once; a second clear of it (another sidecar) is refused.
+        await store.commit(stateCommit({ timers: { clear: [{ id: 't2' }] } }));
+        await assert.rejects(store.commit(stateCommit({ timers: { clear: [{ id: 't2' }] } })), conflict);
+        await assert.rejects(store.commit(stateCommit({ timers: { clear: [{ id: 'never-set' }] } })), conflict);
+        assert.deepEqual((await store.dueTimers('logs', 1000, 10)).timers.map((t) => t.id), ['t1']);
+      }),
+    );
+
+    test(
+      'timers: a timer page commit moves no cursor; timers set with a page of entries join its commit',
+      withStore(async (store) => {
+        await store.append('logs', [event({ id: 'n1', time: 1, partition: 'N' }), event({ id: 'n2', time: 2, partition: 'N' })]);
+        const [n1] = await store.readPage('logs', 'N', 1);
+        await store.commit(commitOf('logs', 'N', n1!.id, { timers: { set: [timer('armed', 50, { partition: 'N' })] } }));
+        const [fired] = (await store.dueTimers('logs', 60, 10)).timers;
+        assert.equal(fired!.id, 'armed');
+        await store.commit(commitOf('logs', 'N', null, { groups: [group('gt', 1)], timers: { clear: [{ id: fired!.id, version: fired!.version }] } }));
+        assert.equal((await store.loadGroups(['gt'])).get('gt')!.version, 1);
+        assert.deepEqual((await store.readPage('logs', 'N', 10)).map((e) => e.event.eventId), ['n2'], 'the log and cursor are as they were');
+        const part = (await store.status()).pipelines.find((p) => p.pipeline === 'logs')!.partitions.find((p) => p.partition === 'N')!;
+        assert.deepEqual([part.cursor, part.pending], [n1!.id, 1]);
+        // The page after it commits normally: the timer page did not disturb the cursor check.
+        const [n2] = await store.readPage('logs', 'N', 1);
+        await store.commit(commitOf('logs', 'N', n2!.id));
+        assert.equal(await store.pendingCount('logs'), 0);
+        assert.deepEqual((await store.dueTimers('logs', 1e15, 10)).timers, []);
+      }),
+    );
+
+    test(
+      `timers: a pipeline holds at most ${MAX_TIMERS_PER_PIPELINE} pending; beyond, the commit is refused retryably`,
+      withStore(async (store) => {
+        const chunk = 10_000;
+        for (let i = 0; i < MAX_TIMERS_PER_PIPELINE; i += chunk) {
+          await store.commit(stateCommit({ timers: { set: Array.from({ length: chunk }, (_, j) => timer(`bulk-${i + j}`, 1_000 + i + j)) } }));
+        }
+        // Replacing one is fine at the bound; one more is not.
+        await store.commit(stateCommit({ timers: { set: [timer('bulk-0', 5)] } }));
+        const err = await store.commit(stateCommit({ state: [put('s', 'k', 1)], timers: { set: [timer('one-more', 5)] } })).then(
+          () => assert.fail('over the bound'),
+          (e: unknown) => e,
+        );
+        assert.ok(isVigilError(err, 'VIGIL_STATE_FULL') && err.transient, String(err));
+        assert.equal((await store.loadState('s', ['k'])).size, 0);
+        // Clearing one makes room in the same commit.
+        await store.commit(stateCommit({ timers: { clear: [{ id: 'bulk-1' }], set: [timer('one-more', 5)] } }));
+        assert.equal((await store.status()).pipelines.find((p) => p.pipeline === 'logs')!.timers.pending, MAX_TIMERS_PER_PIPELINE);
+      }),
+    );
+
+    test(
+      'append with state: the receiver state is written with the records, also when all are duplicates or there are none',
+      withStore(async (store) => {
+        const offsets = (file: string, offset: number, version?: number) => put('journal/ops', file, { offset }, version === undefined ? {} : { version });
+        await store.append('logs', [event({ id: 'j1', time: 1, partition: 'J' }), event({ id: 'j2', time: 2, partition: 'K' })], { state: [offsets('/a.jsonl', 120, 1)] });
+        assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 120 }, 1] });
+        assert.equal(await store.pendingCount('logs'), 2);
+        // A re-read after a crash: the records are duplicates, the offset still moves.
+        assert.deepEqual(await store.append('logs', [event({ id: 'j2', time: 2, partition: 'K' })], { state: [offsets('/a.jsonl', 180, 2)] }), { appended: 0, duplicates: 1 });
+        assert.deepEqual(await store.append('logs', [], { state: [offsets('/a.jsonl', 200, 3)] }), { appended: 0, duplicates: 0 });
+        assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 200 }, 3] });
+        // A stale version: refused retryably.
+        await assert.rejects(store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 999, 3)] }), conflict);
+        assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 200 }, 3] });
+        if (options.appendStateAtomic === false) {
+          // The records went first (their own slot): a retry appends nothing twice.
+          assert.deepEqual(await store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 260, 4)] }), { appended: 0, duplicates: 1 });
+        } else {
+          assert.equal(await store.pendingCount('logs'), 2, 'nothing of the refused append was written');
+          assert.deepEqual(await store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 260, 4)] }), { appended: 1, duplicates: 0 });
+        }
+        assert.deepEqual((await store.readPage('logs', 'J', 10)).map((e) => e.event.eventId), ['j1', 'j3']);
+        assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 260 }, 4] });
+      }),
+    );
+
     if (options.reopen) {
       const reopen = options.reopen;
       test('everything appended and committed survives closing and reopening the store', async () => {
@@ -354,8 +641,11 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
             turns: [{ turnId: 'turn', created: 1 }],
             revisions: [{ executionId: 'exec', revision: 'rev-1' }],
             outbox: [workEvent('wd1'), workEvent('wd2')],
+            state: [put('durable', 'ckpt', { version: 1, attempts: [1] }, { version: 1 })],
+            timers: { set: [timer('retry:run-1', Date.UTC(2030, 0, 1), { partition: 'D', payload: { run: 'run-1' } })] },
           }),
         );
+        await first.append('logs', [], { state: [put('receiver', '/var/log/a.jsonl', { offset: 4096 })] });
         const [o1] = await first.readOutbox('logs', 'file', 1);
         await first.ackOutbox('logs', 'file', o1!.seq);
         await first.close();
@@ -369,6 +659,10 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           assert.equal((await second.lookupRevisions(['exec'])).get('exec'), 'rev-1');
           assert.deepEqual((await second.readOutbox('logs', 'file', 10)).map((e) => e.id), ['wd2']);
           assert.deepEqual(await second.append('logs', [event({ id: 'd1', time: 1, partition: 'D' })]), { appended: 0, duplicates: 1 }, 'dedupe survives');
+          assert.deepEqual(await values(second, 'durable', ['ckpt']), { ckpt: [{ version: 1, attempts: [1] }, 1] });
+          assert.deepEqual(await values(second, 'receiver', ['/var/log/a.jsonl']), { '/var/log/a.jsonl': [{ offset: 4096 }, 1] });
+          const due = await second.dueTimers('logs', Date.UTC(2030, 0, 1), 10);
+          assert.deepEqual(due.timers.map((t) => [t.id, t.partition, t.payload]), [['retry:run-1', 'D', { run: 'run-1' }]]);
           const st = await second.status();
           assert.equal(st.groups, 1);
           assert.equal(st.openWork, 1);

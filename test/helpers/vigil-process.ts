@@ -6,7 +6,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
+/** The shipped command: bin/vigil.js runs the compiled dist/ (built by `npm run build`). */
 export const BIN = join(ROOT, 'bin/vigil.js');
+
+/**
+ * How a test starts vigil (node's arguments before vigil's own): the sources through tsx's loader,
+ * so a test sees the code as edited without a build; `VIGIL_TEST_BIN=dist` runs the compiled bin
+ * instead (test/dist-bin.test.ts always does).
+ */
+export function vigilArgv(bin: 'sources' | 'dist' = process.env.VIGIL_TEST_BIN === 'dist' ? 'dist' : 'sources'): string[] {
+  return bin === 'dist' ? [BIN] : ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/bin.ts')];
+}
 
 export function tempDir(prefix = 'vigil-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -30,8 +40,9 @@ export interface VigilChild {
   exited: Promise<number | null>;
 }
 
-export function spawnVigil(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): VigilChild {
-  const child = spawn(process.execPath, [BIN, ...args], {
+/** `entry`: what node runs instead of vigil's bin (e.g. `['--import', 'tsx', script]`). */
+export function spawnVigil(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; bin?: 'sources' | 'dist'; entry?: string[] } = {}): VigilChild {
+  const child = spawn(process.execPath, [...(opts.entry ?? vigilArgv(opts.bin)), ...args], {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -46,7 +57,7 @@ export function spawnVigil(args: string[], opts: { cwd?: string; env?: NodeJS.Pr
 }
 
 /** Polls `check` until it returns a value (not undefined) or the time runs out. */
-export async function waitFor<T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -56,7 +67,7 @@ export async function waitFor<T>(check: () => T | undefined | Promise<T | undefi
     } catch (err) {
       lastError = err;
     }
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
 }

@@ -67,7 +67,7 @@ export const native: Scenario[] = [
     id: 'ld-cannot-find-lib',
     tool: 'gcc',
     program: 'links against a library that is not installed',
-    prepare: ({ rng, vars }) => {
+    prepare: ({ vars }) => {
       vars.lib = 'acmecodec';
       return { files: { 'main.c': 'int main(void) { return 0; }\n' }, cmd: ['gcc', 'main.c', '-o', 'prog', `-l${vars.lib}`] };
     },

@@ -40,7 +40,7 @@ export const shell: Scenario[] = [
     id: 'bash-permission-denied',
     tool: 'bash',
     program: 'runs a script that is not executable',
-    prepare: ({ rng, vars }) => {
+    prepare: ({ vars }) => {
       vars.f = 'tool-noexec.sh';
       return { files: { [vars.f]: '#!/bin/sh\necho hi\n' }, cmd: ['bash', '-c', `./${vars.f}`] };
     },

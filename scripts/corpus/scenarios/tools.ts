@@ -169,7 +169,7 @@ export const npm: Scenario[] = [
     id: 'npm-enotcached',
     tool: 'npm',
     program: 'npm install --offline of a package that is not in the cache',
-    prepare: ({ rng, vars }) => {
+    prepare: ({ vars }) => {
       vars.p = 'vigil-corpus-missing-pkg';
       return { files: { 'package.json': pkg('app') }, cmd: ['npm', 'install', '--offline', '--no-audit', '--no-fund', vars.p] };
     },

@@ -4,7 +4,7 @@
  * sent with the OpenTelemetry SDK's OTLP/HTTP exporters (JSON or protobuf, gzip, headers for
  * vendor API keys). A batch counts as delivered only when the downstream accepted it.
  */
-import type { ExportResult } from '@opentelemetry/core';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPLogExporter as LogsJson } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPLogExporter as LogsProto } from '@opentelemetry/exporter-logs-otlp-proto';
 import { OTLPTraceExporter as TracesJson } from '@opentelemetry/exporter-trace-otlp-http';
@@ -45,6 +45,7 @@ interface SdkExporter<T> {
 export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = {
   type: 'otlphttp',
   schema,
+  capabilities: (cfg) => ({ forwardedRecords: cfg.forward, everyOccurrence: cfg.occurrence_spans === 'all' }),
   create(settings, cfg) {
     const base = cfg.endpoint.replace(/\/+$/, '');
     const common = { headers: cfg.headers, compression: cfg.compression as never, timeoutMillis: cfg.timeout };
@@ -60,7 +61,7 @@ export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = 
       if (items.length === 0) return Promise.resolve();
       return new Promise((resolve, reject) => {
         exporter.export(items, (result) => {
-          if (result.code === 0) return resolve();
+          if (result.code === ExportResultCode.SUCCESS) return resolve();
           const err = result.error as (Error & { code?: number }) | undefined;
           const status = typeof err?.code === 'number' ? err.code : undefined;
           reject(

@@ -1,11 +1,11 @@
 /**
- * Diagnosis of one event by either rule set — `vigil` (vigil.ts: detection engine, fingerprint v2)
+ * Diagnosis of one event by either rule set — `vigil` (vigil.ts: detection engine, fingerprint v3)
  * or `reference` (reference.ts: DESIGN 3.1 exactly, fingerprint v1) — with a bounded excerpt of
  * the text the decision came from. Also the per-line logic of `vigil classify` (DESIGN 4.1).
  */
 import type { AgentEvent, Diagnosis } from '../../model/event.ts';
 import { fingerprint } from './fingerprint.ts';
-import { referenceDecision } from './reference.ts';
+import { referenceDecision, referenceIdentity } from './reference.ts';
 import { vigilDecision } from './vigil.ts';
 
 /** Rule sets of the classify processor: `reference` is DESIGN 3.1 exactly; `vigil` goes further. */
@@ -18,8 +18,8 @@ const EXCERPT_GAP = '\n…\n';
 
 /**
  * Diagnoses one event. `reference`: DESIGN 3.1's rules exactly (reference.ts) with fingerprint v1
- * of the signature. `vigil`: the detection engine and OpenTelemetry evidence (vigil.ts) with the
- * stack-aware fingerprint v2. Throws only when reading the event itself throws (e.g. a getter);
+ * of the signature, and on failures the seed's identity (operation, workspace, revision rule). `vigil`: the detection engine and OpenTelemetry evidence (vigil.ts) with the
+ * stack-aware fingerprint v3. Throws only when reading the event itself throws (e.g. a getter);
  * the operator catches that.
  */
 export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Diagnosis {
@@ -39,6 +39,7 @@ export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Dia
   };
   if (decision.reason !== undefined) diagnosis.reason = decision.reason;
   if (decision.source !== undefined && decision.source !== '') diagnosis.excerpt = excerptOf(decision.source);
+  if (signature !== null) diagnosis.identity = referenceIdentity(event.kind, event.payload);
   return diagnosis;
 }
 
@@ -120,7 +121,7 @@ export function classifyLine(line: string, lineNo: number, rules: ClassifyRules 
       kind = 'execution.completed';
       payload =
         typeof code === 'number' && code !== 0
-          ? { state: 'error', outcome: { error: input.text } }
+          ? { state: 'error', outcome: { error: input.text, exit_code: code } }
           : { state: 'ok', outcome: { output: [{ output_type: 'stream', name: 'stderr', text: input.text }] } };
     }
     const d = diagnose(syntheticEvent(kind, payload, lineNo), rules);
@@ -142,7 +143,7 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
   if (typeof value === 'string') return `the string ${JSON.stringify(clip(value, 40))}`;
-  return `${typeof value} ${String(value)}`;
+  return `${typeof value} ${String(value as number | boolean)}`;
 }
 
 function clip(text: string, max: number): string {

@@ -12,18 +12,19 @@
  */
 import { frameLines, indentOf } from './frame.ts';
 import { Rank, type Finding, type Hit } from './finding.ts';
-import { genericError, isGenericError } from './formats/generic.ts';
+import { embeddedError, genericError, isGenericError } from './formats/generic.ts';
 import { goPanic } from './formats/go.ts';
-import { jvmTrace } from './formats/jvm.ts';
+import { jvmTrace, mavenCompilerError } from './formats/jvm.ts';
 import { makeError } from './formats/make.ts';
-import { assertionFailure, compilerDiagnostic, cxxTerminate, linkerError, sanitizerReport, signalReport, tscDiagnostic } from './formats/native.ts';
+import { assertionFailure, compilerDiagnostic, cxxTerminate, linkerError, memcheckError, sanitizerReport, signalReport, tscDiagnostic } from './formats/native.ts';
 import { nodeError, nodeThrownValue } from './formats/node.ts';
 import { npmError } from './formats/npm.ts';
 import { perlError } from './formats/perl.ts';
-import { isTracebackHeader, pythonSyntaxBlock, pythonTraceback } from './formats/python.ts';
+import { isTracebackHeader, pytestError, pythonSyntaxBlock, pythonTraceback } from './formats/python.ts';
 import { rustcDiagnostic, rustPanic } from './formats/rust.ts';
 import { shellError } from './formats/shell.ts';
 import { isWarningLine } from './formats/warning.ts';
+import { mayWrap, unwrap } from './formats/wrapper.ts';
 
 /** Lines longer than this are judged on their first 4 KiB (a signature is 96 characters). */
 const MAX_LINE = 4096;
@@ -45,7 +46,7 @@ const COLON_OR_START_MARKER = new RegExp(
 );
 // A few distinctive words.
 const WORD_MARKER =
-  /CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace\/breakpoint|node --trace-uncaught/;
+  /CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace\/breakpoint|Bus error|node --trace-uncaught|\[Errno |ttempt \d|[Rr]etry| failed \(|== (?:Invalid|Conditional|Use of|Syscall|Source and|Process term|Argument|[\d,]+ bytes)/;
 
 /** Whether a line — or a whole text — holds anything a detector could claim. */
 function hasMarker(text: string): boolean {
@@ -53,7 +54,8 @@ function hasMarker(text: string): boolean {
 }
 
 /** Anything a warning line could hold (warning.ts); a text without one has no warning. */
-const WARNING_MARKER = /warn|Warn|WARN|Note: |Use of uninit|Useless use|Odd number|Deep recursion|Scalar value|Possible |Unquoted string|Found = |Statement unlikely|Reversed |Argument "|Name "|Subroutine /;
+const WARNING_MARKER =
+  /warn|Warn|WARN|Note: |Use of uninit|Useless use|Odd number|Deep recursion|Scalar value|Possible |Unquoted string|Found = |Statement unlikely|Reversed |Argument "|Name "|Subroutine |hint:|advice\.|: Removing |: Ignoring |: Skipping |: Omitting |: Dropping | dropped\.| ignored\.|\(node:|\(Use `node/;
 
 /** The outcome of reading a text. */
 export interface Detection {
@@ -116,6 +118,13 @@ function detectAt(lines: string[], i: number, line: string): Hit | undefined {
       break;
     case 69 /* E */:
       if (t.startsWith('Exception in thread "') && (hit = jvmTrace(lines, i))) return hit;
+      if (t.startsWith('E   ') && (hit = pytestError(lines, i, t))) return hit;
+      break;
+    case 91 /* [ */:
+      if (t.startsWith('[ERROR] ') && (hit = mavenCompilerError(i, t))) return hit;
+      break;
+    case 61 /* = */:
+      if ((hit = memcheckError(i, t))) return hit;
       break;
     case 67 /* C */:
       if (indent === 0 && t.startsWith('Caused by: ') && (hit = jvmTrace(lines, i))) return hit;
@@ -147,6 +156,13 @@ function detectAt(lines: string[], i: number, line: string): Hit | undefined {
     if ((frameBelow || line.startsWith('Exception in thread "') || line.startsWith('Caused by: ')) && (hit = jvmTrace(lines, i))) return hit;
   }
 
+  // A line around another error (`tool x failed (attempt 3): Error: KeyError: …`): named as printed,
+  // identified as the error it wraps would be on its own.
+  if (mayWrap(t)) {
+    const inner = unwrap(t);
+    if (inner !== undefined) return wrapped(i, t, inner);
+  }
+
   // Single-line diagnostics, by a substring each.
   if (t.includes('error')) {
     if ((hit = compilerDiagnostic(i, t))) return hit;
@@ -159,7 +175,24 @@ function detectAt(lines: string[], i: number, line: string): Hit | undefined {
   if ((hit = perlError(i, t))) return hit;
   if ((hit = shellError(i, t))) return hit;
   if ((hit = signalReport(i, t))) return hit;
-  return genericError(i, t);
+  return genericError(i, t) ?? embeddedError(i, t);
+}
+
+/**
+ * A wrapper line `t` (at line `i`) around the error `inner`: the inner error's finding, as the
+ * detectors read it alone, named by the whole line; an inner text they do not recognise is the
+ * identity itself (so `retry 2/2 failed: curl: (7) …` is the same failure as the curl line, which a
+ * failed run names by its first line).
+ */
+function wrapped(i: number, t: string, inner: string): Hit {
+  const saved = lastAtLine;
+  lastAtLine = UNKNOWN;
+  const innerLines = [inner];
+  const hit = hasMarker(inner) ? detectAt(innerLines, 0, inner) : undefined;
+  lastAtLine = saved;
+  const f = hit?.finding;
+  const rank = f && f.rank > Rank.Tool ? f.rank : Rank.Tool;
+  return { finding: { rank, line: i, signature: t, format: f?.format ?? 'wrapper', key: f?.key ?? { kind: 'text', text: inner } }, next: i + 1 };
 }
 
 const UNKNOWN = -2;

@@ -11,7 +11,7 @@ const schema = s.object({
   /**
    * `vigil` (default): the detection engine for the formats agents meet (Python, Node.js, JVM,
    * Rust, Go, C/C++, shells, npm, git, make, perl, tsc), OpenTelemetry evidence and the
-   * stack-aware fingerprint v2. `reference`: DESIGN 3.1's rules exactly with fingerprint v1, the
+   * stack-aware fingerprint v3. `reference`: DESIGN 3.1's rules exactly with fingerprint v1, the
    * baseline.
    */
   rules: s.enumOf(CLASSIFY_RULES).default(DEFAULT_CLASSIFY_RULES),

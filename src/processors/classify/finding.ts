@@ -1,6 +1,6 @@
 /**
  * What a format detector reports: the most telling line of one failure and the parts its identity
- * (fingerprint v2) is made of.
+ * (fingerprint v3) is made of.
  */
 
 /**
@@ -22,12 +22,18 @@ export const Rank = {
 } as const;
 export type Rank = (typeof Rank)[keyof typeof Rank];
 
-/** The identity parts of a failure; see fingerprint2.ts. */
+/** The identity parts of a failure; see fingerprint3.ts. */
 export type FailureKey =
   /** An exception with a stack: types of the chain and the innermost in-app frames outweigh the message. */
   | { kind: 'stack'; types: string[]; frames: string[]; message: string; weak: boolean }
   /** A compiler/linker/panic diagnostic: tool, code, file (basename) and message; never the line numbers. */
   | { kind: 'diag'; tool: string; code: string; file: string; message: string }
+  /**
+   * How a process ended when nothing names the failure better: killed by a signal (`SIGSEGV`, from
+   * the exit status 128 + n or the shell's `Segmentation fault` report — the same failure either
+   * way), or a plain non-zero exit status (`ExecutionError` with its code).
+   */
+  | { kind: 'status'; name: string; code?: number }
   /** Anything else: the telling line itself. */
   | { kind: 'text'; text: string };
 
@@ -79,3 +85,43 @@ export function collapseFrames(frames: readonly string[], max: number): string[]
 
 /** Innermost in-app frames that count towards a stack fingerprint. */
 export const MAX_FRAMES = 3;
+
+/**
+ * Exception types that programs raise for failures of every kind, with the message saying which:
+ * JavaScript's `Error` family, Python's `Exception`/`RuntimeError`/`ValueError`/`TypeError`/`OSError`,
+ * the JVM's `RuntimeException`/`IllegalStateException`/`IllegalArgumentException`. Compared by
+ * the last dotted part (`java.lang.RuntimeException`).
+ */
+const GENERIC_TYPES = new Set([
+  'Error',
+  'TypeError',
+  'SyntaxError',
+  'RangeError',
+  'AggregateError',
+  'Exception',
+  'RuntimeError',
+  'ValueError',
+  'OSError',
+  'RuntimeException',
+  'IllegalStateException',
+  'IllegalArgumentException',
+  'UnsupportedOperationException',
+]);
+
+export function isGenericType(type: string | undefined): boolean {
+  if (!type) return false;
+  const dot = type.lastIndexOf('.');
+  return GENERIC_TYPES.has(dot < 0 ? type : type.slice(dot + 1));
+}
+
+/**
+ * Whether a stack is weak — its frames do not tell its failures apart, so the message must: no
+ * in-app frame, only top-level frames, or a generic type raised from top-level or anonymous code
+ * (`Error: Cannot find module 'x'` and `Error: ENOENT: …` at a script's top level are two failures).
+ * `frames` innermost first; `type` the exception that propagated.
+ */
+export function isWeakStack(frames: readonly string[], type: string | undefined, topLevel: (f: string) => boolean, anonymous: (f: string) => boolean): boolean {
+  if (frames.every(topLevel)) return true;
+  const inner = frames[0]!;
+  return isGenericType(type) && (topLevel(inner) || anonymous(inner));
+}

@@ -1,5 +1,5 @@
 /**
- * Message normalization for fingerprint v2: one left-to-right pass that copies the text and
+ * Message normalization for fingerprint v3: one left-to-right pass that copies the text and
  * replaces each volatile part with a placeholder, so that the same failure reads the same across
  * runs, machines and inputs. The same masks as v1 (fingerprint.ts), in one scan instead of eleven
  * regex passes (≈6× faster, and linear by construction: every sticky expression below is
@@ -10,9 +10,10 @@
  * | uuid | `<uuid>` | `8-4-4-4-12` hex |
  * | date | `<date>` | ISO dates and date-times (fraction, zone), `HH:MM:SS[.fff]`, `2024/01/31`, `1/31/2024`, `Jan 31[, 2024]` |
  * | addr | `<addr>` | `0x` + 6..16 hex digits (pointers) |
- * | hex  | `<hex>` | other `0x…`; 8+ hex characters holding a digit and a letter (hashes, ids) |
- * | path | `<path>` + `.ext` | absolute Unix paths, `~/…`, Windows `C:\…`; the basename's extension is kept |
- * | quoted | `<quoted>` | `'…'`, `"…"`, `` `…` ``, `` `…' ``, `‘…’`, `“…”`, not glued to a word (`can't` is no quote); a quoted absolute path becomes `'<path>.ext'` (in ASCII quotes, whatever quotes it had) |
+ * | hex  | `<hex>` | other `0x…`; 7+ hex characters holding a digit and a letter (hashes, short git hashes, ids) |
+ * | identity hash | `@<hex>` | a JVM identity hash after a type (`Main$Conn@1b6d3586`, `[I@6d06d69c`): 5–16 hex characters, all digits too |
+ * | path | `<path>` + `.ext` | absolute Unix paths (also after `prog:`), `~/…`, Windows `C:\…`; the basename's extension is kept |
+ * | quoted | `<quoted>` | `'…'`, `"…"`, `` `…` ``, `` `…' ``, `‘…’`, `“…”`, not glued to a word (`can't` is no quote); a quoted path — absolute, or relative with a `/` — becomes `'<path>.ext'` (in ASCII quotes, whatever quotes it had) |
  * | ip   | `<ip>` | IPv4, bracketed IPv6 |
  * | port | `:<port>` | after an IP, `localhost`, `]` or a URL authority |
  * | duration | `<duration>` | `12ms`, `1.5s`, `3m`, `2h`, `250us`, `10 seconds`, `3 days` |
@@ -36,11 +37,13 @@ const SIZE_UNIT = /[ ]?(?:[KMGTP]i?B|[kmgt]b|bytes?|B)(?![\w<])/y;
 const UNIX_PATH = /(?:\/[\w.@%+~-]+)+\/?/y;
 const WINDOWS_PATH = /[A-Za-z]:[\\/][^\s'"|*?:<>]*/y;
 const AUTHORITY = /\/\/[\w.-]+:(\d{1,5})(?![\w<])/y;
-const HEX_WORD = /^[0-9a-fA-F]{8,}$/;
+const HEX_WORD = /^[0-9a-fA-F]{7,}$/;
+// A JVM identity hash after `@`: not a version (`pkg@1.2.3`) or a domain (`user@cafe.example`).
+const IDENTITY_HASH = /[0-9a-fA-F]{5,16}(?![\w.<])/y;
 // An absolute Unix, home or Windows path alone between quotes.
 // …and one that is already masked (normalizing twice changes nothing).
 const MASKED_PATH = /^<path>(?:\.[A-Za-z][A-Za-z0-9]{0,7})?$/;
-const QUOTED_PATH = /^(?:~?\/|[A-Za-z]:[\\/])[^\s'"`<>|*?]*$/;
+const QUOTED_PATH = /^(?:~?\/|[A-Za-z]:[\\/]|[\w.@+-]+\/)[^\s'"`<>|*?]*$/;
 const EXTENSION = /\.([A-Za-z][A-Za-z0-9]{0,7})$/;
 const CLOSING: Readonly<Record<string, string>> = { "'": "'", '"': '"', '`': '`', '‘': '’', '“': '”' };
 
@@ -64,11 +67,10 @@ export function normalizeMessage(input: string): string {
   // Output is built from verbatim segments of the input (s[seg, i)) and placeholders, so that a
   // text with few volatile parts costs few concatenations.
   let out = '';
-  let seg = 0;
   let i = 0;
   // Skip leading whitespace.
   while (i < n && isSpace(s.charCodeAt(i))) i++;
-  seg = i;
+  let seg = i;
   const r: WordMask = { text: '', end: 0 };
   // A quote character with no closing partner further on: skip searching again (keeps it linear).
   let noClose = '';
@@ -121,7 +123,9 @@ export function normalizeMessage(input: string): string {
     } else if (c === 47 || c === 126) {
       // Paths: `/abs/path`, `~/path`; not after a word, `.`, `:`, `/`, `>`, `]`, `~` or `-` (`and/or`, URLs, `a/b`).
       const tilde = c === 126;
-      if ((tilde ? s.charCodeAt(i + 1) === 47 && !prevWord : !prevWord && p !== 46 && p !== 58 && p !== 47 && p !== 93 && p !== 126 && p !== 45)) {
+      // After `prog:` a single `/` starts a path (`psql:/tmp/x.sql:6`); `://` is a URL.
+      const afterColon = p === 58 && s.charCodeAt(i + 1) !== 47;
+      if ((tilde ? s.charCodeAt(i + 1) === 47 && !prevWord : !prevWord && p !== 46 && (p !== 58 || afterColon) && p !== 47 && p !== 93 && p !== 126 && p !== 45)) {
         const m = sticky(UNIX_PATH, s, tilde ? i + 1 : i);
         if (m) {
           text = `<path>${extensionOf(m[0])}`;
@@ -133,6 +137,15 @@ export function normalizeMessage(input: string): string {
         if (m) {
           text = `${m[0].slice(0, m[0].length - m[1]!.length)}<port>`;
           end = i + m[0].length;
+        }
+      }
+    } else if (c === 64) {
+      // `Type@1b6d3586`: the JVM identity hash of an object (or array, `[I@…`, `[Ljava.lang.String;@…`).
+      if (i > 0 && (isWord(p) || p === 36 || p === 59 || p === 93)) {
+        const m = sticky(IDENTITY_HASH, s, i + 1);
+        if (m) {
+          text = '@<hex>';
+          end = i + 1 + m[0].length;
         }
       }
     } else if (c === 91) {
@@ -210,7 +223,7 @@ function maskWord(s: string, i: number, j: number, prev: number, r: WordMask): b
     if (len > 2 && (s.charCodeAt(i + 1) === 120 || s.charCodeAt(i + 1) === 88) && first === 48 && /^0[xX][0-9a-fA-F]+$/.test(word)) {
       return set(r, len - 2 >= 6 && len - 2 <= 16 ? '<addr>' : '<hex>', j);
     }
-    if (len >= 8 && HEX_WORD.test(word) && /[a-fA-F]/.test(word)) return set(r, '<hex>', j);
+    if (len >= 7 && HEX_WORD.test(word) && /[a-fA-F]/.test(word)) return set(r, '<hex>', j);
     if (glued) return false;
     m = sticky(NUMBER, s, i)!;
     const end = i + m[0].length;
@@ -227,7 +240,7 @@ function maskWord(s: string, i: number, j: number, prev: number, r: WordMask): b
     }
     return set(r, '<num>', end);
   }
-  if (len >= 8 && HEX_WORD.test(s.slice(i, j)) && /\d/.test(s.slice(i, j))) return set(r, '<hex>', j);
+  if (len >= 7 && HEX_WORD.test(s.slice(i, j)) && /\d/.test(s.slice(i, j))) return set(r, '<hex>', j);
   if (len === 1 && s.charCodeAt(j) === 58 && prev !== 46 && (m = sticky(WINDOWS_PATH, s, i))) {
     return set(r, `<path>${extensionOf(m[0])}`, i + m[0].length);
   }

@@ -24,10 +24,15 @@ export const UNDIAGNOSABLE: Readonly<Diagnosis> = Object.freeze({ classification
 
 /** Returns new page and item objects; the input page and its items are left untouched. */
 export function classify(opts: ClassifyOptions, hooks: ClassifyHooks = {}): OperatorFunction<WorkPage, WorkPage> {
-  return map((page) => ({
-    ...page,
-    items: page.items.map((item) => ({ ...item, diagnosis: diagnoseItem(item, page, opts.rules, hooks) })),
-  }));
+  // A timer page (no items) passes through as it is.
+  return map((page) =>
+    page.items.length === 0
+      ? page
+      : {
+          ...page,
+          items: page.items.map((item) => ({ ...item, diagnosis: diagnoseItem(item, page, opts.rules, hooks) })),
+        },
+  );
 }
 
 function diagnoseItem(item: PageItem, page: WorkPage, rules: ClassifyRules, hooks: ClassifyHooks): Diagnosis {

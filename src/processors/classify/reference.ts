@@ -1,46 +1,36 @@
 /**
- * The reference rules of DESIGN 3.1, kept exact: the classification and error signature the
- * reference agent runtimes compute. They are the floor vigil builds on and stay available as a
- * baseline (`classify: { rules: reference }`). Pure functions; they never throw on JSON-shaped
- * input (non-string fields, missing objects, arrays, nulls all read as "absent").
+ * The reference observer's classification (DESIGN 3.1, seed 000), transcribed literally:
+ * `classify: { rules: reference }`. Each function below is one function of the seed, in its order
+ * and with its oddities; nothing here is shared with the vigil rules (STYLE 17), and nothing is
+ * "fixed". Where the seed's text reads oddly, the oddity is the rule:
  *
- * Where DESIGN 3.1 is silent, these choices hold (and are pinned by test/classify-reference.test.ts):
+ * - A tool result's text is `payload.error` when it is a string — even an empty or blank one (then
+ *   the signature is `ToolError`, never `payload.content`'s) — else `payload.content`.
+ * - A text is a traceback when it *contains* `Traceback (most recent call last):` anywhere (also
+ *   `log: Traceback …`, `+ Exception Group Traceback …`); its signature is its last non-empty line.
+ * - The head of a line is its part before the first `:`, taken as it stands (not trimmed); a line
+ *   without a colon has no head. `Error`/`Exception`/`Warning` suffixes compare case-sensitively,
+ *   equality with `error`/`fatal`/`panic` case-insensitively.
+ * - Lines are Rust's `str::lines()`: split on `\n` (a `\r` before it goes too); a lone `\r` splits
+ *   nothing. Trimming and whitespace are Rust's too: Unicode `White_Space` (so U+0085 is
+ *   whitespace and U+FEFF is not, unlike JavaScript's `trim`).
+ * - A signature is the line whitespace-collapsed, then its first 96 characters (Unicode scalar
+ *   values) as they fall: a space the cut leaves at the end stays.
+ * - Warnings compare the lower-cased trimmed line; the `…warning` head needs a colon.
+ * - Types are JSON's: a field of another type than the seed reads (a list for a text, a number for
+ *   a state) reads as absent.
  *
- * - Lines are split on `\r\n`, `\r` and `\n`. Each line is trimmed before it is tested; a line that
- *   is empty after trimming is "empty".
- * - "A Python traceback" is a text with a line that, trimmed, is exactly
- *   `Traceback (most recent call last):` (case-sensitive). Its signature is the text's last
- *   non-empty line, whatever that line says.
- * - "The part before the first `:`" is the trimmed line up to its first colon, trimmed again; a line
- *   without a colon is all head (Python's `line.split(':', 1)[0]`).
- * - The `Error`/`Exception` suffix is case-sensitive (`RuntimeError`, `java.io.IOException`; not
- *   `terror`, not `Unhandled exception`). Equality with `error`/`fatal`/`panic` is
- *   case-insensitive (`ERROR: x`, `Fatal: x`), and so is the `error:`/`fatal:`/`panic:` prefix
- *   rule, which trimmed lines make a special case of the equality rule (kept for fidelity).
- * - "Does not end with `Warning`" applies to the head, like the other two tests of the sentence.
- *   With a case-sensitive `Error` suffix it can never reject anything; it is kept as written.
- * - Collapsing replaces each run of whitespace (JS `\s`, Unicode spaces included) with one space
- *   and trims; the cut to 96 then counts code points (a surrogate pair is never split) and any
- *   trailing space the cut leaves is dropped, so a signature never starts or ends with whitespace.
- * - Warnings: every form is matched case-insensitively on the trimmed line (the reference lists
- *   `userwarning:` in lower case, so it compares lower-cased text). `contains warning:` subsumes
- *   the `warning:` prefix and the five `…warning:` forms; they are listed for fidelity.
+ * The seed's identity rules (operation and workspace naming, revision resolution) are here too:
+ * `referenceIdentity` names what the recurrence processor groups a reference failure by.
  */
-import type { Classification } from '../../model/event.ts';
+import type { Classification, ReferenceIdentity } from '../../model/event.ts';
 
-/** Longest signature, in code points. */
-export const SIGNATURE_MAX_CHARS = 96;
-/** Signature of a failed execution whose error text is empty. */
-export const EXECUTION_ERROR_FALLBACK = 'ExecutionError';
-/** Signature of a failed tool call whose error and content are empty. */
-export const TOOL_ERROR_FALLBACK = 'ToolError';
-
-const TRACEBACK_HEADER = 'Traceback (most recent call last):';
-const BARE_ERROR_HEADS = new Set(['error', 'fatal', 'panic']);
-const ERROR_PREFIXES = ['error:', 'fatal:', 'panic:'];
-const WARNING_PREFIXES = ['warning:', 'warn:', '[warning]'];
-const WARNING_INFIXES = ['warning:', 'userwarning:', 'deprecationwarning:', 'syntaxwarning:', 'runtimewarning:', 'futurewarning:'];
-const TOOL_KINDS = new Set(['tool.result', 'scratchpad']);
+/** Signature of a failed execution whose error text names nothing. */
+const EXECUTION_ERROR = 'ExecutionError';
+/** Signature of a failed tool call whose text names nothing. */
+const TOOL_ERROR = 'ToolError';
+const TRACEBACK = 'Traceback (most recent call last):';
+const SIGNATURE_CHARS = 96;
 
 /** What the reference rules say about one event. */
 export interface ReferenceResult {
@@ -51,188 +41,182 @@ export interface ReferenceResult {
   reason?: string;
 }
 
-/** A reference result together with the text it was decided from (for excerpts and extensions). */
+/** A reference result together with the text it was decided from (for the excerpt). */
 export interface ReferenceDecision extends ReferenceResult {
-  /** The text the decision came from: the error output, the stderr item, the tool error/content. */
   source?: string;
-  /**
-   * How the signature was found: `rules` (error-signature rules), `first-line` (the first non-empty
-   * line, because the rules found nothing) or `default` (ExecutionError / ToolError).
-   */
-  signatureFrom?: 'rules' | 'first-line' | 'default';
 }
 
-/** Splits text into lines on `\r\n`, `\r` or `\n`. */
-export function splitLines(text: string): string[] {
-  return text.split(/\r\n|\r|\n/);
-}
-
-/** Collapses whitespace runs to one space, trims, and cuts to 96 code points (DESIGN 3.1). */
-export function collapseAndCut(text: string, max = SIGNATURE_MAX_CHARS): string {
-  const collapsed = text.replace(/\s+/g, ' ').trim();
-  if (collapsed.length <= max) return collapsed;
-  let out = '';
-  let count = 0;
-  for (const ch of collapsed) {
-    if (count === max) break;
-    out += ch;
-    count++;
-  }
-  return out.trimEnd();
-}
-
-/** The first non-empty line, collapsed and cut; empty when the text has none. */
-export function firstNonEmptyLine(text: string): string {
-  for (const line of splitLines(text)) {
-    if (line.trim() !== '') return collapseAndCut(line);
-  }
-  return '';
-}
-
-function lastNonEmptyLine(lines: readonly string[]): string {
-  for (let i = lines.length - 1; i >= 0; i--) {
-    if (lines[i]!.trim() !== '') return lines[i]!;
-  }
-  return '';
-}
-
-/** The part of a trimmed line before its first `:`, trimmed; the whole line when it has none. */
-function headOf(line: string): string {
-  const colon = line.indexOf(':');
-  return (colon < 0 ? line : line.slice(0, colon)).trim();
-}
-
-function isErrorLine(line: string): boolean {
-  const head = headOf(line);
-  const headMatches =
-    (head.endsWith('Error') || head.endsWith('Exception') || BARE_ERROR_HEADS.has(head.toLowerCase())) &&
-    !head.endsWith('Warning');
-  if (headMatches) return true;
-  const lower = line.toLowerCase();
-  return ERROR_PREFIXES.some((p) => lower.startsWith(p));
-}
-
-/**
- * The reference error signature of a text: empty for empty text; for a Python traceback its last
- * non-empty line; otherwise the first line that names an error (see the module comment), or empty.
- * Collapsed and cut to 96 characters.
- */
-export function referenceSignature(text: string): string {
-  if (typeof text !== 'string' || text === '') return '';
-  const lines = splitLines(text);
-  if (lines.some((l) => l.trim() === TRACEBACK_HEADER)) return collapseAndCut(lastNonEmptyLine(lines));
-  for (const raw of lines) {
-    const line = raw.trim();
-    if (line !== '' && isErrorLine(line)) return collapseAndCut(line);
-  }
-  return '';
-}
-
-function isWarningLine(line: string): boolean {
-  const lower = line.toLowerCase();
-  if (WARNING_PREFIXES.some((p) => lower.startsWith(p))) return true;
-  if (WARNING_INFIXES.some((p) => lower.includes(p))) return true;
-  return headOf(lower).endsWith('warning');
-}
-
-/** Whether any line of the text is a warning by the reference rules (case-insensitive). */
-export function isReferenceWarning(text: string): boolean {
-  if (typeof text !== 'string' || text === '') return false;
-  for (const raw of splitLines(text)) {
-    const line = raw.trim();
-    if (line !== '' && isWarningLine(line)) return true;
-  }
-  return false;
-}
-
-/** The reference classification of an event (DESIGN 3.1), without the decision's source text. */
+/** The reference classification of an event. */
 export function classifyReference(kind: string, payload: Record<string, unknown>): ReferenceResult {
-  const { source: _source, signatureFrom: _from, ...result } = referenceDecision(kind, payload);
+  const { source: _source, ...result } = referenceDecision(kind, payload);
   return result;
 }
 
 /** The reference classification of an event, with the text it was decided from. */
 export function referenceDecision(kind: unknown, payload: unknown): ReferenceDecision {
-  const p = asRecord(payload);
-  if (kind === 'execution.completed') return executionDecision(p);
-  if (typeof kind === 'string' && TOOL_KINDS.has(kind) && p.type === 'tool_result') return toolDecision(p);
-  return { classification: 'NormalOutput', signature: null };
-}
-
-function executionDecision(p: Record<string, unknown>): ReferenceDecision {
-  const outcome = asRecord(p.outcome);
-  if (p.state === 'error') {
-    const source = textOf(outcome.error, '\n');
-    return { classification: 'ExecutionFailure', ...signatureWithFallback(source, EXECUTION_ERROR_FALLBACK), source };
+  const p = object(payload);
+  if (kind === 'execution.completed') {
+    const outcome = object(p.outcome);
+    if (p.state === 'error') {
+      const error = string(outcome.error);
+      return { classification: 'ExecutionFailure', signature: signatureOr(error, EXECUTION_ERROR), source: error };
+    }
+    const stderr = firstStderr(outcome.output);
+    if (stderr === undefined) return { classification: 'NormalOutput', signature: null };
+    const signature = errorSignature(stderr);
+    if (signature !== '') return { classification: 'RecoveredError', signature, source: stderr };
+    if (isWarning(stderr)) return { classification: 'StderrWarning', signature: null, source: stderr };
+    return { classification: 'Uncertain', signature: null, source: stderr };
   }
-  const stderr = firstStderrText(outcome.output);
-  if (stderr === undefined) return { classification: 'NormalOutput', signature: null };
-  const signature = referenceSignature(stderr);
-  if (signature !== '') return { classification: 'RecoveredError', signature, signatureFrom: 'rules', source: stderr };
-  if (isReferenceWarning(stderr)) return { classification: 'StderrWarning', signature: null, source: stderr };
-  return { classification: 'Uncertain', signature: null, source: stderr };
-}
-
-function toolDecision(p: Record<string, unknown>): ReferenceDecision {
-  if (p.status === 'skipped') {
-    const d: ReferenceDecision = { classification: 'SkippedPeerCall', signature: null };
-    if (typeof p.reason === 'string') d.reason = p.reason;
-    return d;
-  }
-  if (p.status === 'error') {
-    // `payload.error or payload.content`: the error text when it has any content, else the content.
-    const error = textOf(p.error, '\n');
-    const source = error.trim() !== '' ? error : textOf(p.content, '\n');
-    return { classification: 'ExecutionFailure', ...signatureWithFallback(source, TOOL_ERROR_FALLBACK), source };
+  if ((kind === 'tool.result' || kind === 'scratchpad') && p.type === 'tool_result') {
+    if (p.status === 'skipped') {
+      const d: ReferenceDecision = { classification: 'SkippedPeerCall', signature: null };
+      if (typeof p.reason === 'string') d.reason = p.reason;
+      return d;
+    }
+    if (p.status === 'error') {
+      const text = typeof p.error === 'string' ? p.error : string(p.content);
+      return { classification: 'ExecutionFailure', signature: signatureOr(text, TOOL_ERROR), source: text };
+    }
   }
   return { classification: 'NormalOutput', signature: null };
 }
 
-function signatureWithFallback(text: string, fallback: string): Pick<ReferenceDecision, 'signature' | 'signatureFrom'> {
-  const signature = referenceSignature(text);
-  if (signature !== '') return { signature, signatureFrom: 'rules' };
-  const first = firstNonEmptyLine(text);
-  if (first !== '') return { signature: first, signatureFrom: 'first-line' };
-  return { signature: fallback, signatureFrom: 'default' };
+/** The error signature, else the first non-empty line, else the fallback. */
+function signatureOr(text: string, fallback: string): string {
+  const signature = errorSignature(text);
+  if (signature !== '') return signature;
+  for (const line of lines(text)) {
+    const t = trim(line);
+    if (t !== '') return clean(t);
+  }
+  return fallback;
 }
 
-/**
- * The text of the first stderr item of `outcome.output[]` whose text is not blank; undefined when
- * there is none. An item is stderr when `name === 'stderr'` (Jupyter/nbformat stream outputs:
- * `{output_type: 'stream', name: 'stderr', text}`) or `stream === 'stderr'`. Its `text` is a string
- * or, as nbformat allows, a list of strings that is joined without a separator.
- */
-export function firstStderrText(output: unknown): string | undefined {
+/** The text of the first `stderr` item of `outcome.output[]` whose text is not empty (trimmed). */
+function firstStderr(output: unknown): string | undefined {
   if (!Array.isArray(output)) return undefined;
   for (const item of output) {
-    const rec = asRecord(item);
-    if (rec.name !== 'stderr' && rec.stream !== 'stderr') continue;
-    const text = textOf(rec.text, '');
-    if (text.trim() !== '') return text;
+    const o = object(item);
+    if (o.name !== 'stderr') continue;
+    const text = string(o.text);
+    if (trim(text) !== '') return text;
   }
   return undefined;
 }
 
-/**
- * Reads a text field: a string as is; a list of strings and of `{type: 'text', text}` content
- * blocks (tool_result content) joined with `joiner`; anything else is empty.
- */
-export function textOf(value: unknown, joiner: string): string {
-  if (typeof value === 'string') return value;
-  if (!Array.isArray(value)) return '';
-  const parts: string[] = [];
-  for (const v of value) {
-    if (typeof v === 'string') parts.push(v);
-    else {
-      const rec = asRecord(v);
-      if (typeof rec.text === 'string' && (rec.type === undefined || rec.type === 'text')) parts.push(rec.text);
-    }
-  }
-  return parts.join(joiner);
+/** DESIGN 3.1's error signature; empty when the text names no error. */
+export function referenceSignature(text: string): string {
+  return errorSignature(typeof text === 'string' ? text : '');
 }
 
-const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+function errorSignature(text: string): string {
+  if (trim(text) === '') return '';
+  const all = lines(text).map(trim);
+  if (text.includes(TRACEBACK)) {
+    for (let i = all.length - 1; i >= 0; i--) if (all[i] !== '') return clean(all[i]!);
+    return '';
+  }
+  for (const line of all) {
+    const colon = line.indexOf(':');
+    if (colon >= 0) {
+      const head = line.slice(0, colon);
+      const lower = head.toLowerCase();
+      if ((head.endsWith('Error') || head.endsWith('Exception') || lower === 'error' || lower === 'fatal' || lower === 'panic') && !head.endsWith('Warning')) {
+        return clean(line);
+      }
+    }
+    if (line.startsWith('error:') || line.startsWith('fatal:') || line.startsWith('panic:')) return clean(line);
+  }
+  return '';
+}
 
-export function asRecord(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : EMPTY;
+/** Whether any line of the text is a warning by DESIGN 3.1. */
+export function isReferenceWarning(text: string): boolean {
+  return isWarning(typeof text === 'string' ? text : '');
+}
+
+function isWarning(text: string): boolean {
+  for (const raw of lines(text)) {
+    const line = trim(raw).toLowerCase();
+    if (line.startsWith('warning:') || line.startsWith('warn:') || line.startsWith('[warning]')) return true;
+    if (
+      line.includes('warning:') ||
+      line.includes('userwarning:') ||
+      line.includes('deprecationwarning:') ||
+      line.includes('syntaxwarning:') ||
+      line.includes('runtimewarning:') ||
+      line.includes('futurewarning:')
+    ) {
+      return true;
+    }
+    const colon = line.indexOf(':');
+    if (colon >= 0 && line.slice(0, colon).endsWith('warning')) return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Identity (DESIGN 3.3 as the seed applies it)
+
+/**
+ * How the seed groups a failure: by the kind of work that failed — `cell.execution` for an
+ * execution, `tool.execution` for a tool result — and the workspace it ran in (`payload.workspace`,
+ * else `payload.workspace_path`; absent when neither is a non-empty string).
+ */
+export function referenceIdentity(kind: unknown, payload: unknown): ReferenceIdentity {
+  const p = object(payload);
+  const identity: ReferenceIdentity = { rules: 'reference', operation: kind === 'execution.completed' ? 'cell.execution' : 'tool.execution' };
+  const workspace = nonEmpty(p.workspace) ?? nonEmpty(p.workspace_path);
+  if (workspace !== undefined) identity.workspace = workspace;
+  return identity;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The seed's text primitives (Rust's `str` methods)
+
+const EDGE_SPACE = /^\p{White_Space}+|\p{White_Space}+$/gu;
+const SPACE_RUN = /\p{White_Space}+/u;
+
+/** `str::trim`. */
+function trim(s: string): string {
+  return s.replace(EDGE_SPACE, '');
+}
+
+/** `str::lines`: split on `\n`, a `\r` before it removed; no empty line after a final `\n`. */
+function lines(s: string): string[] {
+  if (s === '') return [];
+  const parts = s.split('\n');
+  if (parts[parts.length - 1] === '') parts.pop();
+  for (let i = 0; i < parts.length; i++) if (parts[i]!.endsWith('\r')) parts[i] = parts[i]!.slice(0, -1);
+  return parts;
+}
+
+/** `split_whitespace().join(" ")`, then `chars().take(96)`. */
+function clean(s: string): string {
+  const collapsed = s
+    .split(SPACE_RUN)
+    .filter((w) => w !== '')
+    .join(' ');
+  if (collapsed.length <= SIGNATURE_CHARS) return collapsed;
+  let out = '';
+  let n = 0;
+  for (const ch of collapsed) {
+    if (n === SIGNATURE_CHARS) break;
+    out += ch;
+    n++;
+  }
+  return out;
+}
+
+function object(v: unknown): Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+function string(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+function nonEmpty(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
 }

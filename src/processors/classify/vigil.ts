@@ -5,8 +5,9 @@
  *
  * - A failed execution (`state: error`) or tool call (`status: error`) is ExecutionFailure named by
  *   the most telling failure in its text; without one, by the evidence's `type: message`; without
- *   that, by the text's first non-empty line that is not a warning (framed: no colour codes, no
- *   timestamp); without that, `ExecutionError` / `ToolError`.
+ *   that, by the signal that killed it (exit status 128 + n: `SIGSEGV` for 139); without that, by
+ *   the text's first non-empty line that is not a warning (framed: no colour codes, no timestamp);
+ *   without that, `ExecutionError` / `ToolError`, identified with the exit status when known.
  * - A successful execution's first non-empty stderr item: a real failure → RecoveredError;
  *   otherwise a warning (or WARN log severity) → StderrWarning; otherwise Uncertain.
  * - Skipped tool calls and everything else: as the reference rules.
@@ -14,19 +15,10 @@
 import type { Classification, Evidence } from '../../model/event.ts';
 import { detect } from './detect.ts';
 import { Rank, type FailureKey } from './finding.ts';
-import { fingerprintV2 } from './fingerprint2.ts';
+import { fingerprintV3 } from './fingerprint3.ts';
 import { frameLines } from './frame.ts';
 import { isWarningLine } from './formats/warning.ts';
-import {
-  asRecord,
-  collapseAndCut,
-  EXECUTION_ERROR_FALLBACK,
-  SIGNATURE_MAX_CHARS,
-  firstStderrText,
-  referenceDecision,
-  textOf,
-  TOOL_ERROR_FALLBACK,
-} from './reference.ts';
+import { asRecord, collapseAndCut, EXECUTION_ERROR_FALLBACK, firstStderrText, SIGNATURE_MAX_CHARS, textOf, TOOL_ERROR_FALLBACK } from './text.ts';
 
 /** A vigil decision: class, signature and fingerprint, and the text it was made from. */
 export interface VigilDecision {
@@ -49,7 +41,7 @@ export function vigilDecision(kind: unknown, payload: unknown, evidence?: Eviden
   const p = asRecord(payload);
   if (kind === 'execution.completed') {
     const outcome = asRecord(p.outcome);
-    if (p.state === 'error') return failed(textOf(outcome.error, '\n'), EXECUTION_ERROR_FALLBACK, evidence);
+    if (p.state === 'error') return failed(textOf(outcome.error, '\n'), EXECUTION_ERROR_FALLBACK, evidence, exitStatusOf(p, outcome));
     const stderr = firstStderrText(outcome.output);
     if (stderr === undefined) return { classification: 'NormalOutput', signature: null, fingerprint: null };
     const found = detect(stderr);
@@ -60,28 +52,60 @@ export function vigilDecision(kind: unknown, payload: unknown, evidence?: Eviden
     if (found.warning || isWarnSeverity(evidence)) return { classification: 'StderrWarning', signature: null, fingerprint: null, source: stderr };
     return { classification: 'Uncertain', signature: null, fingerprint: null, source: stderr };
   }
-  if (typeof kind === 'string' && TOOL_KINDS.has(kind) && p.type === 'tool_result' && p.status === 'error') {
-    const error = textOf(p.error, '\n');
-    return failed(error.trim() !== '' ? error : textOf(p.content, '\n'), TOOL_ERROR_FALLBACK, evidence);
+  if (typeof kind === 'string' && TOOL_KINDS.has(kind) && p.type === 'tool_result') {
+    if (p.status === 'error') {
+      // A blank error string says nothing: the content is read instead (the reference reads only the error).
+      const error = textOf(p.error, '\n');
+      return failed(error.trim() !== '' ? error : textOf(p.content, '\n'), TOOL_ERROR_FALLBACK, evidence, exitStatusOf(p, asRecord(p.outcome)));
+    }
+    if (p.status === 'skipped') {
+      const d: VigilDecision = { classification: 'SkippedPeerCall', signature: null, fingerprint: null };
+      if (typeof p.reason === 'string') d.reason = p.reason;
+      return d;
+    }
   }
-  // Skipped peer calls and everything else are decided exactly as the reference decides them.
-  const { source: _s, signatureFrom: _f, ...rest } = referenceDecision(kind, payload);
-  return { ...rest, fingerprint: null };
+  return { classification: 'NormalOutput', signature: null, fingerprint: null };
 }
 
-function failed(source: string, fallback: string, evidence: Evidence | undefined): VigilDecision {
+function failed(source: string, fallback: string, evidence: Evidence | undefined, exitStatus: number | undefined): VigilDecision {
   const found = detect(source);
   if (found.failure) return named('ExecutionFailure', found.failure.signature, found.failure.key, source, found.failure.format);
   const fromEvidence = evidenceSignature(evidence);
   if (fromEvidence) return named('ExecutionFailure', fromEvidence, { kind: 'text', text: fromEvidence }, source, 'evidence');
+  const signal = exitStatus === undefined ? undefined : signalOf(exitStatus);
+  if (signal) return named('ExecutionFailure', signal, { kind: 'status', name: signal }, source, 'signal');
   const first = firstLine(source);
   if (first) return named('ExecutionFailure', first, { kind: 'text', text: first }, source, 'first-line');
-  return named('ExecutionFailure', fallback, { kind: 'text', text: fallback }, source, 'default');
+  // Nothing names it: the exit status is all a silent failure says (grep's 1 is not a guard's 3).
+  const key: FailureKey = exitStatus === undefined ? { kind: 'status', name: fallback } : { kind: 'status', name: fallback, code: exitStatus };
+  return named('ExecutionFailure', fallback, key, source, 'default');
 }
 
-/** A named failure: the signature (collapsed, cut to 96) and the v2 fingerprint of its key. */
+/** A named failure: the signature (collapsed, cut to 96) and the v3 fingerprint of its key. */
 function named(classification: Classification, signature: string, key: FailureKey, source: string, format: string): VigilDecision {
-  return { classification, signature: toSignature(signature), fingerprint: fingerprintV2(key), source, format };
+  return { classification, signature: toSignature(signature), fingerprint: fingerprintV3(key), source, format };
+}
+
+/** Linux signal names by number: an exit status of 128 + n is a death by signal n. */
+const SIGNAL_NAMES = [
+  '', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGKILL', 'SIGUSR1', 'SIGSEGV', 'SIGUSR2', 'SIGPIPE',
+  'SIGALRM', 'SIGTERM', 'SIGSTKFLT', 'SIGCHLD', 'SIGCONT', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGURG', 'SIGXCPU', 'SIGXFSZ',
+  'SIGVTALRM', 'SIGPROF', 'SIGWINCH', 'SIGIO', 'SIGPWR', 'SIGSYS',
+];
+
+/** `SIGSEGV` for 139 (128 + 11), … ; undefined for other statuses. */
+export function signalOf(exitStatus: number): string | undefined {
+  const n = exitStatus - 128;
+  return n >= 1 && n < SIGNAL_NAMES.length ? SIGNAL_NAMES[n] : undefined;
+}
+
+/**
+ * The exit status of a failed execution, when the payload gives one: `outcome.exit_code`, else
+ * `payload.exit_code` (`vigil classify` passes a raw text's `exit_code` this way).
+ */
+function exitStatusOf(p: Record<string, unknown>, outcome: Record<string, unknown>): number | undefined {
+  for (const v of [outcome.exit_code, p.exit_code]) if (typeof v === 'number' && Number.isInteger(v) && v !== 0) return v;
+  return undefined;
 }
 
 // Whitespace other than single inner spaces: only then is the full collapse needed.

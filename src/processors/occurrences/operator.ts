@@ -1,5 +1,6 @@
 /**
- * For pipelines whose otlphttp exporter reports every occurrence (`occurrence_spans: all`): each
+ * For pipelines with an exporter that consumes every occurrence (its factory declares
+ * `everyOccurrence`, as otlphttp does with `occurrence_spans: all`): each
  * occurrence the recurrence processor counted becomes an `occurrence` outbox item in the page's
  * commit, whether or not it created or updated work.
  */
@@ -31,7 +32,7 @@ export function occurrenceRecords(): OperatorFunction<WorkPage, WorkPage> {
           service: e.service,
           partition: e.partition,
           revision: o.revision,
-          operation: e.operation ?? null,
+          operation: o.operation ?? e.operation ?? null,
           trace_id: e.traceId ?? null,
           span_id: e.spanId ?? null,
           suppressed: o.suppressed ?? null,

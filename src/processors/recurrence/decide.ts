@@ -20,14 +20,16 @@ export type Action = 'reject' | 'group' | 'create_work';
  * (undefined for the first occurrence) and `now` this occurrence's event time. An occurrence
  * whose event time is before `lastSeen` (late arrival) is neither "within the window" nor
  * "beyond" it by the reference rule `0 <= now - last_seen <= window`; it counts as beyond, as the
- * reference's else-branch does.
+ * reference's else-branch does. A zero window holds nothing (`window > 0` is part of the rule), so
+ * a repeat at the same instant is chronic, not a burst.
  */
 export function decide(policy: RecurrencePolicy, total: number, lastSeen: number | undefined, now: number): Decision {
   if (policy.minRecurrence === 0) return 'Reject';
   const reached = total >= policy.minRecurrence;
   if (lastSeen === undefined) return reached ? 'BurstThresholdReached' : 'BurstCoalesced';
   const gap = now - lastSeen;
-  if (gap >= 0 && gap <= policy.groupingWindow) return reached ? 'BurstThresholdReached' : 'BurstCoalesced';
+  // "Within the window" needs a window: with `grouping_window: 0` only a first occurrence is a burst.
+  if (policy.groupingWindow > 0 && gap >= 0 && gap <= policy.groupingWindow) return reached ? 'BurstThresholdReached' : 'BurstCoalesced';
   return reached ? 'ChronicRecurrence' : 'BurstCoalesced';
 }
 

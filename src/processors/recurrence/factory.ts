@@ -29,6 +29,15 @@ export const recurrenceFactory: ProcessorFactory<RecurrenceConfig> = {
         loadTurns: (_p, turnIds) => from(store.loadTurns(pipeline, turnIds)),
         lookupRevisions: (ids) => from(store.lookupRevisions(ids)),
       },
+      {
+        onUnresolvedRevision: (executionId, event, page) =>
+          settings.logger.warn('recurrence: no revision known for the execution; occurrence stamped unresolved_revision', {
+            pipeline: page.pipeline,
+            partition: page.partition,
+            execution_id: executionId,
+            event_id: event.eventId,
+          }),
+      },
     );
   },
 };

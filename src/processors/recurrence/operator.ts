@@ -4,7 +4,7 @@
  * page's commit with group states and work events. Everything it knows about the past comes from
  * the state view passed in; it keeps nothing between pages itself.
  */
-import { concatMap, forkJoin, from, map, type ObservableInput, type OperatorFunction } from 'rxjs';
+import { concatMap, forkJoin, from, map, of, type ObservableInput, type OperatorFunction } from 'rxjs';
 import { isFailure, type AgentEvent } from '../../model/event.ts';
 import {
   groupKey as makeGroupKey,
@@ -32,12 +32,22 @@ export interface RecurrenceOptions extends RecurrencePolicy {
   scope: GroupingScope;
 }
 
-export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView): OperatorFunction<WorkPage, WorkPage> {
+export interface RecurrenceHooks {
+  /**
+   * An occurrence whose execution id names no known revision (none in the page, the store or the
+   * payload): it is stamped `unresolved_revision`. Called once per execution id and page.
+   */
+  onUnresolvedRevision?(executionId: string, event: AgentEvent, page: WorkPage): void;
+}
+
+export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView, hooks: RecurrenceHooks = {}): OperatorFunction<WorkPage, WorkPage> {
   return concatMap((page) => {
+    // A timer page (no items) passes through as it is: nothing to decide, nothing to read.
+    if (page.items.length === 0) return of(page);
     const executionIds = unique(page.items.map((i) => executionIdOf(i.entry.event)).filter(isString));
     return from(executionIds.length ? state.lookupRevisions(executionIds) : [new Map<string, string>()]).pipe(
       concatMap((storedRevisions) => {
-        const { planned, revisions } = planPage(page, opts, storedRevisions);
+        const { planned, revisions } = planPage(page, opts, storedRevisions, hooks);
         const turnIds = unique(planned.map((p) => p.turnId));
         return forkJoin({
           groups: planned.length ? from(state.loadGroups(unique(planned.map((p) => p.groupKey)))) : from([new Map<string, GroupState>()]),
@@ -54,6 +64,7 @@ interface PlannedOccurrence {
   groupKey: string;
   occurrenceId: string;
   revision: string;
+  operation: string | undefined;
   turnId: string;
 }
 
@@ -61,45 +72,81 @@ function planPage(
   page: WorkPage,
   opts: RecurrenceOptions,
   storedRevisions: Map<string, string>,
+  hooks: RecurrenceHooks,
 ): { planned: PlannedOccurrence[]; revisions: Array<{ executionId: string; revision: string }> } {
-  const pageRevisions = new Map<string, string>();
+  const earlierRevisions = new Map<string, string>();
   const revisions: Array<{ executionId: string; revision: string }> = [];
   const planned: PlannedOccurrence[] = [];
   const pageTurn = `page:${page.partition}:${page.items[0]?.entry.id ?? ''}`;
+  const unresolved = new Set<string>();
+  // The seed (`rules: reference`) fills its cache from the whole page before it resolves anything:
+  // an `execution.started` later in the same page counts.
+  let wholePage: Map<string, string> | undefined;
   page.items.forEach((item, index) => {
     const event = item.entry.event;
     const execId = executionIdOf(event);
     if (event.kind === 'execution.started') {
-      const rev = stringField(event.payload, 'revision') ?? event.revision;
+      const rev = startedRevision(event);
       if (execId && rev) {
-        pageRevisions.set(execId, rev);
+        earlierRevisions.set(execId, rev);
         revisions.push({ executionId: execId, revision: rev });
       }
       return;
     }
     if (!item.diagnosis || !isFailure(item.diagnosis)) return;
-    const revision = resolveRevision(event, execId, pageRevisions, storedRevisions);
+    const identity = item.diagnosis.identity;
+    let revision: string;
+    if (identity?.rules === 'reference') {
+      wholePage ??= startedRevisions(page);
+      revision = referenceRevision(event, execId, wholePage, storedRevisions);
+    } else {
+      revision = resolveRevision(event, execId, earlierRevisions, storedRevisions);
+    }
+    if (revision === UNRESOLVED_REVISION && execId && !unresolved.has(execId)) {
+      unresolved.add(execId);
+      hooks.onUnresolvedRevision?.(execId, event, page);
+    }
+    const operation = identity?.operation ?? event.operation;
     const groupKey = makeGroupKey({
       scope: opts.scope === 'session' ? `session:${event.partition}` : `service:${event.service}`,
-      operation: event.operation,
+      operation,
       revision,
       fingerprint: item.diagnosis.fingerprint ?? item.diagnosis.signature!,
+      ...(identity?.workspace !== undefined ? { workspace: identity.workspace } : {}),
     });
     planned.push({
       index,
       groupKey,
       occurrenceId: makeOccurrenceId(groupKey, event.eventId),
       revision,
+      operation,
       turnId: event.turnId ?? pageTurn,
     });
   });
   return { planned, revisions };
 }
 
+function startedRevision(event: AgentEvent): string | undefined {
+  return stringField(event.payload, 'revision') ?? event.revision;
+}
+
+/** Execution id → revision of every `execution.started` of the page (a later one overrides). */
+function startedRevisions(page: WorkPage): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const item of page.items) {
+    const event = item.entry.event;
+    if (event.kind !== 'execution.started') continue;
+    const execId = executionIdOf(event);
+    const rev = startedRevision(event);
+    if (execId && rev) map.set(execId, rev);
+  }
+  return map;
+}
+
 /**
- * DESIGN 3.3: an earlier `execution.started` of the same partition, then the store, then the
- * payload, then the resource's `service.version`. With an execution id but no revision found the
- * occurrence is stamped `unresolved_revision` — never with vigil's own version.
+ * DESIGN 3.3 (`rules: vigil`): an earlier `execution.started` of the same partition, then the
+ * store, then the payload, then the resource's `service.version`. With an execution id but no
+ * revision found the occurrence is stamped `unresolved_revision` — never with vigil's own version.
  */
 function resolveRevision(
   event: AgentEvent,
@@ -114,6 +161,23 @@ function resolveRevision(
   const own = stringField(event.payload, 'revision') ?? event.revision;
   if (own) return own;
   return execId ? UNRESOLVED_REVISION : UNKNOWN_REVISION;
+}
+
+/**
+ * The seed's order (`rules: reference`): the page's `execution.started` records (the whole page),
+ * then the store, then `payload.revision`; then `unresolved_revision` when there is an execution
+ * id; else the configured fallback — the record's or its resource's revision (`vigil.revision`,
+ * `service.version`), else `unknown`.
+ */
+function referenceRevision(event: AgentEvent, execId: string | undefined, pageRevisions: Map<string, string>, storedRevisions: Map<string, string>): string {
+  if (execId) {
+    const known = pageRevisions.get(execId) ?? storedRevisions.get(execId);
+    if (known) return known;
+  }
+  const own = stringField(event.payload, 'revision');
+  if (own) return own;
+  if (execId) return UNRESOLVED_REVISION;
+  return event.revision || UNKNOWN_REVISION;
 }
 
 function applyPage(
@@ -172,7 +236,7 @@ function applyPage(
     groups.set(p.groupKey, next);
     items[p.index] = {
       ...item,
-      occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, count: total, ...(suppressed ? { suppressed } : {}) },
+      occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, ...operationOf(p), count: total, ...(suppressed ? { suppressed } : {}) },
     };
     failures.push({
       time: event.time,
@@ -235,7 +299,7 @@ function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, gr
         last_seen: new Date(group.lastSeen).toISOString(),
         partition: event.partition,
         revision: p.revision,
-        operation: event.operation ?? null,
+        operation: p.operation ?? null,
         trace_id: event.traceId ?? null,
         span_id: event.spanId ?? null,
         evidence: {
@@ -247,6 +311,10 @@ function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, gr
       },
     },
   };
+}
+
+function operationOf(p: PlannedOccurrence): { operation?: string } {
+  return p.operation !== undefined ? { operation: p.operation } : {};
 }
 
 export function executionIdOf(event: AgentEvent): string | undefined {

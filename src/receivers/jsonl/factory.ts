@@ -7,7 +7,7 @@
 import { open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { IngestConsumer, ReceiverFactory, ReceiverSettings } from '../../component.ts';
+import type { ComponentMetric, IngestConsumer, ReceiverFactory, ReceiverSettings, Signal } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import { errorMessage } from '../../errors.ts';
 import type { AgentEvent } from '../../model/event.ts';
@@ -45,14 +45,29 @@ class JsonlReceiver {
   private readonly abort = new AbortController();
   private readonly tasks: Promise<void>[] = [];
   private readonly counters: JsonlStats = { lines: 0, appended: 0, duplicates: 0, malformed: 0 };
-  private readonly consumers: IngestConsumer[];
+  /** Appended and duplicate records per signal (each signal's pipelines get every line). */
+  private readonly bySignal = new Map<Signal, { appended: number; duplicates: number }>();
+  private readonly consumers: Array<[Signal, IngestConsumer]>;
 
   constructor(private readonly settings: ReceiverSettings, private readonly cfg: JsonlReceiverConfig) {
-    this.consumers = Object.values(settings.consumers).filter((c): c is IngestConsumer => !!c);
+    this.consumers = Object.entries(settings.consumers).filter((e): e is [Signal, IngestConsumer] => !!e[1]);
+    for (const [signal] of this.consumers) this.bySignal.set(signal, { appended: 0, duplicates: 0 });
   }
 
   stats(): JsonlStats {
     return { ...this.counters };
+  }
+
+  metrics(): ComponentMetric[] {
+    const counter = (name: string, help: string, labels: Record<string, string>, value: number): ComponentMetric => ({ name, type: 'counter', help, labels, value });
+    return [
+      counter('vigil_receiver_lines_total', 'JSONL lines read (files or stdin), blank lines aside.', {}, this.counters.lines),
+      counter('vigil_receiver_malformed_lines_total', 'JSONL lines skipped as malformed or overlong, each logged with its FILE:LINE.', {}, this.counters.malformed),
+      ...[...this.bySignal].flatMap(([signal, c]) => [
+        counter('vigil_receiver_appended_records_total', 'Records durably appended to the ingest log.', { signal, protocol: 'jsonl' }, c.appended),
+        counter('vigil_receiver_duplicate_records_total', 'Records the ingest log already held (redeliveries), counted once.', { signal, protocol: 'jsonl' }, c.duplicates),
+      ]),
+    ];
   }
 
   async start(): Promise<void> {
@@ -76,10 +91,13 @@ class JsonlReceiver {
     if (events.length === 0) return;
     for (let attempt = 1; ; attempt++) {
       try {
-        for (const consume of this.consumers) {
+        for (const [signal, consume] of this.consumers) {
           const r = await consume(events);
           this.counters.appended += r.appended;
           this.counters.duplicates += r.duplicates;
+          const c = this.bySignal.get(signal)!;
+          c.appended += r.appended;
+          c.duplicates += r.duplicates;
         }
         return;
       } catch (err) {

@@ -9,6 +9,7 @@ import { OtlpGrpcServer } from './grpc.ts';
 import { OtlpHttpServer } from './http.ts';
 import { OtlpCounters } from './ingest.ts';
 import type { OtlpReceiverStats } from './ingest.ts';
+import { otlpReceiverMetrics } from './metrics.ts';
 
 /** The receiver instance: a Lifecycle with counters and the bound addresses. */
 export interface OtlpReceiver extends Lifecycle {
@@ -68,6 +69,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
       logger.debug('OTLP receiver stopped', { receiver: id, stats: counters.snapshot() });
     },
     stats: () => counters.snapshot(),
+    metrics: () => otlpReceiverMetrics(counters.snapshot()),
     address: () => http?.address(),
     grpcAddress: () => grpc?.address(),
   };

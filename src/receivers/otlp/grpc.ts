@@ -182,10 +182,8 @@ export class OtlpGrpcServer {
     if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
     let input: DecodedSignal;
     try {
-      input =
-        signal === 'traces'
-          ? { signal, decoded: decodeTracesProtobuf(call.request, { skipUnremarkable: this.options.forward?.traces !== true }) }
-          : { signal, decoded: decodeLogsProtobuf(call.request) };
+      const options = { skipIrrelevant: this.options.forward?.[signal] !== true };
+      input = signal === 'traces' ? { signal, decoded: decodeTracesProtobuf(call.request, options) } : { signal, decoded: decodeLogsProtobuf(call.request, options) };
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
       throw err;

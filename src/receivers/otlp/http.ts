@@ -23,7 +23,7 @@ import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { decodeLogsJson, decodeTracesJson } from './json.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
-import type { DecodedLogs, DecodedTraces } from './normalized.ts';
+import type { DecodeOptions, DecodedLogs, DecodedTraces } from './normalized.ts';
 
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -43,11 +43,11 @@ const PROTOCOLS: Record<Encoding, OtlpProtocol> = { json: 'http-json', protobuf:
 
 /**
  * Decoders by encoding and signal; each throws VIGIL_PAYLOAD_INVALID for a body it cannot read.
- * Spans that cannot be relevant are validated but not built (see TraceDecodeOptions).
+ * Records the relevance test lets go are checked but not built (see DecodeOptions).
  */
-const DECODERS: Record<Encoding, { traces: (body: Buffer, skipUnremarkable: boolean) => DecodedTraces; logs: (body: Buffer) => DecodedLogs }> = {
-  json: { traces: (body, skipUnremarkable) => decodeTracesJson(body, { skipUnremarkable }), logs: decodeLogsJson },
-  protobuf: { traces: (body, skipUnremarkable) => decodeTracesProtobuf(body, { skipUnremarkable }), logs: decodeLogsProtobuf },
+const DECODERS: Record<Encoding, Record<Signal, (body: Buffer, options: DecodeOptions) => DecodedTraces | DecodedLogs>> = {
+  json: { traces: decodeTracesJson, logs: decodeLogsJson },
+  protobuf: { traces: decodeTracesProtobuf, logs: decodeLogsProtobuf },
 };
 
 /** google.rpc.Code values used in Status bodies. */
@@ -180,9 +180,8 @@ export class OtlpHttpServer {
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
-        const forwarding = this.options.forward?.[signal] === true;
-        input =
-          signal === 'traces' ? { signal, decoded: DECODERS[bodyEncoding].traces(body, !forwarding) } : { signal, decoded: DECODERS[bodyEncoding].logs(body) };
+        const decoded = DECODERS[bodyEncoding][signal](body, { skipIrrelevant: this.options.forward?.[signal] !== true });
+        input = { signal, decoded } as DecodedSignal;
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
         throw err;

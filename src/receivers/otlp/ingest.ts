@@ -127,8 +127,8 @@ export async function exportDecoded(
   const result = mapped.events.length > 0 ? await consumer(mapped.events) : { appended: 0, duplicates: 0 };
 
   const rejected = decodeStats.rejected + mapped.rejected;
-  // Spans the decoder validated but did not build (skipUnremarkable) are accepted and not relevant.
-  const irrelevant = mapped.irrelevant + (input.signal === 'traces' ? input.decoded.skipped : 0);
+  // Records the decoder checked but did not build (skipIrrelevant) are accepted and not relevant.
+  const irrelevant = mapped.irrelevant + input.decoded.skipped;
   counters.add(input.signal, protocol, {
     accepted: mapped.relevant + irrelevant,
     irrelevant,

@@ -21,7 +21,8 @@ import { logContentHash } from './mapping/logs.ts';
 import type { Attributes, NormalizedLogs, NormalizedTraces } from './normalized.ts';
 
 export { DEFAULT_PARTITION, SESSION_KEYS, UNKNOWN_SERVICE } from './mapping/common.ts';
-export { REFERENCE_KINDS, isErrorSeverity, logContentHash } from './mapping/logs.ts';
+export { REFERENCE_KINDS, logContentHash } from './mapping/logs.ts';
+export { isErrorSeverity } from './mapping/relevance.ts';
 
 export interface MapOptions {
   /** Clock for records that carry no timestamp at all; the record's own time is used otherwise. */

@@ -1,5 +1,5 @@
 /**
- * The normalized OTLP records every OTLP decoder produces (OTLP/JSON now, binary protobuf later),
+ * The normalized OTLP records every OTLP decoder produces (OTLP/JSON and OTLP/protobuf),
  * so that mapping to AgentEvents, bounds and partial-success accounting do not depend on the wire
  * encoding. Attributes are flattened to plain JSON-compatible values; ids are lowercase hex; times
  * are kept both as the sender's nanosecond string (for identity) and as milliseconds (for use).
@@ -42,32 +42,25 @@ export interface DecodeStats {
 export interface DecodedTraces {
   groups: NormalizedTraces[];
   stats: DecodeStats;
-  /**
-   * Spans validated but not materialized (with `skipUnremarkable`): accepted, and certainly not
-   * relevant to the chain. Not in `groups`.
-   */
+  /** Spans checked but not built (with `skipIrrelevant`): accepted, and certainly not relevant. Not in `groups`. */
   skipped: number;
-}
-
-export interface TraceDecodeOptions {
-  /**
-   * Validate every span (same rejections, same bound counts) but materialize only the spans that
-   * can be relevant: status ERROR, an `exception` event or an `error.type` attribute (and, to
-   * count their distinct keys, spans with more attributes than the cap). The others are counted
-   * in `skipped`. This is the receiver's cheap relevance test (DESIGN 1) moved before
-   * the cost of building records nobody will read; mapping applies the full test to the rest.
-   */
-  skipUnremarkable?: boolean;
-}
-
-/** Whether a span can become an event (the first test of mapping/spans.ts): what skipUnremarkable keeps. */
-export function isRemarkableSpan(statusCode: number, hasExceptionEvent: boolean, hasErrorType: boolean): boolean {
-  return statusCode === 2 || hasExceptionEvent || hasErrorType;
 }
 
 export interface DecodedLogs {
   groups: NormalizedLogs[];
   stats: DecodeStats;
+  /** Log records checked but not built (with `skipIrrelevant`): accepted, and certainly not relevant. Not in `groups`. */
+  skipped: number;
+}
+
+export interface DecodeOptions {
+  /**
+   * Check every record (same rejections, same bound counts) but build only those the relevance
+   * test (mapping/relevance.ts) lets through; the others are counted in `skipped`. The receiver's
+   * cheap relevance test (DESIGN 1), applied before the cost of building records nobody will read.
+   * Off when the records are forwarded downstream: then every record is built.
+   */
+  skipIrrelevant?: boolean;
 }
 
 /** At most this many attributes are kept per attribute list; the rest are dropped and counted. */

@@ -21,6 +21,14 @@ const schema = s.object({
   connect_timeout: s.duration({ min: 100 }).default(5000),
   /** A command without an answer after this fails (retryably). */
   command_timeout: s.duration({ min: 100 }).default(5000),
+}).check((c, report) => {
+  if (!c.cluster.enabled && c.cluster.nodes.length > 0) {
+    report(['cluster', 'nodes'], 'lists seed nodes but cluster.enabled is false; set cluster.enabled: true, or remove cluster.nodes');
+  }
+  const db = new URL(c.url).pathname.replace(/^\//, '');
+  if (c.cluster.enabled && db !== '' && db !== '0') {
+    report(['url'], `selects database ${db}, but a Redis Cluster has only database 0; remove '/${db}' from url (use key_prefix to separate deployments)`);
+  }
 });
 export type RedisStoreFactoryConfig = Infer<typeof schema>;
 

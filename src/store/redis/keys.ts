@@ -25,6 +25,10 @@ export interface KeySpace {
   deadLetters(pipeline: string, exporter: string): string;
   /** Cluster mode: how far a partition was committed, kept in the state slot (see store.ts). */
   highWater(pipeline: string, partition: string): string;
+  /** A processor-state namespace: entries, keys by write order, expiring keys by expiry. */
+  kv(namespace: string): { hash: string; order: string; exp: string };
+  /** A pipeline's durable timers: id → timer, and ids by due time. */
+  timers(pipeline: string): { hash: string; due: string };
 }
 
 export interface PartitionKeys {
@@ -40,6 +44,10 @@ export interface StateKeys {
   open: string;
   recent: string;
   deadKeys: string;
+  /** Names of the processor-state namespaces. */
+  kvNamespaces: string;
+  /** Write and timer sequences, eviction counts per namespace. */
+  kvMeta: string;
 }
 
 function encodePartition(p: string): string {
@@ -61,6 +69,8 @@ export function keySpace(prefix: string): KeySpace {
       open: s + 'open-work',
       recent: s + 'recent-failures',
       deadKeys: s + 'dead-letter-lists',
+      kvNamespaces: s + 'kv-namespaces',
+      kvMeta: s + 'kv-meta',
     },
     turn: (pipeline, turnId) => `${s}turn:${pipeline}:${turnId}`,
     revision: (executionId) => `${s}revision:${executionId}`,
@@ -70,5 +80,8 @@ export function keySpace(prefix: string): KeySpace {
     partitions: (pipeline) => `${s}partitions:${pipeline}`,
     deadLetters: (pipeline, exporter) => `${s}dead:${pipeline}:${exporter}`,
     highWater: (pipeline, partition) => `${s}high-water:${pipeline}:${encodePartition(partition)}`,
+    // Namespaces have no braces (NAMESPACE_PATTERN), so they cannot end the hash tag.
+    kv: (namespace) => ({ hash: `${s}kv:${namespace}`, order: `${s}kv-order:${namespace}`, exp: `${s}kv-exp:${namespace}` }),
+    timers: (pipeline) => ({ hash: `${s}timers:${pipeline}`, due: `${s}timer-due:${pipeline}` }),
   };
 }

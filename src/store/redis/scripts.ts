@@ -3,6 +3,7 @@
  * key a script touches must live in one slot, which the key layout (keys.ts) guarantees for each
  * script used in cluster mode. Errors start with a vigil error code so the client can map them.
  */
+import { STATE_PURGE_CHUNK } from '../state.ts';
 
 /** Stream ids are `<ms>-<seq>`; they are compared as numbers (ms fits a double exactly). */
 const STREAM_IDS = `
@@ -19,6 +20,146 @@ end
 local function nextid(id)
   local a, _, b = idparts(id)
   return a .. '-' .. (b + 1)
+end
+`;
+
+/**
+ * Processor state (src/store/state.ts) in the `{state}` slot. Per namespace: a hash key →
+ * `<version>|<expires at or empty>|<JSON>`, a sorted set of keys by write sequence (eviction order,
+ * newest last) and a sorted set of expiring keys by expiry. The kv-meta hash holds the write
+ * sequence, the timer sequence and the eviction counts (`evicted:<namespace>`).
+ *
+ * A state section of ARGV: nNs, then per namespace: name, max entries, nW, then nW × (key,
+ * version or '' (unconditional), expires at or '', JSON or '' (delete)). Its KEYS: per namespace
+ * (hash, order, expiry). `state_check` returns an error text or nil and writes nothing;
+ * `state_apply` writes, purges expired entries in bounded chunks and evicts beyond the bound.
+ */
+const STATE = `
+local function entry_version(raw, now)
+  if not raw then return 0 end
+  local v, x = string.match(raw, '^(%d+)|(%d*)|')
+  if x ~= '' and tonumber(x) <= now then return 0 end
+  return tonumber(v)
+end
+local function state_check(kb, a, now)
+  local nNs = tonumber(ARGV[a])
+  a = a + 1
+  for i = 1, nNs do
+    local name, nW = ARGV[a], tonumber(ARGV[a + 2])
+    local hash = KEYS[kb + 3 * (i - 1)]
+    local pending = {}
+    a = a + 3
+    for j = 1, nW do
+      local key, ver, json = ARGV[a], ARGV[a + 1], ARGV[a + 3]
+      local cur = pending[key]
+      if cur == nil then cur = entry_version(redis.call('HGET', hash, key), now) end
+      if ver ~= '' and tonumber(ver) ~= cur + 1 then
+        return 'VIGIL_STORE_CONFLICT state ' .. name .. '/' .. key .. ' changed concurrently (version ' .. cur .. ', expected ' .. (tonumber(ver) - 1) .. ')'
+      end
+      if json == '' then pending[key] = 0 else pending[key] = cur + 1 end
+      a = a + 4
+    end
+  end
+  return nil
+end
+local function state_drop(hash, order, exp, keys)
+  for i = 1, #keys, 500 do
+    local part = {unpack(keys, i, math.min(i + 499, #keys))}
+    redis.call('HDEL', hash, unpack(part))
+    redis.call('ZREM', order, unpack(part))
+    redis.call('ZREM', exp, unpack(part))
+  end
+  return #keys
+end
+local function state_apply(kNs, kMeta, kb, a, now)
+  local nNs = tonumber(ARGV[a])
+  a = a + 1
+  for i = 1, nNs do
+    local name, max, nW = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local k = kb + 3 * (i - 1)
+    local hash, order, exp = KEYS[k], KEYS[k + 1], KEYS[k + 2]
+    a = a + 3
+    for j = 1, nW do
+      local key, x, json = ARGV[a], ARGV[a + 2], ARGV[a + 3]
+      a = a + 4
+      if json == '' then
+        redis.call('HDEL', hash, key)
+        redis.call('ZREM', order, key)
+        redis.call('ZREM', exp, key)
+      else
+        local cur = entry_version(redis.call('HGET', hash, key), now)
+        redis.call('HSET', hash, key, (cur + 1) .. '|' .. x .. '|' .. json)
+        redis.call('ZADD', order, redis.call('HINCRBY', kMeta, 'seq', 1), key)
+        if x ~= '' then redis.call('ZADD', exp, x, key) else redis.call('ZREM', exp, key) end
+      end
+    end
+    state_drop(hash, order, exp, redis.call('ZRANGEBYSCORE', exp, '-inf', now, 'LIMIT', 0, 2 * nW + ${STATE_PURGE_CHUNK}))
+    local n = redis.call('HLEN', hash)
+    if n > max then
+      n = n - state_drop(hash, order, exp, redis.call('ZRANGEBYSCORE', exp, '-inf', now, 'LIMIT', 0, n - max))
+      if n > max then
+        local evicted = state_drop(hash, order, exp, redis.call('ZRANGE', order, 0, n - max - 1))
+        redis.call('HINCRBY', kMeta, 'evicted:' .. name, evicted)
+      end
+    end
+    redis.call('SADD', kNs, name)
+  end
+end
+`;
+
+/**
+ * Durable timers of a pipeline in the `{state}` slot: a hash id → `<version>|<due>|<JSON body>`
+ * and a sorted set of ids by due time; versions come from the kv-meta hash's `timer-seq`, so a
+ * timer set again never reuses a version. A timer section of ARGV: nClear, nSet, nClear × (id,
+ * version or ''), nSet × (id, due, JSON body). Clears apply before sets.
+ */
+const TIMERS = `
+local function timers_check(kt, a, max)
+  local nC, nS = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2
+  local cleared = {}
+  for i = 1, nC do
+    local id, ver = ARGV[a], ARGV[a + 1]
+    a = a + 2
+    local raw = redis.call('HGET', kt, id)
+    if not raw then
+      return 'VIGIL_STORE_CONFLICT timer "' .. id .. '" is no longer pending (fired or changed by another writer)'
+    end
+    local stored = string.match(raw, '^(%d+)|')
+    if ver ~= '' and stored ~= ver then
+      return 'VIGIL_STORE_CONFLICT timer "' .. id .. '" is at version ' .. stored .. ', not ' .. ver .. ' (fired or changed by another writer)'
+    end
+    cleared[id] = true
+  end
+  if nS > 0 then
+    local added = 0
+    for i = 1, nS do
+      local id = ARGV[a]
+      a = a + 3
+      if cleared[id] or redis.call('HEXISTS', kt, id) == 0 then added = added + 1 end
+    end
+    local pending = redis.call('HLEN', kt) - nC + added
+    if pending > max then
+      return 'VIGIL_STATE_FULL the pipeline would hold ' .. pending .. ' pending timers, over the bound of ' .. max .. '; the page is retried once timers have fired'
+    end
+  end
+  return nil
+end
+local function timers_apply(kt, kd, kMeta, a)
+  local nC, nS = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2
+  for i = 1, nC do
+    redis.call('HDEL', kt, ARGV[a])
+    redis.call('ZREM', kd, ARGV[a])
+    a = a + 2
+  end
+  for i = 1, nS do
+    local id, due = ARGV[a], ARGV[a + 1]
+    local v = redis.call('HINCRBY', kMeta, 'timer-seq', 1)
+    redis.call('HSET', kt, id, v .. '|' .. due .. '|' .. ARGV[a + 2])
+    redis.call('ZADD', kd, due, id)
+    a = a + 3
+  end
 end
 `;
 
@@ -70,23 +211,81 @@ end
 `;
 
 /**
- * Single node: the whole append in one script. KEYS: partition registry, pipelines set, then
- * (log, cursor, seen) per partition. ARGV: pipeline, now, window, partition count, then per
- * partition: name, n, n × (event id, event JSON). Returns {appended, duplicates}.
+ * Single node: the whole append, with a receiver's state writes, in one script. KEYS: partition
+ * registry, pipelines set, state namespaces set, kv-meta, then (log, cursor, seen) per partition,
+ * then the state section's keys. ARGV: pipeline, now, window, partition count, index of the state
+ * section in ARGV, index of its first key, then per partition: name, n, n × (event id, event
+ * JSON), then the state section. Returns {appended, duplicates}; a refused state write appends
+ * nothing.
  */
-export const APPEND_ALL = `${APPEND_PART}
+export const APPEND_ALL = `${APPEND_PART}${STATE}
 local now, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+local stateAt, stateKeys = tonumber(ARGV[5]), tonumber(ARGV[6])
+local err = state_check(stateKeys, stateAt, now)
+if err then return redis.error_reply(err) end
 redis.call('SADD', KEYS[2], ARGV[1])
-local a, appended, duplicates = 5, 0, 0
+local a, appended, duplicates = 7, 0, 0
 for i = 1, tonumber(ARGV[4]) do
   local name, n = ARGV[a], tonumber(ARGV[a + 1])
-  local k = 3 * i
+  local k = 2 + 3 * i
   local added, dups
   added, dups, a = append_part(KEYS[k], KEYS[k + 1], KEYS[k + 2], now, window, a + 2, n)
   if added > 0 then redis.call('ZINCRBY', KEYS[1], 1, name) end
   appended, duplicates = appended + added, duplicates + dups
 end
+state_apply(KEYS[3], KEYS[4], stateKeys, stateAt, now)
 return {appended, duplicates}
+`;
+
+/**
+ * Cluster: a receiver's state writes after its append (the state lives in another slot). KEYS:
+ * state namespaces set, kv-meta, then the state section's keys. ARGV: now, then the state section.
+ */
+export const WRITE_STATE = `${STATE}
+local now = tonumber(ARGV[1])
+local err = state_check(3, 2, now)
+if err then return redis.error_reply(err) end
+state_apply(KEYS[1], KEYS[2], 3, 2, now)
+return 1
+`;
+
+/**
+ * Live entries of a namespace, newest written first. KEYS: hash, order. ARGV: now, limit.
+ * Returns a flat list key, raw, key, raw, ...
+ */
+export const LIST_STATE = `
+local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out, found, start = {}, 0, 0
+while found < limit do
+  local keys = redis.call('ZREVRANGE', KEYS[2], start, start + 99)
+  if #keys == 0 then break end
+  local vals = redis.call('HMGET', KEYS[1], unpack(keys))
+  for i = 1, #keys do
+    local raw = vals[i]
+    if raw and found < limit then
+      local x = string.match(raw, '^%d+|(%d*)|')
+      if x == '' or tonumber(x) > now then
+        out[#out + 1] = keys[i]
+        out[#out + 1] = raw
+        found = found + 1
+      end
+    end
+  end
+  start = start + 100
+end
+return out
+`;
+
+/**
+ * Timers due at `now`, earliest first, and the due time of the next one. KEYS: timers hash, due
+ * set. ARGV: now, limit. Returns {ids, raw values, next due or ''}.
+ */
+export const DUE_TIMERS = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local vals = {}
+if #ids > 0 then vals = redis.call('HMGET', KEYS[1], unpack(ids)) end
+local nxt = redis.call('ZRANGE', KEYS[2], #ids, #ids, 'WITHSCORES')
+return {ids, vals, nxt[2] or ''}
 `;
 
 /** Cluster: one partition's append. KEYS: log, cursor, seen. ARGV: now, window, n, n × (id, JSON). */
@@ -124,14 +323,18 @@ return advance_part(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
 
 /**
  * A page commit (DESIGN 1). KEYS: groups, group versions, open-work set, outbox, outbox sequence,
- * recent failures, the partition's high-water key, partition registry, [single node: log,
- * cursor], then nT turn keys and nR revision keys. ARGV: pipeline, partition, cursor, turn TTL,
- * revision TTL, idle TTL, nG, nT, nR, nO, nF, mode ('single' | 'cluster'), base (the committed
- * position the page was read after, '' for none, '*' when unknown), then nG × (key, version,
- * open 0|1, JSON), nT × created, nR × revision, nO × outbox JSON, nF × (time, failure JSON).
+ * recent failures, the partition's high-water key, partition registry, state namespaces set,
+ * kv-meta, the pipeline's timers hash and timer due set, the pipelines set (status lists a
+ * pipeline with timers), [single node with a cursor: log, cursor], then nT turn keys, nR revision keys and the state section's keys. ARGV: pipeline,
+ * partition, cursor ('' for a commit that moves none: a timer page), turn TTL, revision TTL, idle
+ * TTL, nG, nT, nR, nO, nF, mode ('single' | 'cluster'), base (the committed position the page was
+ * read after, '' for none, '*' when unknown), now, max timers, index of the state section, index
+ * of the timer section, then nG × (key, version, open 0|1, JSON), nT × created, nR × revision,
+ * nO × outbox JSON, nF × (time, failure JSON), the state section, the timer section.
  *
  * The base check refuses a page when another writer committed part of it since it was read; the
- * group version checks refuse it when a group it read changed.
+ * group and state version checks refuse it when something it read changed; a timer clear refuses
+ * it when the timer already fired elsewhere.
  *
  * Everything is validated before anything is written, and a script runs atomically: a refused
  * commit changes nothing. In single mode the cursor is checked and advanced here too, so the whole
@@ -140,28 +343,33 @@ return advance_part(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
  * partition side catches up afterwards (ADVANCE); it returns the partition's registry score for
  * UNREGISTER.
  */
-export const COMMIT = `${STREAM_IDS}${ADVANCE_PART}
+export const COMMIT = `${STREAM_IDS}${ADVANCE_PART}${STATE}${TIMERS}
 local pl, pt, cur = ARGV[1], ARGV[2], ARGV[3]
 local turnTtl, revTtl, idle = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local nG, nT, nR, nO, nF = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local single = ARGV[12] == 'single'
 local base = ARGV[13]
-local k = single and 11 or 9
+local now, maxTimers, stateAt, timersAt = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
+local moves = cur ~= ''
+local k = (single and moves) and 16 or 14
+local stateKeys = k + nT + nR
 
-local stored
-if single then
-  stored = redis.call('GET', KEYS[10])
-  if not stored and redis.call('EXISTS', KEYS[9]) == 0 then
-    return redis.error_reply('VIGIL_STORE_CORRUPT commit for unknown partition ' .. pt .. ' of pipeline ' .. pl)
+if moves then
+  local stored
+  if single then
+    stored = redis.call('GET', KEYS[15])
+    if not stored and redis.call('EXISTS', KEYS[14]) == 0 then
+      return redis.error_reply('VIGIL_STORE_CORRUPT commit for unknown partition ' .. pt .. ' of pipeline ' .. pl)
+    end
+  else
+    stored = redis.call('GET', KEYS[7])
   end
-else
-  stored = redis.call('GET', KEYS[7])
-end
-if (stored and not idgt(cur, stored)) or (base ~= '*' and (stored or '') ~= base) then
-  return redis.error_reply('VIGIL_STORE_CONFLICT partition ' .. pt .. ' was committed by another writer since the page was read (at ' .. (stored or 'none') .. ')')
+  if (stored and not idgt(cur, stored)) or (base ~= '*' and (stored or '') ~= base) then
+    return redis.error_reply('VIGIL_STORE_CONFLICT partition ' .. pt .. ' was committed by another writer since the page was read (at ' .. (stored or 'none') .. ')')
+  end
 end
 
-local a = 14
+local a = 18
 for i = 1, nG do
   local key, version = ARGV[a], tonumber(ARGV[a + 1])
   local stored = tonumber(redis.call('HGET', KEYS[2], key) or '0')
@@ -170,8 +378,10 @@ for i = 1, nG do
   end
   a = a + 4
 end
+local err = state_check(stateKeys, stateAt, now) or timers_check(KEYS[11], timersAt, maxTimers)
+if err then return redis.error_reply(err) end
 
-a = 14
+a = 18
 for i = 1, nG do
   local key = ARGV[a]
   redis.call('HSET', KEYS[1], key, ARGV[a + 3])
@@ -200,9 +410,13 @@ if nF > 0 then
   end
   redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -21)
 end
+state_apply(KEYS[9], KEYS[10], stateKeys, stateAt, now)
+timers_apply(KEYS[11], KEYS[12], KEYS[10], timersAt)
+if tonumber(ARGV[timersAt + 1]) > 0 then redis.call('SADD', KEYS[13], pl) end
 
+if not moves then return {''} end
 if single then
-  local len = advance_part(KEYS[9], KEYS[10], cur, idle)
+  local len = advance_part(KEYS[14], KEYS[15], cur, idle)
   if len == 0 then redis.call('ZREM', KEYS[8], pt) end
   return {len}
 end

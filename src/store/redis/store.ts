@@ -22,6 +22,12 @@
  * the crash point, and every step is a constant number of round trips whatever the page holds.
  * The cost: commit state lives on one master; the heavy, per-record traffic (appends, dedupe,
  * pages) is spread over the cluster by partition.
+ *
+ * Processor state and durable timers (src/store/state.ts) live in the `{state}` slot too, so they
+ * join the commit script on a single node and in a cluster alike. A timer page's commit moves no
+ * cursor: it is the state script alone. A receiver's state written with an append joins the
+ * append script on a single node; in a cluster it is a second script after the append (see
+ * AppendOptions).
  */
 import { VigilError, errorMessage, isVigilError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
@@ -30,7 +36,21 @@ import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../mode
 import { PageBases } from '../page-bases.ts';
 import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
+  decodeTimer,
+  encodeStateWrites,
+  encodeTimers,
+  MAX_TIMERS_PER_PIPELINE,
+  parseStored,
+  type DueTimers,
+  type EncodedNamespace,
+  type EncodedTimers,
+  type NamespaceStatus,
+  type StateEntry,
+  type StateListEntry,
+} from '../state.ts';
+import {
   MAX_DEAD_LETTERS,
+  type AppendOptions,
   type AppendResult,
   type LogEntry,
   type OpenOptions,
@@ -43,7 +63,7 @@ import {
 } from '../types.ts';
 import { RedisConnection, type ConnectionConfig, type RedisClient } from './connection.ts';
 import { keySpace, type KeySpace } from './keys.ts';
-import { ACK_OUTBOX, ADVANCE, APPEND_ALL, APPEND_ONE, COMMIT, READ_OUTBOX, REGISTER, UNREGISTER } from './scripts.ts';
+import { ACK_OUTBOX, ADVANCE, APPEND_ALL, APPEND_ONE, COMMIT, DUE_TIMERS, LIST_STATE, READ_OUTBOX, REGISTER, UNREGISTER, WRITE_STATE } from './scripts.ts';
 
 export interface RedisStoreConfig extends ConnectionConfig {
   key_prefix: string;
@@ -64,6 +84,9 @@ interface Scripts {
   vigilCommit(...args: Array<string | number>): Promise<[number | string]>;
   vigilReadOutbox(...args: Array<string | number>): Promise<StreamEntry[]>;
   vigilAckOutbox(...args: Array<string | number>): Promise<number>;
+  vigilWriteState(...args: Array<string | number>): Promise<number>;
+  vigilListState(...args: Array<string | number>): Promise<string[]>;
+  vigilDueTimers(...args: Array<string | number>): Promise<[string[], Array<string | null>, string]>;
 }
 
 export class RedisStore implements StateStore {
@@ -99,6 +122,9 @@ export class RedisStore implements StateStore {
       vigilCommit: COMMIT,
       vigilReadOutbox: READ_OUTBOX,
       vigilAckOutbox: ACK_OUTBOX,
+      vigilWriteState: WRITE_STATE,
+      vigilListState: LIST_STATE,
+      vigilDueTimers: DUE_TIMERS,
     };
     const conn = new RedisConnection(this.cfg, Object.keys(defs), opts.readOnly ? undefined : this.logger);
     for (const [name, lua] of Object.entries(defs)) conn.client.defineCommand(name, { lua });
@@ -151,8 +177,9 @@ export class RedisStore implements StateStore {
   private mapError(err: unknown, what: string): VigilError {
     if (isVigilError(err)) return err;
     const msg = errorMessage(err);
-    const coded = /(VIGIL_STORE_CONFLICT|VIGIL_STORE_CORRUPT) (.*)$/s.exec(msg);
+    const coded = /(VIGIL_STORE_CONFLICT|VIGIL_STORE_CORRUPT|VIGIL_STATE_FULL) (.*)$/s.exec(msg);
     if (coded?.[1] === 'VIGIL_STORE_CONFLICT') return new VigilError('VIGIL_STORE_CONFLICT', coded[2]!, { transient: true });
+    if (coded?.[1] === 'VIGIL_STATE_FULL') return new VigilError('VIGIL_STATE_FULL', coded[2]!, { transient: true });
     if (coded?.[1] === 'VIGIL_STORE_CORRUPT') return new VigilError('VIGIL_STORE_CORRUPT', coded[2]!);
     if (msg.startsWith('WRONGTYPE')) {
       return new VigilError('VIGIL_STORE_CORRUPT', `redis at ${this.conn?.where ?? '?'} holds a key of another type under prefix '${this.cfg.key_prefix}' (${msg}); use a prefix of its own`, { cause: err });
@@ -165,8 +192,9 @@ export class RedisStore implements StateStore {
     return p;
   }
 
-  async append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
-    if (events.length === 0) return { appended: 0, duplicates: 0 };
+  async append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
+    const state = encodeStateWrites(opts.state);
+    if (events.length === 0 && state.length === 0) return { appended: 0, duplicates: 0 };
     const byPartition = new Map<string, AgentEvent[]>();
     for (const e of events) {
       const list = byPartition.get(e.partition);
@@ -177,17 +205,24 @@ export class RedisStore implements StateStore {
     const window = this.cfg.dedupe_window;
     const registry = this.keys.partitions(pipeline);
     const result = await this.run('append to the ingest log', async (c) => {
+      const section = this.stateSection(state, now);
       if (!this.cluster) {
-        const keys: string[] = [registry, this.keys.state.pipelines];
-        const args: Array<string | number> = [pipeline, now, window, byPartition.size];
+        const keys: string[] = [registry, this.keys.state.pipelines, this.keys.state.kvNamespaces, this.keys.state.kvMeta];
+        const data: Array<string | number> = [];
         for (const [partition, list] of byPartition) {
           const k = this.keys.partition(pipeline, partition);
           keys.push(k.log, k.cursor, k.seen);
-          args.push(partition, list.length);
-          for (const e of list) args.push(e.eventId, JSON.stringify(e));
+          data.push(partition, list.length);
+          for (const e of list) data.push(e.eventId, JSON.stringify(e));
         }
+        const args = [pipeline, now, window, byPartition.size, 7 + data.length, keys.length + 1, ...data, ...section.args];
+        keys.push(...section.keys);
         const [appended, duplicates] = await this.trip(c.vigilAppendAll(keys.length, ...keys, ...args));
         return { appended, duplicates };
+      }
+      if (byPartition.size === 0) {
+        await this.writeState(c, section, now);
+        return { appended: 0, duplicates: 0 };
       }
       // Cluster: each partition's append is atomic in its slot; registering before and after
       // (see REGISTER) keeps a concurrent drain from forgetting a partition that just got entries.
@@ -204,11 +239,39 @@ export class RedisStore implements StateStore {
         ),
       );
       await this.trip(c.vigilRegister(2, registry, this.keys.state.pipelines, pipeline, ...names));
+      // The receiver's state follows its records (another slot): see AppendOptions.
+      if (state.length) await this.writeState(c, section, now);
       return parts.reduce((r, [a, d]) => ({ appended: r.appended + a, duplicates: r.duplicates + d }), { appended: 0, duplicates: 0 });
     });
     const cached = this.pending.get(pipeline);
     if (cached) cached.count += result.appended;
     return result;
+  }
+
+  private async writeState(c: Scripts, section: { keys: string[]; args: Array<string | number> }, now: number): Promise<void> {
+    const s = this.keys.state;
+    await this.trip(c.vigilWriteState(2 + section.keys.length, s.kvNamespaces, s.kvMeta, ...section.keys, now, ...section.args));
+  }
+
+  /** A state section of a script (see STATE in scripts.ts): its keys and its ARGV part. */
+  private stateSection(state: EncodedNamespace[], now: number): { keys: string[]; args: Array<string | number> } {
+    const keys: string[] = [];
+    const args: Array<string | number> = [state.length];
+    for (const ns of state) {
+      const k = this.keys.kv(ns.namespace);
+      keys.push(k.hash, k.order, k.exp);
+      args.push(ns.namespace, ns.maxEntries, ns.writes.length);
+      for (const w of ns.writes) args.push(w.key, w.version ?? '', w.ttlMs !== undefined ? now + w.ttlMs : '', w.json ?? '');
+    }
+    return { keys, args };
+  }
+
+  /** A timer section of the commit script (see TIMERS in scripts.ts). */
+  private timerSection(t: EncodedTimers): Array<string | number> {
+    const args: Array<string | number> = [t.clear.length, t.set.length];
+    for (const c of t.clear) args.push(c.id, c.version ?? '');
+    for (const x of t.set) args.push(x.id, x.due, x.json);
+    return args;
   }
 
   async pendingCount(pipeline: string): Promise<number> {
@@ -287,21 +350,48 @@ export class RedisStore implements StateStore {
   }
 
   async commit(cm: PageCommit): Promise<void> {
-    if (!/^\d+-\d+$/.test(cm.cursor)) {
+    if (cm.cursor !== null && !/^\d+-\d+$/.test(cm.cursor)) {
       throw new VigilError('VIGIL_STORE_CORRUPT', `commit for partition '${cm.partition}' carries an invalid cursor '${cm.cursor}'`);
     }
+    const now = this.now();
+    const state = this.stateSection(encodeStateWrites(cm.state), now);
+    const timers = this.timerSection(encodeTimers(cm.timers));
     const s = this.keys.state;
     const registry = this.keys.partitions(cm.pipeline);
     const part = this.keys.partition(cm.pipeline, cm.partition);
+    const timerKeys = this.keys.timers(cm.pipeline);
     const ttl = this.cfg.dedupe_window;
-    const keys = [s.groups, s.versions, s.open, this.keys.outbox(cm.pipeline), this.keys.outboxSeq(cm.pipeline), s.recent, this.keys.highWater(cm.pipeline, cm.partition), registry];
-    if (!this.cluster) keys.push(part.log, part.cursor);
+    const keys = [
+      s.groups,
+      s.versions,
+      s.open,
+      this.keys.outbox(cm.pipeline),
+      this.keys.outboxSeq(cm.pipeline),
+      s.recent,
+      this.keys.highWater(cm.pipeline, cm.partition),
+      registry,
+      s.kvNamespaces,
+      s.kvMeta,
+      timerKeys.hash,
+      timerKeys.due,
+      s.pipelines,
+    ];
+    if (!this.cluster && cm.cursor !== null) keys.push(part.log, part.cursor);
     for (const t of cm.turns) keys.push(this.keys.turn(cm.pipeline, t.turnId));
     for (const r of cm.revisions) keys.push(this.keys.revision(r.executionId));
+    keys.push(...state.keys);
+    const body: Array<string | number> = [];
+    for (const g of cm.groups) body.push(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
+    for (const t of cm.turns) body.push(t.created);
+    for (const r of cm.revisions) body.push(r.revision);
+    for (const o of cm.outbox) body.push(JSON.stringify(o));
+    for (const f of cm.failures) body.push(f.time, JSON.stringify(f));
+    const HEADER = 17;
+    const stateAt = HEADER + 1 + body.length;
     const args: Array<string | number> = [
       cm.pipeline,
       cm.partition,
-      cm.cursor,
+      cm.cursor ?? '',
       ttl,
       ttl,
       ttl,
@@ -311,16 +401,18 @@ export class RedisStore implements StateStore {
       cm.outbox.length,
       cm.failures.length,
       this.cluster ? 'cluster' : 'single',
-      this.bases.take(cm.pipeline, cm.partition, cm.cursor) ?? '*',
+      (cm.cursor !== null ? this.bases.take(cm.pipeline, cm.partition, cm.cursor) : undefined) ?? '*',
+      now,
+      MAX_TIMERS_PER_PIPELINE,
+      stateAt,
+      stateAt + state.args.length,
+      ...body,
+      ...state.args,
+      ...timers,
     ];
-    for (const g of cm.groups) args.push(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
-    for (const t of cm.turns) args.push(t.created);
-    for (const r of cm.revisions) args.push(r.revision);
-    for (const o of cm.outbox) args.push(JSON.stringify(o));
-    for (const f of cm.failures) args.push(f.time, JSON.stringify(f));
     await this.run('commit a page', async (c) => {
       const [score] = await this.trip(c.vigilCommit(keys.length, ...keys, ...args));
-      if (!this.cluster) return;
+      if (!this.cluster || cm.cursor === null) return;
       // Cluster: the state is committed; now the partition side (see the header comment).
       this.faults.betweenCommitSteps?.();
       const left = await this.trip(c.vigilAdvance(2, part.log, part.cursor, cm.cursor, ttl));
@@ -329,6 +421,50 @@ export class RedisStore implements StateStore {
       }
     });
     this.pending.delete(cm.pipeline);
+  }
+
+  async loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>> {
+    const out = new Map<string, StateEntry>();
+    if (keys.length === 0) return out;
+    const now = this.now();
+    const values = await this.run('load state', (c) => this.trip(c.hmget(this.keys.kv(namespace).hash, ...keys)));
+    keys.forEach((k, i) => {
+      const e = parseEntry(values[i] ?? null, namespace);
+      if (e && (e.expiresAt === undefined || e.expiresAt > now)) out.set(k, e);
+    });
+    return out;
+  }
+
+  async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
+    const k = this.keys.kv(namespace);
+    const flat = await this.run('list state', (c) => this.trip(c.vigilListState(2, k.hash, k.order, this.now(), limit)));
+    const out: StateListEntry[] = [];
+    for (let i = 0; i < flat.length; i += 2) out.push({ key: flat[i]!, ...parseEntry(flat[i + 1]!, namespace)! });
+    return out;
+  }
+
+  async dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers> {
+    const k = this.keys.timers(pipeline);
+    const [ids, raw, next] = await this.run('read due timers', (c) => this.trip(c.vigilDueTimers(2, k.hash, k.due, now, limit)));
+    const timers = ids.map((id, i) => {
+      const m = /^(\d+)\|(\d+)\|/.exec(raw[i] ?? '');
+      if (!m) throw new VigilError('VIGIL_STORE_CORRUPT', `redis holds an unreadable timer ${JSON.stringify(id)} of pipeline '${pipeline}'`);
+      return decodeTimer(id, Number(m[1]), Number(m[2]), raw[i]!.slice(m[0].length), `redis timer ${JSON.stringify(id)}`);
+    });
+    return { timers, next: next === '' ? null : Number(next) };
+  }
+
+  private async namespaceStatus(c: RedisClient): Promise<NamespaceStatus[]> {
+    const s = this.keys.state;
+    const names = (await c.smembers(s.kvNamespaces)).sort();
+    const now = this.now();
+    return Promise.all(
+      names.map(async (namespace) => {
+        const k = this.keys.kv(namespace);
+        const [n, expired, evicted] = await Promise.all([c.hlen(k.hash), c.zcount(k.exp, '-inf', now), c.hget(s.kvMeta, `evicted:${namespace}`)]);
+        return { namespace, entries: n - expired, evicted: Number(evicted ?? 0) };
+      }),
+    );
   }
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
@@ -402,11 +538,14 @@ export class RedisStore implements StateStore {
       const pipelineIds = (await c.smembers(s.pipelines)).sort();
       const pipelines: PipelineStatus[] = await Promise.all(
         pipelineIds.map(async (pipeline) => {
-          const [names, outboxSize, cursors, last] = await Promise.all([
+          const tk = this.keys.timers(pipeline);
+          const [names, outboxSize, cursors, last, pendingTimers, firstDue] = await Promise.all([
             c.zrange(this.keys.partitions(pipeline), 0, -1),
             c.xlen(this.keys.outbox(pipeline)),
             c.hgetall(this.keys.exporterCursors(pipeline)),
             c.get(this.keys.outboxSeq(pipeline)),
+            c.hlen(tk.hash),
+            c.zrange(tk.due, 0, 0, 'WITHSCORES'),
           ]);
           const partitions = await Promise.all(
             names.sort().map(async (partition) => {
@@ -418,6 +557,7 @@ export class RedisStore implements StateStore {
           return {
             pipeline,
             partitions,
+            timers: { pending: pendingTimers, nextDue: firstDue[1] !== undefined ? Number(firstDue[1]) : null },
             outbox: {
               size: outboxSize,
               exporters: Object.entries(cursors)
@@ -442,9 +582,22 @@ export class RedisStore implements StateStore {
         openWork,
         recentFailures: recent.map((j) => parseJson<RecentFailure>(j, 'recent failure')),
         deadLetters: { total: lens.reduce((n, l) => n + l, 0), newest: await this.listDeadLetters(5) },
+        state: await this.namespaceStatus(c),
       };
     });
   }
+}
+
+/** A stored state entry: `<version>|<expires at or empty>|<JSON>`. */
+function parseEntry(raw: string | null, namespace: string): StateEntry | undefined {
+  if (raw === null) return undefined;
+  const m = /^(\d+)\|(\d*)\|/.exec(raw);
+  if (!m) throw new VigilError('VIGIL_STORE_CORRUPT', `redis holds an unreadable state entry in namespace '${namespace}'`);
+  return {
+    value: parseStored(raw.slice(m[0].length), `redis state namespace '${namespace}'`),
+    version: Number(m[1]),
+    ...(m[2] ? { expiresAt: Number(m[2]) } : {}),
+  };
 }
 
 function parseEntries(raw: StreamEntry[], field: string): LogEntry[] {

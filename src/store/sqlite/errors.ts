@@ -6,7 +6,8 @@ import { errorMessage, isVigilError, VigilError } from '../../errors.ts';
 
 export function sqliteError(err: unknown, file: string, what: string, busyTimeoutMs: number): VigilError {
   if (isVigilError(err)) return err;
-  const code = String((err as { code?: unknown }).code ?? '');
+  const raw = (err as { code?: unknown }).code;
+  const code = typeof raw === 'string' ? raw : '';
   const msg = errorMessage(err);
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new VigilError(

@@ -40,8 +40,9 @@ export function acquireWriterLock(file: string, whoHolds: () => WriterInfo | und
     db.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS writer (id INTEGER PRIMARY KEY, pid INTEGER); INSERT OR REPLACE INTO writer VALUES (1, 0); COMMIT;');
   } catch (err) {
     db.close();
-    const code = String((err as { code?: unknown }).code ?? '');
-    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    const code = (err as { code?: unknown }).code;
+    const busy = typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+    if (busy) {
       const holder = whoHolds();
       const who = holder ? `vigil pid ${holder.pid} on host '${holder.host}' (running since ${holder.since})` : 'another process';
       throw new VigilError(

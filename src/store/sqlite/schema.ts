@@ -4,9 +4,9 @@
  * reused after trimming: a partition cursor compares sequence numbers, and a reused one could hide
  * a new entry behind an old cursor.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
-export const SCHEMA = `
+const V1 = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS ingest_log (
@@ -84,3 +84,46 @@ CREATE TABLE IF NOT EXISTS recent_failures (
   failure TEXT NOT NULL
 );
 `;
+
+/**
+ * Version 2: processor state (namespaced, versioned entries; see src/store/state.ts) and durable
+ * timers. `state_namespaces` keeps each namespace's row count (expired rows not yet purged
+ * included) so the bound is checked without counting, and the last write sequence (eviction
+ * order). `timers.version` is AUTOINCREMENT: setting a timer again gives it a version never used
+ * before, so a clear of an older setting cannot remove a newer one.
+ */
+const V2 = `
+CREATE TABLE IF NOT EXISTS state_entries (
+  namespace TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  written INTEGER NOT NULL,
+  expires INTEGER,
+  PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS state_entries_by_written ON state_entries (namespace, written);
+CREATE INDEX IF NOT EXISTS state_entries_by_expiry ON state_entries (namespace, expires) WHERE expires IS NOT NULL;
+CREATE TABLE IF NOT EXISTS state_namespaces (
+  namespace TEXT PRIMARY KEY,
+  entries INTEGER NOT NULL,
+  evicted INTEGER NOT NULL,
+  last_written INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS timers (
+  version INTEGER PRIMARY KEY AUTOINCREMENT,
+  pipeline TEXT NOT NULL,
+  id TEXT NOT NULL,
+  due INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  UNIQUE (pipeline, id)
+);
+CREATE INDEX IF NOT EXISTS timers_by_due ON timers (pipeline, due, version);
+`;
+
+/** A new file gets every table at once. */
+export const SCHEMA = V1 + V2;
+
+/** `MIGRATIONS[n]` takes a file of version n to n + 1 (run in one transaction with the version bump). */
+export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2 };

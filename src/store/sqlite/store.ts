@@ -1,21 +1,41 @@
 /**
- * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every append and every
- * page commit is one transaction, fsynced before it resolves (`synchronous: full`), so what a
- * receiver acknowledged survives a crash and a commit is all or nothing. better-sqlite3 is
+ * The `sqlite` store: the embedded default (DESIGN 2). One file in WAL mode; every page commit is
+ * one transaction, and the appends of one turn of the event loop are one transaction (group
+ * commit), each fsynced before it resolves (`synchronous: full`), so what a receiver acknowledged
+ * survives a crash and a commit is all or nothing. better-sqlite3 is
  * synchronous: each call runs to completion on the event loop, which also makes this process the
  * only writer between two awaits.
  */
-import { mkdirSync } from 'node:fs';
+import { close as closeFd, fdatasync, mkdirSync, open as openFd } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { VigilError } from '../../errors.ts';
+import { VigilError, errorMessage } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
 import { PageBases } from '../page-bases.ts';
 import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
+  decodeTimer,
+  encodeStateWrites,
+  encodeTimers,
+  MAX_TIMERS_PER_PIPELINE,
+  parseStored,
+  STATE_PURGE_CHUNK,
+  stateConflict,
+  timerGone,
+  timersFull,
+  type DueTimers,
+  type EncodedNamespace,
+  type EncodedTimers,
+  type NamespaceStatus,
+  type StateEntry,
+  type StateListEntry,
+} from '../state.ts';
+import {
   MAX_DEAD_LETTERS,
+  type AppendOptions,
   type AppendResult,
   type LogEntry,
   type OpenOptions,
@@ -28,7 +48,7 @@ import {
 } from '../types.ts';
 import { sqliteError } from './errors.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
-import { SCHEMA, SCHEMA_VERSION } from './schema.ts';
+import { MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
   path: string;
@@ -63,10 +83,26 @@ export class SqliteStore implements StateStore {
   private db: Db | undefined;
   private lock: WriterLock | undefined;
   private q!: ReturnType<typeof prepare>;
+  /** Statements over the version-2 tables; absent when a read-only open found an older file. */
+  private qs: ReturnType<typeof prepareState> | undefined;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
   private lastVacuum = 0;
   private readonly bases = new PageBases();
+  /** Appends waiting for this turn's group commit, and the scheduled commit. */
+  private appends: Array<{
+    pipeline: string;
+    events: AgentEvent[];
+    state: EncodedNamespace[];
+    resolve: (r: AppendResult) => void;
+    reject: (err: unknown) => void;
+  }> = [];
+  private appendTurn: NodeJS.Immediate | undefined;
+  /** Group commits whose WAL sync is still running; set once a sync failed (then SQLite syncs on the loop). */
+  private readonly syncing = new Set<Promise<void>>();
+  private syncOnLoop = false;
+  /** The write-ahead log, opened at the first sync. */
+  private walFd: Promise<number> | undefined;
 
   constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
     this.file = resolve(cfg.path);
@@ -82,19 +118,20 @@ export class SqliteStore implements StateStore {
         lock = acquireWriterLock(this.file, () => this.writerOf());
       }
       db = new Database(this.file, { timeout: this.cfg.busy_timeout, readonly: !!opts.readOnly, fileMustExist: !!opts.readOnly });
+      let version = SCHEMA_VERSION;
       if (!opts.readOnly) {
         // Only a new, empty file can take incremental auto-vacuum (it is fixed once tables exist).
         db.pragma('auto_vacuum = INCREMENTAL');
         db.pragma('journal_mode = WAL');
         db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
         db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
-        db.exec(SCHEMA);
-        this.checkVersion(db, true);
+        this.migrate(db);
         db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
-        this.checkVersion(db, false);
+        version = this.checkVersion(db);
       }
       this.q = prepare(db);
+      this.qs = version >= 2 ? prepareState(db) : undefined;
     } catch (err) {
       db?.close();
       lock?.release();
@@ -122,32 +159,80 @@ export class SqliteStore implements StateStore {
     }
   }
 
-  private checkVersion(db: Db, write: boolean): void {
-    const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
-    if (!row) {
-      if (write) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema_version', String(SCHEMA_VERSION));
+  /**
+   * Creates the tables of a new file, or brings an older file up to SCHEMA_VERSION one migration
+   * at a time, each in one transaction with its version bump: a crash mid-way leaves the file at
+   * a version it can be migrated from again, with all its state.
+   */
+  private migrate(db: Db): void {
+    const from = this.storedVersion(db);
+    if (from === undefined) {
+      db.transaction(() => {
+        db.exec(SCHEMA);
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('schema_version', String(SCHEMA_VERSION));
+      }).immediate();
       return;
     }
-    if (Number(row.value) !== SCHEMA_VERSION) {
+    this.checkKnown(from);
+    for (let v = from; v < SCHEMA_VERSION; v++) {
+      db.transaction(() => {
+        db.exec(MIGRATIONS[v]!);
+        db.prepare('UPDATE meta SET value = ? WHERE key = ?').run(String(v + 1), 'schema_version');
+      }).immediate();
+      this.logger?.info('sqlite state migrated', { path: this.file, from: v, to: v + 1 });
+    }
+  }
+
+  /** Read-only: the file's version (older ones are read as far as their tables go). */
+  private checkVersion(db: Db): number {
+    const v = this.storedVersion(db) ?? SCHEMA_VERSION;
+    this.checkKnown(v);
+    return v;
+  }
+
+  private storedVersion(db: Db): number | undefined {
+    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
+    if (!hasMeta) return undefined;
+    const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema_version') as { value: string } | undefined;
+    return row ? Number(row.value) : undefined;
+  }
+
+  private checkKnown(v: number): void {
+    if (!Number.isSafeInteger(v) || v < 1 || v > SCHEMA_VERSION) {
       throw new VigilError(
         'VIGIL_STORE_CORRUPT',
-        `SQLite database '${this.file}' has state schema version ${row.value}; this vigil reads version ${SCHEMA_VERSION}`,
+        `SQLite database '${this.file}' has state schema version ${v}; this vigil reads versions 1 to ${SCHEMA_VERSION} (a newer vigil wrote it?)`,
       );
     }
   }
 
   async close(): Promise<void> {
+    // Appends already accepted are committed first, not dropped.
+    if (this.appendTurn) {
+      clearImmediate(this.appendTurn);
+      this.commitAppends();
+    }
     const db = this.db;
     this.db = undefined;
     db?.close();
+    // Their WAL syncs run on a descriptor of their own: the appends answer once the disk has them.
+    await Promise.all(this.syncing);
+    const wal = this.walFd;
+    this.walFd = undefined;
+    if (wal) await wal.then((fd) => new Promise((resolve) => closeFd(fd, resolve)), () => undefined);
+    // Last: the next writer may open the file once nothing of this one is in flight.
     this.lock?.release();
     this.lock = undefined;
+  }
+
+  private closedError(): VigilError {
+    return new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
   }
 
   /** Runs `fn` on the open database, turning SQLite errors into VigilErrors that name the file. */
   private run<T>(what: string, fn: (db: Db) => T): T {
     const db = this.db;
-    if (!db) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite store '${this.file}' is closed`, { transient: true });
+    if (!db) throw this.closedError();
     try {
       return fn(db);
     } catch (err) {
@@ -155,31 +240,124 @@ export class SqliteStore implements StateStore {
     }
   }
 
-  async append(pipeline: string, events: AgentEvent[]): Promise<AppendResult> {
+  /**
+   * Group commit: appends that arrive in the same turn of the event loop (concurrent requests) are
+   * written in one transaction and made durable by one fsync, and each resolves only after it.
+   * Each keeps its own savepoint, so one append that fails does not fail the others. With
+   * `synchronous: full` the fsync runs off the event loop (see syncWal), so requests keep being
+   * read and decoded while the disk syncs.
+   */
+  append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
+    if (!this.db) return Promise.reject(this.closedError());
+    let state: EncodedNamespace[];
+    try {
+      state = encodeStateWrites(opts.state);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.appends.push({ pipeline, events, state, resolve, reject });
+      this.appendTurn ??= setImmediate(() => this.commitAppends());
+    });
+  }
+
+  /** Commits every append waiting for this turn: one transaction, one fsync. */
+  private commitAppends(): void {
+    this.appendTurn = undefined;
+    const batch = this.appends;
+    this.appends = [];
+    if (batch.length === 0) return;
     const now = this.now();
-    const result = this.run('append to the ingest log', (db) =>
-      db
-        .transaction(() => {
-          let appended = 0;
-          let duplicates = 0;
-          for (const event of events) {
-            const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
-            if (seen && seen.expires > now) {
-              duplicates++;
-              continue;
+    const outcomes: Array<AppendResult | Error> = [];
+    // The commit itself does not wait for the disk; syncWal() makes it durable before anyone is answered.
+    const syncOffLoop = this.cfg.synchronous === 'full' && !this.syncOnLoop;
+    try {
+      this.run('append to the ingest log', (db) => {
+        if (syncOffLoop) db.pragma('synchronous = NORMAL');
+        try {
+          db.transaction(() => {
+            for (const a of batch) {
+              try {
+                outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, now))());
+              } catch (err) {
+                // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
+                if (!db.inTransaction) throw err;
+                outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+              }
             }
-            this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
-            this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
-            appended++;
-          }
-          return { appended, duplicates };
-        })
-        .immediate(),
-    );
-    const cached = this.pending.get(pipeline);
-    if (cached) cached.count += result.appended;
-    this.purge(now);
-    return result;
+          }).immediate();
+        } finally {
+          if (syncOffLoop) db.pragma('synchronous = FULL');
+        }
+      });
+    } catch (err) {
+      for (const a of batch) a.reject(err);
+      return;
+    }
+    const answer = () =>
+      batch.forEach((a, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome instanceof Error) return a.reject(outcome);
+        const cached = this.pending.get(a.pipeline);
+        if (cached) cached.count += outcome.appended;
+        a.resolve(outcome);
+      });
+    try {
+      this.purge(now);
+    } catch (err) {
+      this.logger?.warn('could not purge expired entries', { path: this.file, error: errorMessage(err) });
+    }
+    if (!syncOffLoop) return answer();
+    const synced = this.syncWal().then(answer, (err: unknown) => {
+      // Not known to be durable: refuse (retryably), and let SQLite sync on the loop from now on.
+      this.syncOnLoop = true;
+      this.logger?.error('could not sync the write-ahead log; appends now sync on the event loop', { path: this.file, error: errorMessage(err) });
+      const refusal = new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+      for (const a of batch) a.reject(refusal);
+    });
+    this.syncing.add(synced);
+    void synced.finally(() => this.syncing.delete(synced));
+  }
+
+  /**
+   * fdatasync of the write-ahead log in the thread pool: what SQLite does at each commit with
+   * `synchronous = FULL` (the WAL holds every committed frame; SQLite syncs the log itself before it
+   * checkpoints it into the database, and its header when it starts reusing it). The log stays the
+   * same file while the store is open (SQLite removes it only when its last connection closes), so
+   * one descriptor serves every sync; the log's directory entry is synced once, since SQLite creates
+   * the log on the first write after opening.
+   */
+  private async syncWal(): Promise<void> {
+    this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
+    let fd: number;
+    try {
+      fd = await this.walFd;
+    } catch (err) {
+      this.walFd = undefined;
+      // Closing the store checkpoints the log into the database (synced) and removes it.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return;
+      throw err;
+    }
+    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** One append with its receiver state, inside its savepoint of the group's transaction (a refused state write rolls back only it). */
+  private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], now: number): AppendResult {
+    this.checkState(state, now);
+    let appended = 0;
+    let duplicates = 0;
+    for (const event of events) {
+      const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
+      if (seen && seen.expires > now) {
+        duplicates++;
+        continue;
+      }
+      this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
+      this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
+      appended++;
+    }
+    this.applyState(state, now);
+    return { appended, duplicates };
   }
 
   /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
@@ -260,25 +438,31 @@ export class SqliteStore implements StateStore {
 
   async commit(c: PageCommit): Promise<void> {
     const cursor = Number(c.cursor);
-    if (!Number.isSafeInteger(cursor) || cursor <= 0) {
+    if (c.cursor !== null && (!Number.isSafeInteger(cursor) || cursor <= 0)) {
       throw new VigilError('VIGIL_STORE_CORRUPT', `commit for partition '${c.partition}' carries an invalid cursor '${c.cursor}'`);
     }
     const now = this.now();
-    const base = this.bases.take(c.pipeline, c.partition, c.cursor);
+    const state = encodeStateWrites(c.state);
+    const timers = encodeTimers(c.timers);
+    const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
     this.run('commit a page', (db) =>
       db
         .transaction(() => {
           const q = this.q;
           // Validate everything before writing anything: the transaction is all or nothing anyway,
           // but a conflict should not even start writing.
-          const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-          if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
-            throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+          if (c.cursor !== null) {
+            const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+            if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
+              throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+            }
+            const at = stored?.cursor ?? 0;
+            if (cursor <= at || (base !== undefined && base !== String(at))) {
+              throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, { transient: true });
+            }
           }
-          const at = stored?.cursor ?? 0;
-          if (cursor <= at || (base !== undefined && base !== String(at))) {
-            throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, { transient: true });
-          }
+          this.checkState(state, now);
+          this.checkTimers(c.pipeline, timers);
           for (const g of c.groups) {
             const v = (q.groupVersion.get(g.groupKey) as { version: number } | undefined)?.version ?? 0;
             if (v !== g.version - 1) {
@@ -286,6 +470,8 @@ export class SqliteStore implements StateStore {
             }
           }
           for (const g of c.groups) q.groupPut.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
+          this.applyState(state, now);
+          this.applyTimers(c.pipeline, timers);
           const keep = now + this.cfg.dedupe_window;
           for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
           for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
@@ -298,6 +484,7 @@ export class SqliteStore implements StateStore {
             for (const f of c.failures) q.failureInsert.run(f.time, JSON.stringify(f));
             q.failureTrim.run(RECENT_FAILURES_MAX);
           }
+          if (c.cursor === null) return;
           // The processed entries go; the log keeps only the backlog.
           q.logTrim.run(c.pipeline, c.partition, cursor);
           q.cursorPut.run(c.pipeline, c.partition, cursor);
@@ -305,6 +492,124 @@ export class SqliteStore implements StateStore {
         .immediate(),
     );
     this.pending.delete(c.pipeline);
+  }
+
+  /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
+  private state(): ReturnType<typeof prepareState> {
+    if (!this.qs) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite database '${this.file}' is at schema version 1 and opened read-only; run vigil once to migrate it`);
+    return this.qs;
+  }
+
+  private liveVersion(namespace: string, key: string, now: number): number {
+    const row = this.state().get.get(namespace, key) as { version: number; expires: number | null } | undefined;
+    return row && (row.expires === null || row.expires > now) ? row.version : 0;
+  }
+
+  /** Version checks of state writes, in order (a later write sees an earlier one); inside the transaction. */
+  private checkState(state: EncodedNamespace[], now: number): void {
+    for (const ns of state) {
+      const pending = new Map<string, number>();
+      for (const w of ns.writes) {
+        const cur = pending.get(w.key) ?? this.liveVersion(ns.namespace, w.key, now);
+        if (w.version !== undefined && w.version !== cur + 1) throw stateConflict(ns.namespace, w.key, cur, w.version);
+        pending.set(w.key, w.json === null ? 0 : cur + 1);
+      }
+    }
+  }
+
+  private applyState(state: EncodedNamespace[], now: number): void {
+    if (!state.length) return;
+    const qs = this.state();
+    for (const ns of state) {
+      const name = ns.namespace;
+      const meta = (qs.nsGet.get(name) as { entries: number; evicted: number; last_written: number } | undefined) ?? { entries: 0, evicted: 0, last_written: 0 };
+      let { entries, evicted, last_written: written } = meta;
+      for (const w of ns.writes) {
+        const row = qs.get.get(name, w.key) as { version: number; expires: number | null } | undefined;
+        const cur = row && (row.expires === null || row.expires > now) ? row.version : 0;
+        if (w.json === null) {
+          if (row) {
+            qs.delete.run(name, w.key);
+            entries--;
+          }
+          continue;
+        }
+        if (!row) entries++;
+        qs.put.run(name, w.key, w.json, cur + 1, ++written, w.ttlMs !== undefined ? now + w.ttlMs : null);
+      }
+      entries -= qs.purge.run(name, name, now, 2 * ns.writes.length + STATE_PURGE_CHUNK).changes;
+      if (entries > ns.maxEntries) {
+        entries -= qs.purge.run(name, name, now, entries - ns.maxEntries).changes;
+        if (entries > ns.maxEntries) {
+          const n = qs.evict.run(name, name, entries - ns.maxEntries).changes;
+          entries -= n;
+          evicted += n;
+        }
+      }
+      qs.nsPut.run(name, entries, evicted, written);
+    }
+  }
+
+  private checkTimers(pipeline: string, t: EncodedTimers): void {
+    if (!t.set.length && !t.clear.length) return;
+    const qs = this.state();
+    for (const c of t.clear) {
+      const stored = (qs.timerGet.get(pipeline, c.id) as { version: number } | undefined)?.version;
+      if (stored === undefined || (c.version !== undefined && stored !== c.version)) throw timerGone(c.id, c.version, stored);
+    }
+    if (!t.set.length) return;
+    const cleared = new Set(t.clear.map((c) => c.id));
+    const added = t.set.filter((s) => cleared.has(s.id) || !qs.timerGet.get(pipeline, s.id)).length;
+    const pending = (qs.timerCount.get(pipeline) as { n: number }).n - cleared.size + added;
+    if (pending > MAX_TIMERS_PER_PIPELINE) throw timersFull(pipeline, pending);
+  }
+
+  private applyTimers(pipeline: string, t: EncodedTimers): void {
+    if (!t.set.length && !t.clear.length) return;
+    const qs = this.state();
+    for (const c of t.clear) qs.timerDelete.run(pipeline, c.id);
+    for (const s of t.set) {
+      qs.timerDelete.run(pipeline, s.id);
+      qs.timerInsert.run(pipeline, s.id, s.due, s.json);
+    }
+  }
+
+  async loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>> {
+    const now = this.now();
+    return this.run('load state', () => {
+      const out = new Map<string, StateEntry>();
+      if (!this.qs) return out;
+      for (const k of keys) {
+        const row = this.qs.load.get(namespace, k) as StateRow | undefined;
+        if (row && (row.expires === null || row.expires > now)) out.set(k, this.entryOf(row));
+      }
+      return out;
+    });
+  }
+
+  async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
+    const now = this.now();
+    return this.run('list state', () =>
+      ((this.qs?.list.all(namespace, now, limit) ?? []) as Array<StateRow & { key: string }>).map((r) => ({ key: r.key, ...this.entryOf(r) })),
+    );
+  }
+
+  private entryOf(row: StateRow): StateEntry {
+    return { value: parseStored(row.value, `SQLite database '${this.file}' state entry`), version: row.version, ...(row.expires !== null ? { expiresAt: row.expires } : {}) };
+  }
+
+  async dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers> {
+    return this.run('read due timers', () => {
+      if (!this.qs) return { timers: [], next: null };
+      const rows = this.qs.timersDue.all(pipeline, now, limit) as Array<{ version: number; id: string; due: number; body: string }>;
+      const next = this.qs.timerNext.get(pipeline, rows.length) as { due: number } | undefined;
+      return { timers: rows.map((r) => decodeTimer(r.id, r.version, r.due, r.body, `SQLite database '${this.file}' timer`)), next: next?.due ?? null };
+    });
+  }
+
+  private namespaceStatus(now: number): NamespaceStatus[] {
+    if (!this.qs) return [];
+    return (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>).map((r) => ({ namespace: r.namespace, entries: r.entries, evicted: r.evicted }));
   }
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
@@ -382,7 +687,7 @@ export class SqliteStore implements StateStore {
   async status(): Promise<StoreStatus> {
     return this.run('read the status', (db) => {
       const q = this.q;
-      const pipelines = (q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline);
+      const pipelines = [...new Set([...(q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline), ...((this.qs?.timerPipelines.all() ?? []) as Array<{ pipeline: string }>).map((r) => r.pipeline)])].sort();
       const out: PipelineStatus[] = pipelines.map((pipeline) => {
         const last = (q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
         return {
@@ -392,6 +697,7 @@ export class SqliteStore implements StateStore {
             cursor: p.cursor ? String(p.cursor) : null,
             pending: p.pending,
           })),
+          timers: (this.qs?.timerStatus.get(pipeline) as { pending: number; nextDue: number | null } | undefined) ?? { pending: 0, nextDue: null },
           outbox: {
             size: (q.outboxSize.get(pipeline) as { n: number }).n,
             exporters: (q.exporters.all(pipeline) as Array<{ exporter: string; cursor: number }>).map((e) => ({
@@ -416,9 +722,21 @@ export class SqliteStore implements StateStore {
         openWork: groups.open,
         recentFailures: recent,
         deadLetters: { total: deadTotal, newest },
+        state: this.namespaceStatus(this.now()),
       };
     });
   }
+}
+
+/** Opens the write-ahead log for syncing (a plain descriptor), after syncing the directory that holds its entry. */
+async function openWal(wal: string, dir: string): Promise<number> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return new Promise<number>((resolve, reject) => openFd(wal, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
 }
 
 function parseJson<T>(text: string, file: string, what: string): T {
@@ -427,6 +745,52 @@ function parseJson<T>(text: string, file: string, what: string): T {
   } catch (err) {
     throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${file}' holds an unreadable ${what}`, { cause: err });
   }
+}
+
+interface StateRow {
+  value: string;
+  version: number;
+  expires: number | null;
+}
+
+/** The statements over the version-2 tables (processor state and timers). */
+function prepareState(db: Db) {
+  const p = (sql: string): Stmt => db.prepare(sql);
+  return {
+    get: p('SELECT version, expires FROM state_entries WHERE namespace = ? AND key = ?'),
+    load: p('SELECT value, version, expires FROM state_entries WHERE namespace = ? AND key = ?'),
+    list: p(
+      `SELECT key, value, version, expires FROM state_entries WHERE namespace = ? AND (expires IS NULL OR expires > ?)
+       ORDER BY written DESC LIMIT ?`,
+    ),
+    put: p(
+      `INSERT INTO state_entries (namespace, key, value, version, written, expires) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, version = excluded.version, written = excluded.written, expires = excluded.expires`,
+    ),
+    delete: p('DELETE FROM state_entries WHERE namespace = ? AND key = ?'),
+    purge: p(
+      `DELETE FROM state_entries WHERE namespace = ? AND key IN (
+         SELECT key FROM state_entries WHERE namespace = ? AND expires IS NOT NULL AND expires <= ? LIMIT ?)`,
+    ),
+    evict: p('DELETE FROM state_entries WHERE namespace = ? AND key IN (SELECT key FROM state_entries WHERE namespace = ? ORDER BY written LIMIT ?)'),
+    nsGet: p('SELECT entries, evicted, last_written FROM state_namespaces WHERE namespace = ?'),
+    nsPut: p(
+      `INSERT INTO state_namespaces (namespace, entries, evicted, last_written) VALUES (?, ?, ?, ?)
+       ON CONFLICT (namespace) DO UPDATE SET entries = excluded.entries, evicted = excluded.evicted, last_written = excluded.last_written`,
+    ),
+    nsStatus: p(
+      `SELECT namespace, entries - (SELECT COUNT(*) FROM state_entries e WHERE e.namespace = n.namespace AND e.expires IS NOT NULL AND e.expires <= ?) AS entries, evicted
+       FROM state_namespaces n ORDER BY namespace`,
+    ),
+    timerGet: p('SELECT version FROM timers WHERE pipeline = ? AND id = ?'),
+    timerCount: p('SELECT COUNT(*) AS n FROM timers WHERE pipeline = ?'),
+    timerDelete: p('DELETE FROM timers WHERE pipeline = ? AND id = ?'),
+    timerInsert: p('INSERT INTO timers (pipeline, id, due, body) VALUES (?, ?, ?, ?)'),
+    timersDue: p('SELECT version, id, due, body FROM timers WHERE pipeline = ? AND due <= ? ORDER BY due, version LIMIT ?'),
+    timerNext: p('SELECT due FROM timers WHERE pipeline = ? ORDER BY due, version LIMIT 1 OFFSET ?'),
+    timerStatus: p('SELECT COUNT(*) AS pending, MIN(due) AS nextDue FROM timers WHERE pipeline = ?'),
+    timerPipelines: p('SELECT DISTINCT pipeline FROM timers'),
+  };
 }
 
 /** Every statement the store runs, prepared once per connection. */

@@ -12,7 +12,8 @@ import { Rank, type Hit } from '../finding.ts';
 // A type name: `ValueError`, `pkg.mod.Error`, `Main$Inner`, optionally with a node code `[ERR_X]`.
 const TYPE_HEAD = /^(?:Uncaught )?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?: \[[A-Z][A-Z0-9_]*\])?$/;
 // Two or three capitalised words ending in Error/Exception: `Connection Error`, `Unhandled Exception`.
-const PHRASE_HEAD = /^(?:[A-Z][\w-]* ){1,2}[A-Z]\w*(?:Error|Exception)$/;
+// (Not a negation: `No ValueError: all rows parsed`.)
+const PHRASE_HEAD = /^(?!No )(?:[A-Z][\w-]* ){1,2}[A-Z]\w*(?:Error|Exception)$/;
 const FAILURE_SUFFIX = /(?:Error|Exception|Throwable)(?: \[[A-Z][A-Z0-9_]*\])?$/;
 const LEVELS = new Set(['ERROR', 'FATAL', 'CRITICAL', 'SEVERE', 'PANIC', 'ALERT', 'EMERG', 'EMERGENCY', 'ERR', 'CRIT']);
 const LOWER_PREFIXES = ['error:', 'fatal:', 'panic:'];
@@ -38,6 +39,29 @@ export function genericError(i: number, t: string): Hit | undefined {
   // `Uncaught ` (a REPL's) is framing, not part of the name.
   const line = t.startsWith('Uncaught ') ? t.slice(9) : t;
   return { finding: { rank: Rank.Tool, line: i, signature: line, format: formatOf(line), key: { kind: 'text', text: line } }, next: i + 1 };
+}
+
+// A log line that reports an error it embeds (a handled error, issue #13): `failed to parse
+// settings, using defaults: SyntaxError: …`, `uncaught exception (ignored by handler): TypeError: …`,
+// `could not load cache: FileNotFoundError(2, 'No such file')`, `… - java.io.IOException: …`: an
+// exception type after `: `, `] ` or ` - `, followed by `: message` or `(` (a Python repr).
+const EMBEDDED_TYPE = /(?:: |\] | - )(?:Uncaught )?(?:[A-Za-z_$][\w$]*\.)*[\w$]*(?:Error|Exception)(?: \[[A-Z][A-Z0-9_]*\])?(?:: (?=\S)|\((?=\S))/;
+// An OS error as Python prints it (`[Errno 2] No such file or directory: 'x'`).
+const ERRNO = /\[Errno \d+\] \S/;
+// A log level after a location or prefix: `psql:migrate.sql:2: ERROR:  column …`, `… [123] FATAL:  …`.
+const EMBEDDED_LEVEL = /(?:: |\] )(ERROR|FATAL|CRITICAL|PANIC):\s+(\S.*)$/;
+
+/**
+ * A line that reports an error inside a longer message: an embedded exception type, a Python
+ * `[Errno N]` OS error, or an upper-case level after a prefix. Named by the whole line (what was
+ * being done is part of the name); a zero or empty value after a level is benign.
+ */
+export function embeddedError(i: number, t: string): Hit | undefined {
+  const level = t.includes('ERROR') || t.includes('FATAL') || t.includes('CRIT') || t.includes('PANIC') ? EMBEDDED_LEVEL.exec(t) : null;
+  const typed = (t.includes('Error') || t.includes('Exception')) && EMBEDDED_TYPE.test(t);
+  const found = typed || (t.includes('[Errno ') && ERRNO.test(t)) || (level !== null && !isNullish(level[2]!));
+  if (!found) return undefined;
+  return { finding: { rank: Rank.Tool, line: i, signature: t, format: 'generic', key: { kind: 'text', text: t } }, next: i + 1 };
 }
 
 /** Whether a trimmed line reads as a failure by the generic rules. */

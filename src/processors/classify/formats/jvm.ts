@@ -6,7 +6,7 @@
  * of the program's own code (JDK, Kotlin, Scala and test-runner frames do not count).
  */
 import { indentOf } from '../frame.ts';
-import { collapseFrames, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
+import { collapseFrames, diagFile, isWeakStack, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
 
 const THREAD_PREFIX = /^Exception in thread "[^"]*" /;
 const CAUSED_BY = 'Caused by: ';
@@ -79,12 +79,16 @@ export function jvmTrace(lines: readonly string[], i: number): Hit | undefined {
         types: chain.map((c) => c.type),
         frames,
         message: colon < 0 ? '' : root.text.slice(colon + 2),
-        weak: frames.every((f) => f === 'main' || f.endsWith('.main')),
+        weak: isWeakStack(frames, root.type, isMainFrame, isAnonymousFrame),
       },
     },
     next: j,
   };
 }
+
+const isMainFrame = (f: string) => f === 'main' || f.endsWith('.main');
+// A lambda (`lambda$main$0`, normalized `lambda$main$`) or an anonymous class (`Main$1.run` → `Main$.run`).
+const isAnonymousFrame = (f: string) => f.includes('lambda$') || f.includes('$.');
 
 function isJvmFrame(line: string): boolean {
   const indent = indentOf(line);
@@ -107,4 +111,17 @@ function frameKey(qualified: string): string {
   const last = name.lastIndexOf('.');
   const prev = last > 0 ? name.lastIndexOf('.', last - 1) : -1;
   return name.slice(prev + 1);
+}
+
+// Maven's report of a javac error: `[ERROR] /path/src/main/java/demo/Limits.java:[5,46] cannot find symbol`.
+const MAVEN_JAVAC = /^\[ERROR\] (.+\.(?:java|kt|scala|groovy)):\[\d+(?:,\d+)?\] (.+)$/;
+
+/** A compiler error as Maven prints it: named as printed, identified like javac's own diagnostic. */
+export function mavenCompilerError(i: number, t: string): Hit | undefined {
+  const m = MAVEN_JAVAC.exec(t);
+  if (!m) return undefined;
+  return {
+    finding: { rank: Rank.Exception, line: i, signature: t, format: 'jvm', key: { kind: 'diag', tool: 'javac', code: '', file: diagFile(m[1]!), message: m[2]! } },
+    next: i + 1,
+  };
 }

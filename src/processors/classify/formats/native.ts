@@ -17,6 +17,16 @@ const TSC = /^(.+?)(?:\(\d+,\d+\): | ?:\d+:\d+ - )error (TS\d+): (.*)$/;
 const PROGRAM = /^[\w.+-]+$/;
 const WARNING_CODE = / \[-W[\w=-]+\]$/;
 const SIGNALS = /Segmentation fault|Aborted|Killed|Bus error|Floating point exception|Illegal instruction|Trace\/breakpoint trap/;
+/** The signal behind each of the shell's reports (bash/dash `strsignal` wording). */
+const SIGNAL_OF: Readonly<Record<string, string>> = {
+  'Segmentation fault': 'SIGSEGV',
+  Aborted: 'SIGABRT',
+  Killed: 'SIGKILL',
+  'Bus error': 'SIGBUS',
+  'Floating point exception': 'SIGFPE',
+  'Illegal instruction': 'SIGILL',
+  'Trace/breakpoint trap': 'SIGTRAP',
+};
 const LINKER = /undefined reference to |multiple definition of |(?:^|\bld: )cannot find -l/;
 
 /** A `…: error: …` line (the caller saw one of the markers in it). */
@@ -89,7 +99,13 @@ export function cxxTerminate(lines: readonly string[], i: number, t: string): Hi
   };
 }
 
-/** The shell's report of a process killed by a signal (`bash: line 1: 123 Segmentation fault ./x`). */
+/**
+ * The shell's report of a process killed by a signal: `bash: line 1: 123 Segmentation fault ./x`,
+ * a job-control line (`     124 Segmentation fault      | ./x`, `| bash: line 1: …` as an agent's
+ * pipe prints it), or the word alone (`Killed`, `Aborted (core dumped)`). Named by the line;
+ * identified by the signal, so that it is the same failure as a silent death with exit status
+ * 128 + n (vigil.ts).
+ */
 export function signalReport(i: number, t: string): Hit | undefined {
   const m = SIGNALS.exec(t);
   if (!m) return undefined;
@@ -97,7 +113,20 @@ export function signalReport(i: number, t: string): Hit | undefined {
   const before = t.slice(0, m.index);
   const after = t.slice(m.index + m[0].length);
   if (before === '' ? after !== '' && after !== ' (core dumped)' : !/(?:^|: |\s)\d+\s+$/.test(before)) return undefined;
-  return hit(i, Rank.Tool, t, 'shell', { kind: 'text', text: t });
+  return hit(i, Rank.Tool, t, 'shell', { kind: 'status', name: SIGNAL_OF[m[0]]! });
+}
+
+// valgrind memcheck's error headlines, after its `==PID== ` prefix.
+const MEMCHECK =
+  /^==\d+== (?:Invalid (?:read|write) of size \d+|Invalid free\(\)|Mismatched free\(\)|Conditional jump or move depends on uninitialised value|Use of uninitialised value of size|Syscall param .* (?:points to|contains) uninitialised|Source and destination overlap|Process terminating with default action of signal|[\d,]+ bytes in [\d,]+ blocks are (?:definitely|possibly) lost|Argument '\w+' of function \w+ has a fishy)/;
+
+/**
+ * A valgrind (memcheck) error report: the headline of its first error, as printed (`==123== Invalid
+ * read of size 4`). A memory error is a failure even when the program goes on and exits 0.
+ */
+export function memcheckError(i: number, t: string): Hit | undefined {
+  if (!MEMCHECK.test(t)) return undefined;
+  return hit(i, Rank.Exception, t, 'valgrind', { kind: 'text', text: t.slice(t.indexOf('== ') + 3) });
 }
 
 function hit(i: number, rank: Finding['rank'], signature: string, format: string, key: Finding['key']): Hit {

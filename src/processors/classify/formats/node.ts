@@ -7,7 +7,7 @@
  * type(s) and the innermost frames outside node's internals and node_modules.
  */
 import { indentOf, isBlank } from '../frame.ts';
-import { basename, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
+import { basename, isWeakStack, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
 
 // `TypeError: msg`, `Error [ERR_X]: msg`, `AssertionError [ERR_ASSERTION]: msg`, `Uncaught TypeError: msg`,
 // `[UnhandledPromiseRejection: …]`, `DbError: msg`. The type is an identifier (no spaces).
@@ -15,6 +15,10 @@ const HEAD = /^(?:Uncaught )?\[?([A-Z$_][\w$.]*)(?: \[([A-Z][A-Z0-9_]*)\])?(?::(
 // `at fn (loc)` / `at async fn (loc)` / `at new Foo (loc)` / `at loc`. The location has no `(`.
 const V8_FRAME = /^at (?:async )?(?:new )?(?:(.+?) \(([^()]*)\)|([^\s()]+))(?: \{)?$/;
 const REJECTION_REASON = 'The promise rejected with the reason ';
+// The head of an error message that is itself an error line: `KeyError: `, `Error: `.
+const WRAPPED_HEAD = /^(?:Uncaught )?((?:[A-Za-z_$][\w$]*\.)*[\w$]*(?:Error|Exception))(?: \[[A-Z][A-Z0-9_]*\])?: /;
+const isTopFrame = (f: string) => f.startsWith('<top>@');
+const isAnonymousFrame = (f: string) => f.startsWith('<anon>@');
 const USE_TRACE_UNCAUGHT = '(Use `node --trace-uncaught ...` to show where the exception was thrown)';
 
 /** Whether an indented line is a V8 frame (`at …`). */
@@ -75,6 +79,15 @@ export function nodeError(lines: readonly string[], i: number): Hit | undefined 
   let signature = line.startsWith('Uncaught ') ? line.slice(9) : line;
   if (signature.startsWith('[')) signature = signature.slice(1);
   let message = m[0].length < line.length ? line.slice(m[0].length) : '';
+  // `Error: Error: …`, `Error: KeyError: …` (an error rethrown as `new Error(String(err))`): the
+  // inner error is the one that happened.
+  if ((m[1] === 'Error' || m[1] === 'Exception') && !m[2]) {
+    const inner = WRAPPED_HEAD.exec(message);
+    if (inner) {
+      types[0] = inner[1]!;
+      message = message.slice(inner[0].length);
+    }
+  }
   if (m[1] === 'UnhandledPromiseRejection') {
     // The reason is the only telling part of node's long explanation.
     const at = signature.indexOf(REJECTION_REASON);
@@ -83,7 +96,7 @@ export function nodeError(lines: readonly string[], i: number): Hit | undefined 
       signature = `UnhandledPromiseRejection: ${message}`;
     }
   }
-  const weak = inApp.every((f) => f.endsWith(':<top>'));
+  const weak = isWeakStack(inApp, types[0], isTopFrame, isAnonymousFrame);
   return {
     finding: { rank: Rank.Exception, line: i, signature, format: 'node', key: { kind: 'stack', types, frames: inApp, message, weak } },
     next: j,
@@ -107,6 +120,9 @@ function frameKey(fn: string, location: string): string {
   if (external) return '!';
   const file = basename(location.replace(/:\d+(?::\d+)?$/, '')).replace(/\.[cm]?[jt]sx?$/, '');
   let name = fn.replace(/ \[as [^\]]*\]$/, '');
+  // Module code (CommonJS `Object.<anonymous>`, or no name: ESM top level, and anonymous arrows
+  // that V8 cannot name) is `<top>`; a callback V8 names only by its receiver is `<anon>`.
   if (name === '' || name === 'Object.<anonymous>' || name === '<anonymous>') name = '<top>';
+  else if (name.endsWith('.<anonymous>')) name = '<anon>';
   return `${name}@${file}`;
 }

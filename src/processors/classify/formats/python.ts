@@ -6,7 +6,7 @@
  * the identity is the chain of exception types and the innermost frames of the program's own code.
  */
 import { indentOf, isBlank } from '../frame.ts';
-import { basename, collapseFrames, MAX_FRAMES, Rank, type Finding, type Hit } from '../finding.ts';
+import { basename, collapseFrames, isWeakStack, MAX_FRAMES, Rank, type Finding, type Hit } from '../finding.ts';
 
 const HEADER = 'Traceback (most recent call last):';
 const GROUP_HEADER = 'Exception Group Traceback (most recent call last):';
@@ -130,7 +130,7 @@ function stackFinding(at: number, exceptionLine: string, types: string[], blockF
   // Python lists the innermost call last; in-app frames only (stdlib and packages are not the program).
   const inApp = blockFrames.filter((f) => !f.startsWith('!')).reverse();
   const frames = collapseFrames(inApp, MAX_FRAMES);
-  const weak = frames.every((f) => f.endsWith(':<module>'));
+  const weak = isWeakStack(frames, types[types.length - 1], isModuleFrame, isAnonymousFrame);
   return {
     rank: Rank.Exception,
     line: at,
@@ -139,6 +139,10 @@ function stackFinding(at: number, exceptionLine: string, types: string[], blockF
     key: { kind: 'stack', types, frames, message, weak },
   };
 }
+
+const isModuleFrame = (f: string) => f.endsWith(':<module>');
+// `<lambda>`, `<listcomp>`, `<genexpr>`, `<dictcomp>`, `<setcomp>`.
+const isAnonymousFrame = (f: string) => f.endsWith('>') && !f.endsWith(':<module>');
 
 /** The exception type of an exception line: `pkg.Name` before `: `, or the whole line. */
 function typeOf(line: string): string {
@@ -159,4 +163,30 @@ function frameKey(path: string, func: string): string {
   if (external) return '!';
   const base = basename(path);
   return `${base.endsWith('.py') ? base.slice(0, -3) : base}:${func}`;
+}
+
+// pytest's explanation lines: `E       KeyError: 'sku'`, `E       AssertionError: …`.
+const PYTEST_E = /^E {3,}(\S.*)$/;
+const EXCEPTION_LINE = /^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s|$)/;
+
+// The location pytest prints under its `E` lines: `inventory.py:2: KeyError`.
+const PYTEST_LOCATION = /^(\S+\.py):\d+: \S/;
+
+/**
+ * A pytest failure: the first `E   Type: message` line of its report, named as printed (with the
+ * `E`), identified by the exception line and the file pytest locates it in (pytest prints a
+ * test's traceback as source excerpts, not as `File "…"` frames).
+ */
+export function pytestError(lines: readonly string[], i: number, t: string): Hit | undefined {
+  const m = PYTEST_E.exec(t);
+  if (!m || !EXCEPTION_LINE.test(m[1]!)) return undefined;
+  let file = '';
+  for (let j = i + 1; j < lines.length && j <= i + 20; j++) {
+    const loc = PYTEST_LOCATION.exec(lines[j]!);
+    if (loc) {
+      file = basename(loc[1]!);
+      break;
+    }
+  }
+  return { finding: { rank: Rank.Exception, line: i, signature: t, format: 'pytest', key: { kind: 'diag', tool: 'pytest', code: '', file, message: m[1]! } }, next: i + 1 };
 }

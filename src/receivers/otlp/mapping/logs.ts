@@ -17,23 +17,16 @@ import type { AttributeValue, Attributes, NormalizedLog, NormalizedLogs } from '
 import { mapAgentEvent } from './agents.ts';
 import { agentEvent, compact, contextOf, exceptionOf, exceptionTextOf, failedExecution, isPlainObject, stderrOutput, text, UNKNOWN_SERVICE } from './common.ts';
 import type { EventBase } from './common.ts';
+import { FAILURE_MARKERS, isErrorSeverity, logMayMatter, scalarText } from './relevance.ts';
+import type { LogFacts } from './relevance.ts';
 
 /** Reference kinds that a log record may carry by its event name, with the body as the payload. */
 export const REFERENCE_KINDS: readonly string[] = ['execution.completed', 'execution.started', 'tool.result', 'scratchpad'];
 
-/** OTLP SeverityNumber 17 is ERROR; 17..24 are ERROR and FATAL. */
-const SEVERITY_ERROR = 17;
-const ERROR_SEVERITY_TEXT = /^(error|err|fatal|critical|crit|alert|emerg|emergency|panic)\d*$/i;
-
-/**
- * Words that make text below ERROR worth classifying (case-insensitive): everything the error and
- * warning rules of the classifier look for, and the other ways tools say something went wrong.
- */
-const FAILURE_MARKERS =
-  /error|exception|traceback|fatal|panic|warn|fail|denied|not found|err!|abort|critical|crash|killed|segmentation fault|core dumped|timed out|timeout|refused|unable to|cannot|can't|invalid|unhandled/i;
-
 /** The event a log record becomes, or undefined when the chain does not need it. */
 export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => number): AgentEvent | undefined {
+  // The cheap relevance test (the decoders apply it before building records at all).
+  if (!logMayMatter(logFacts(log))) return undefined;
   const attrs = log.attributes;
   const eventName = log.eventName || text(attrs['event.name']);
   // The base (with the content hash for the event id) is only computed for records that matter.
@@ -85,10 +78,9 @@ export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => num
   return agentEvent(base(), 'execution.completed', stderrOutput(bodyText), { errorType, ...severity });
 }
 
-/** ERROR and above: SeverityNumber >= 17, or, when the number is unset, a severity text that says so. */
-export function isErrorSeverity(severityNumber: number, severityText: string): boolean {
-  if (severityNumber > 0) return severityNumber >= SEVERITY_ERROR;
-  return ERROR_SEVERITY_TEXT.test(severityText.trim());
+/** The facts of a built log record, for the relevance test. */
+export function logFacts(log: NormalizedLog): LogFacts {
+  return { severityNumber: log.severityNumber, severityText: log.severityText, eventName: log.eventName, body: log.body, attributes: log.attributes };
 }
 
 /**
@@ -97,9 +89,7 @@ export function isErrorSeverity(severityNumber: number, severityText: string): b
  */
 function textBody(body: AttributeValue | undefined, isError: boolean): string | undefined {
   if (body === undefined || body === null) return undefined;
-  if (typeof body === 'string') return body;
-  if (typeof body === 'number' || typeof body === 'boolean') return String(body);
-  return isError ? JSON.stringify(body) : undefined;
+  return scalarText(body) ?? (isError ? JSON.stringify(body) : undefined);
 }
 
 /** A kvlist body, or a string body holding a JSON object. */

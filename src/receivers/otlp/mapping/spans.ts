@@ -30,8 +30,8 @@ import {
   toolResultPayload,
 } from './common.ts';
 import type { EventBase } from './common.ts';
-
-const STATUS_CODE_ERROR = 2;
+import { STATUS_CODE_ERROR, spanMayMatter } from './relevance.ts';
+import type { SpanFacts } from './relevance.ts';
 
 /** GenAI operations vigil distinguishes. */
 type Operation = 'execute_tool' | 'model_request' | 'invoke_agent' | 'other';
@@ -52,12 +52,11 @@ const TOOL_RESULT_KEYS = ['gen_ai.tool.call.result', 'ai.toolCall.result', 'outp
 
 /** The event a span becomes, or undefined when the chain does not need it. */
 export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () => number): AgentEvent | undefined {
+  // The cheap relevance test: most spans end here (the decoders apply it before building spans at all).
+  if (!spanMayMatter(spanFacts(span))) return undefined;
   const isError = span.status.code === STATUS_CODE_ERROR;
   const exception = lastException(span);
   const errorType = text(span.attributes['error.type']);
-  // The cheap relevance test: most spans end here (the decoders' skipUnremarkable applies it
-  // before building spans at all; see isRemarkableSpan).
-  if (!isError && !exception && errorType === undefined) return undefined;
   const operation = operationOf(span);
   if (!isError && !exception && operation !== 'model_request') return undefined;
 
@@ -111,6 +110,11 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
   // An exception recorded on a span that still succeeded: the agent recovered from it.
   if (exceptionText) return agentEvent(base, 'execution.completed', stderrOutput(exceptionText), evidence);
   return undefined;
+}
+
+/** The facts of a built span, for the relevance test. */
+export function spanFacts(span: NormalizedSpan): SpanFacts {
+  return { statusCode: span.status.code, eventNames: span.events.map((e) => e.name), attributes: span.attributes };
 }
 
 /** The GenAI operation of a span: `gen_ai.operation.name`, else the span name's first word, else an older convention. */

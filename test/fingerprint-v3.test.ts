@@ -1,11 +1,11 @@
 /**
- * Fingerprint v2 (fingerprint2.ts, normalize.ts): the same failure keeps its identity across runs,
+ * Fingerprint v2 (fingerprint3.ts, normalize.ts): the same failure keeps its identity across runs,
  * machines and inputs; different failures do not share one; a stack outweighs the message.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { classifyLine, type ClassifiedLine } from '../src/processors/classify/classify.ts';
-import { fingerprintFields, fingerprintV2 } from '../src/processors/classify/fingerprint2.ts';
+import { fingerprintFields, fingerprintV3 } from '../src/processors/classify/fingerprint3.ts';
 import { normalizeMessage } from '../src/processors/classify/normalize.ts';
 
 const fp = (text: string, exit_code = 1) => (classifyLine(JSON.stringify({ text, exit_code }), 1) as ClassifiedLine).fingerprint;
@@ -42,6 +42,11 @@ describe('normalizeMessage', () => {
     ['pids and thread ids', "(node:17762) thread 'main' (8062)", '(node:<num>) thread <quoted> (<num>)'],
     ['durations, sizes, numbers', '12ms 1.5s 512MB 42 -3 1e-5 3.11.4 30 seconds', '<duration> <duration> <size> <num> <num> <num> <num> <duration>'],
     ['whitespace collapsed and trimmed', '  a \t b\n c  ', 'a b c'],
+    ['JVM identity hashes, any length, all digits too', 'Main$Conn@6b95977 [I@49476842 java.lang.Object@1b6d3586', 'Main$Conn@<hex> [I@<hex> java.lang.Object@<hex>'],
+    ['an @ before a version, a domain or a short number is no hash', 'lodash@4.17.21 bob@cafe.example node@20', 'lodash@<num> bob@cafe.example node@<num>'],
+    ['short git hashes (7 hex characters with a digit and a letter)', 'could not apply 5a07f44... update', 'could not apply <hex>... update'],
+    ['a quoted relative path keeps its extension, as an absolute one does', "cannot stat 'dist/app.js' or '/tmp/a/dist/app.js'", "cannot stat '<path>.js' or '<path>.js'"],
+    ['a path right after prog: (not a URL)', 'psql:/tmp/work-1/report.sql:6: ERROR', 'psql:<path>.sql:<num>: ERROR'],
   ];
   for (const [name, input, expected] of rows) {
     test(name, () => {
@@ -83,6 +88,49 @@ describe('different failures: different fingerprints', () => {
   for (const [name, a, b] of pairs) test(name, () => assert.notEqual(fp(a), fp(b)));
 });
 
+describe('round two: identities the first rules split or merged (issue #13, #11)', () => {
+  const nodeTop = (dir: string, head: string, frame = `at Object.<anonymous> (${dir}/main.js:2:19)`) =>
+    lines(`${dir}/main.js:2`, '  x', '  ^', '', head, `    ${frame}`, '    at Module._compile (node:internal/modules/cjs/loader:1521:14)', '', 'Node.js v20.20.2');
+  const jvmMain = (msg: string) => lines(`Exception in thread "main" java.lang.IllegalStateException: ${msg}`, '\tat Main.main(Main.java:6)');
+  const pyLambda = (msg: string) =>
+    lines('Traceback (most recent call last):', '  File "/a/app.py", line 3, in <module>', '    rows.sort(key=lambda r: check(r))', '  File "/a/app.py", line 3, in <lambda>', `RuntimeError: ${msg}`);
+  const same: Array<[name: string, a: [string, number], b: [string, number]]> = [
+    ['a silent SIGSEGV and the shell reporting it', ['', 139], ['bash: line 1:  7842 Segmentation fault      ./crash', 139]],
+    ['the job-control form, with `| `', ['      2931 Segmentation fault      | ./crash', 139], ['| bash: line 1: 17950 Segmentation fault      ./crash', 139]],
+    ['a silent SIGKILL and `Killed`', ['', 137], ['deadline.sh: line 6: 13384 Killed                  python3 worker.py', 137]],
+    ['a wrapper, whatever the attempt', ["tool run_python failed (attempt 3): Error: KeyError: 'results'", 0], ["tool run_python failed (attempt 1): Error: KeyError: 'results'", 1]],
+    ['a wrapper and its inner error printed alone', ["tool run_python failed (attempt 3): Error: KeyError: 'results'", 1], ["KeyError: 'results'", 1]],
+    ['a retry tag and notice around a tool line, and the tool line', ["[retry] retry 2/2 failed: curl: (7) Failed to connect to 127.0.0.1 port 44734 after 0 ms: Couldn't connect to server", 1], ["curl: (7) Failed to connect to 127.0.0.1 port 28616 after 0 ms: Couldn't connect to server", 7]],
+    ['attempt N failed with a port', ['[retry] attempt 1 failed: connect ECONNREFUSED 127.0.0.1:34845', 0], ['[retry] attempt 5 failed: connect ECONNREFUSED 127.0.0.1:59622', 0]],
+    ['a JVM identity hash in a weak stack (7 digits, 8, all digits)', [jvmMain('connection Main$Conn@6b95977 already closed'), 1], [jvmMain('connection Main$Conn@49476842 already closed'), 1]],
+    ['a missing command from a script, another path, bash -c', ['deploy.sh: line 8: kubectlx: command not found', 127], ['/tmp/run-1/deploy.sh: line 5: kubectlx: command not found', 127]],
+    ['… and bash -c', ['bash: line 1: kubectlx: command not found', 127], ['deploy.sh: line 8: kubectlx: command not found', 127]],
+    ['a quoted relative and absolute path', ["cp: cannot stat 'dist/app.js': No such file or directory", 1], ["cp: cannot stat '/tmp/agent-1/dist/app.js': No such file or directory", 1]],
+    ['psql scripts in temp dirs', ['psql:/tmp/work-p3/report.sql:6: ERROR:  division by zero', 3], ['psql:/tmp/work-u9/report.sql:4: ERROR:  division by zero', 3]],
+    ['a generic error at top level: the value after the last colon is volatile', [nodeTop('/a', 'Error: invalid port: auto'), 1], [nodeTop('/b', 'Error: invalid port: :8080'), 1]],
+    ['a rethrown Error: Error: groups by its frames', [nodeTop('/a', "Error: Error: ENOENT: no such file or directory, open '/a/c.json'", 'at loadConfig (/a/main.js:11:11)'), 1], [nodeTop('/b', "Error: ENOENT: no such file or directory, open '/b/c.json'", 'at loadConfig (/b/main.js:7:24)'), 1]],
+  ];
+  for (const [name, [a, ea], [b, eb]] of same) test(`one failure: ${name}`, () => assert.equal(fp(a, ea), fp(b, eb)));
+
+  const different: Array<[name: string, a: [string, number], b: [string, number]]> = [
+    ['Cannot find module and ENOENT at the same top-level frame', [nodeTop('/a', "Error: Cannot find module './config-local'"), 1], [nodeTop('/a', "Error: ENOENT: no such file or directory, open 'input.csv'"), 1]],
+    ['two JSON parse errors at the same top-level frame', [nodeTop('/a', 'SyntaxError: Unexpected end of JSON input'), 1], [nodeTop('/a', 'SyntaxError: Expected double-quoted property name in JSON at position 12'), 1]],
+    ['two messages from one anonymous callback', [nodeTop('/a', 'Error: record 26 has no id', 'at /a/main.js:3:20'), 1], [nodeTop('/a', 'Error: quota exceeded for 48', 'at /a/main.js:3:20'), 1]],
+    ['two messages from a callback named only by its receiver', [nodeTop('/a', 'Error: cache miss', 'at Timeout.<anonymous> (/a/main.js:3:20)'), 1], [nodeTop('/a', 'Error: pool closed', 'at Timeout.<anonymous> (/a/main.js:3:20)'), 1]],
+    ['a generic Python error raised in a lambda', [pyLambda('unsupported mode in row'), 1], [pyLambda('checksum mismatch in row'), 1]],
+    ['a generic JVM error in main', [jvmMain('pool exhausted'), 1], [jvmMain('connection already closed'), 1]],
+    ['silent exits 1 and 3', ['', 1], ['', 3]],
+    ['SIGSEGV and SIGKILL', ['', 139], ['', 137]],
+    ['an upper-case code after the last colon is kept', [nodeTop('/a', 'Error: connect: ECONNREFUSED'), 1], [nodeTop('/a', 'Error: connect: ETIMEDOUT'), 1]],
+  ];
+  for (const [name, [a, ea], [b, eb]] of different) test(`two failures: ${name}`, () => assert.notEqual(fp(a, ea), fp(b, eb)));
+
+  test('a named function keeps outweighing the message of a generic type', () => {
+    const named = (head: string) => nodeTop('/a', head, 'at loadConfig (/a/main.js:7:24)');
+    assert.equal(fp(named('Error: cache miss'), 1), fp(named('Error: pool closed'), 1));
+  });
+});
+
 describe('a stack outweighs the message', () => {
   test('same types and in-app frames, different messages: one fingerprint', () => {
     assert.equal(fp(py('/a', 7, 'load_config', 'LookupError: user alice not found')), fp(py('/a', 7, 'load_config', 'LookupError: user bob not found')));
@@ -96,18 +144,18 @@ describe('a stack outweighs the message', () => {
 });
 
 describe('format', () => {
-  test('v2: and 16 hex digits, stable', () => {
-    const f = fingerprintV2({ kind: 'text', text: 'ValueError: x' });
-    assert.match(f, /^v2:[0-9a-f]{16}$/);
-    assert.equal(fingerprintV2({ kind: 'text', text: 'ValueError: x' }), f);
+  test('v3: and 16 hex digits, stable', () => {
+    const f = fingerprintV3({ kind: 'text', text: 'ValueError: x' });
+    assert.match(f, /^v3:[0-9a-f]{16}$/);
+    assert.equal(fingerprintV3({ kind: 'text', text: 'ValueError: x' }), f);
   });
   test('fields are length-prefixed: no two splits hash alike', () => {
     assert.notEqual(
-      fingerprintV2({ kind: 'diag', tool: 'cc', code: 'a', file: 'b', message: 'c' }),
-      fingerprintV2({ kind: 'diag', tool: 'cc', code: 'ab', file: '', message: 'c' }),
+      fingerprintV3({ kind: 'diag', tool: 'cc', code: 'a', file: 'b', message: 'c' }),
+      fingerprintV3({ kind: 'diag', tool: 'cc', code: 'ab', file: '', message: 'c' }),
     );
   });
   test('kinds never collide: a text equal to a diag message', () => {
-    assert.notEqual(fingerprintV2({ kind: 'text', text: 'x' }), fingerprintV2({ kind: 'diag', tool: '', code: '', file: '', message: 'x' }));
+    assert.notEqual(fingerprintV3({ kind: 'text', text: 'x' }), fingerprintV3({ kind: 'diag', tool: '', code: '', file: '', message: 'x' }));
   });
 });

@@ -1,18 +1,26 @@
 /**
- * Fingerprint version 2: the identity of a failure, from what the detector found (finding.ts) rather
+ * Fingerprint version 3: the identity of a failure, from what the detector found (finding.ts) rather
  * than from the signature's text alone.
  *
  * - **stack** (a Python/JVM/Node/Go exception with frames): the chain of exception types and the
  *   innermost (≤ 3) frames of the program's own code — `module:function`, never line numbers, with
  *   recursion collapsed and generated names normalized. The frames outweigh the message: it only
- *   counts when the stack is weak (no in-app frame, or only top-level code such as `<module>` or
- *   `main`, where every failure of a script would otherwise look alike).
+ *   counts when the stack is weak (no in-app frame, only top-level code such as `<module>` or
+ *   `main`, or a generic type — `Error`, `TypeError`, `RuntimeError`… — raised from top-level or
+ *   anonymous code, where different failures would otherwise look alike).
  * - **diag** (compiler, linker, panic): tool, code (`E0308`, `TS2304`, `-Werror=…`), the file's
  *   basename and the normalized message — never the line and column.
+ * - **status**: the signal that killed the process (`SIGSEGV`), or a nameless exit status.
  * - **text**: the normalized telling line.
  *
+ * Version 3 (issue #13) replaced version 2 whole: v2's weak-stack test never matched a Node.js
+ * stack, and v3 adds the generic-type rule, signal identities, exit statuses, wrapper lines
+ * identified by their inner error, and masks for JVM identity hashes, short git hashes and quoted
+ * relative paths. Every failure gets a new fingerprint once, visibly (`v3:`), rather than some groups
+ * being silently merged or split.
+ *
  * Messages are normalized by normalize.ts and cut to 160 characters after masking (so a long
- * volatile part before the cut cannot move it). The result is `v2:` + 16 hex digits of a 64-bit
+ * volatile part before the cut cannot move it). The result is `v3:` + 16 hex digits of a 64-bit
  * hash over the length-prefixed fields (a grouping key, not a cryptographic digest: a per-call
  * SHA-256 cost as much as the rest of naming a failure); the version keeps stored groups
  * from silently regrouping when the algorithm changes (v1 stays in fingerprint.ts for `rules:
@@ -21,7 +29,7 @@
 import type { FailureKey } from './finding.ts';
 import { normalizeMessage } from './normalize.ts';
 
-export const FINGERPRINT_V2 = 'v2';
+export const FINGERPRINT_VERSION = 'v3';
 /** Longest normalized message that counts, in UTF-16 code units. */
 const MESSAGE_MAX = 160;
 /** Longest raw text handed to normalization (a 1 MB line is identified by its start). */
@@ -38,17 +46,19 @@ export function fingerprintMessage(message: string): string {
 export function fingerprintFields(key: FailureKey): string[] {
   switch (key.kind) {
     case 'stack':
-      return ['stack', key.types.join(' > '), key.frames.join(' | '), key.weak ? fingerprintMessage(firstLine(key.message)) : ''];
+      return ['stack', key.types.join(' > '), key.frames.join(' | '), key.weak ? templateOf(fingerprintMessage(firstLine(key.message))) : ''];
     case 'diag':
       return ['diag', key.tool, key.code, key.file.toLowerCase(), fingerprintMessage(key.message)];
+    case 'status':
+      return ['status', key.name, key.code === undefined ? '' : String(key.code)];
     case 'text':
       return ['text', fingerprintMessage(key.text)];
   }
 }
 
-/** `v2:` + 16 hex digits of the 64-bit hash of the length-prefixed fields of the key. */
-export function fingerprintV2(key: FailureKey): string {
-  return FINGERPRINT_V2 + ':' + hash64(fingerprintFields(key));
+/** `v3:` + 16 hex digits of the 64-bit hash of the length-prefixed fields of the key. */
+export function fingerprintV3(key: FailureKey): string {
+  return FINGERPRINT_VERSION + ':' + hash64(fingerprintFields(key));
 }
 
 /**
@@ -88,6 +98,19 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 
 function hex32(x: number): string {
   return HEX[(x >>> 24) & 255]! + HEX[(x >>> 16) & 255]! + HEX[(x >>> 8) & 255]! + HEX[x & 255]!;
+}
+
+// `invalid port: auto`, `unsupported mode: fast`: a single word after the message's last `: ` is the
+// value the program was given, not the failure; an upper-case code (`ECONNREFUSED`) or a
+// placeholder is kept.
+const TRAILING_VALUE = /: (\S+)$/;
+const KEPT = /^(?:[A-Z][A-Z0-9_]*|<\w+>)$/;
+
+/** A weak stack's message as a template: its trailing value masked (see TRAILING_VALUE). */
+function templateOf(message: string): string {
+  const m = TRAILING_VALUE.exec(message);
+  if (!m || KEPT.test(m[1]!)) return message;
+  return message.slice(0, m.index) + ': <value>';
 }
 
 function firstLine(text: string): string {

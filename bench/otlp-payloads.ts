@@ -1,0 +1,128 @@
+/**
+ * The payloads of `npm run bench:ingest`: OTLP trace export requests of realistic agent spans (model
+ * calls, tool calls, agent turns with GenAI attributes; one span in 32 failed, with an exception
+ * event and a Python traceback), encoded as OTLP/JSON and as OTLP/protobuf by the independent codec
+ * (the 0.214.0 otlp-transformer's generated protobufjs root), with the offsets of a per-request
+ * trace id prefix so every request can carry fresh trace ids.
+ */
+import { randomBytes } from 'node:crypto';
+import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
+
+/** Where each request writes its number: the first 4 bytes of every trace id. */
+export const TRACE_MARKER = 'deadbeef';
+
+export interface Payload {
+  template: Uint8Array;
+  /** Where the 8-hex-digit (JSON) or 4-byte (protobuf) per-request trace id prefix goes. */
+  offsets: number[];
+}
+
+/** One request body per encoding, with the offsets of the per-request trace id prefixes. */
+export function buildPayloads(spans: number): { json: Payload; protobuf: Payload; errorSpans: number } {
+  const root = root0214 as any;
+  const TraceRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+
+  const hexId = (bytes: number) => randomBytes(bytes).toString('hex');
+  const now = BigInt(Date.UTC(2026, 10, 30, 12)) * 1_000_000n;
+  const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
+  const int = (key: string, value: number) => ({ key, value: { intValue: value } });
+  const traceback = [
+    'Traceback (most recent call last):',
+    '  File "/srv/agent/tools/run.py", line 48, in execute',
+    '    result = handler(**arguments)',
+    '  File "/srv/agent/tools/files.py", line 17, in read_file',
+    '    with open(path) as f:',
+    "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'",
+  ].join('\n');
+
+  // Turns of 16 spans: invoke_agent → chat ×6, execute_tool ×6, retrieval ×3; one trace per turn.
+  let errorSpans = 0;
+  const jsonSpans: object[] = [];
+  const protoSpans: object[] = [];
+  let traceId = '';
+  let agentSpan = '';
+  for (let i = 0; i < spans; i++) {
+    if (i % 16 === 0) {
+      traceId = TRACE_MARKER + hexId(12);
+      agentSpan = hexId(8);
+    }
+    const position = i % 16;
+    const spanId = position === 0 ? agentSpan : hexId(8);
+    const failed = i % 32 === 21;
+    const start = now + BigInt(i) * 1_000_000n;
+    const end = start + 850_000_000n;
+    let name: string;
+    let attributes: object[];
+    const session = [str('session.id', 'sess-7f3a2c'), str('gen_ai.conversation.id', 'conv-7f3a2c')];
+    if (position === 0) {
+      name = 'invoke_agent coder';
+      attributes = [str('gen_ai.operation.name', 'invoke_agent'), str('gen_ai.agent.name', 'coder'), str('gen_ai.agent.id', 'agent-01'), ...session];
+    } else if (position % 2 === 1 && position < 13) {
+      name = 'chat gpt-4o';
+      attributes = [
+        str('gen_ai.operation.name', 'chat'),
+        str('gen_ai.provider.name', 'openai'),
+        str('gen_ai.request.model', 'gpt-4o'),
+        str('gen_ai.response.model', 'gpt-4o-2024-08-06'),
+        str('gen_ai.response.id', `chatcmpl-${hexId(12)}`),
+        int('gen_ai.usage.input_tokens', 1200 + i),
+        int('gen_ai.usage.output_tokens', 200 + (i % 50)),
+        str('gen_ai.response.finish_reasons', 'stop'),
+        str('server.address', 'api.openai.com'),
+        int('server.port', 443),
+        ...session,
+      ];
+    } else if (position < 13) {
+      name = 'execute_tool read_file';
+      attributes = [
+        str('gen_ai.operation.name', 'execute_tool'),
+        str('gen_ai.tool.name', 'read_file'),
+        str('gen_ai.tool.call.id', `call_${hexId(8)}`),
+        str('gen_ai.tool.type', 'function'),
+        str('code.function.name', 'read_file'),
+        ...session,
+      ];
+    } else {
+      name = 'retrieval docs';
+      attributes = [str('gen_ai.operation.name', 'retrieval'), str('gen_ai.data_source.id', 'docs-index'), int('db.response.returned_rows', 8), ...session];
+    }
+    const events = failed
+      ? [
+          {
+            name: 'exception',
+            timeUnixNano: String(end - 1000n),
+            attributes: [str('exception.type', 'FileNotFoundError'), str('exception.message', "[Errno 2] No such file or directory: '/workspace/notes.md'"), str('exception.stacktrace', traceback)],
+          },
+        ]
+      : [];
+    if (failed) errorSpans++;
+    const common = {
+      name,
+      kind: name.startsWith('chat') ? 3 : 1,
+      startTimeUnixNano: String(start),
+      endTimeUnixNano: String(end),
+      attributes,
+      events,
+      status: failed ? { code: 2, message: "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'" } : { code: 1 },
+    };
+    const parent = position === 0 ? undefined : agentSpan;
+    jsonSpans.push({ traceId, spanId, ...(parent ? { parentSpanId: parent } : {}), ...common });
+    protoSpans.push({ traceId: Buffer.from(traceId, 'hex'), spanId: Buffer.from(spanId, 'hex'), ...(parent ? { parentSpanId: Buffer.from(parent, 'hex') } : {}), ...common });
+  }
+  const resource = { attributes: [str('service.name', 'coding-agent'), str('service.version', '1.8.0'), str('service.instance.id', 'host-1/4242'), str('telemetry.sdk.language', 'python')] };
+  const scope = { name: 'opentelemetry.instrumentation.openai_v2', version: '2.1b0' };
+
+  const json = Buffer.from(JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: jsonSpans }] }] }));
+  const protobuf = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: protoSpans }] }] })).finish());
+  return {
+    json: { template: json, offsets: offsetsOf(json, Buffer.from(TRACE_MARKER, 'latin1')) },
+    protobuf: { template: protobuf, offsets: offsetsOf(protobuf, Buffer.from(TRACE_MARKER, 'hex')) },
+    errorSpans,
+  };
+}
+
+function offsetsOf(haystack: Buffer, needle: Buffer): number[] {
+  const out: number[] = [];
+  for (let i = haystack.indexOf(needle); i >= 0; i = haystack.indexOf(needle, i + needle.length)) out.push(i);
+  return out;
+}

@@ -1,0 +1,43 @@
+/**
+ * The `otlp` receiver's own metrics: one counter family per meaning, each split by signal and wire
+ * protocol (`http-json`, `http-protobuf`, `grpc`; `http` for HTTP requests refused before their
+ * encoding was known, which no protocol counts).
+ */
+import type { ComponentMetric } from '../../component.ts';
+import { OTLP_PROTOCOLS, type OtlpCounts, type OtlpReceiverStats } from './ingest.ts';
+
+const FAMILIES: ReadonlyArray<[keyof OtlpCounts, string, string]> = [
+  ['requests', 'vigil_receiver_requests_total', 'Export requests received.'],
+  ['refused', 'vigil_receiver_refused_requests_total', 'Export requests refused as a whole (HTTP 4xx/5xx, gRPC non-OK); nothing from them was kept.'],
+  ['accepted', 'vigil_receiver_accepted_records_total', 'Spans and log records accepted, whether the processors need them or not.'],
+  ['rejected', 'vigil_receiver_rejected_records_total', 'Spans and log records rejected one by one (OTLP partial success).'],
+  [
+    'irrelevant',
+    'vigil_receiver_irrelevant_records_total',
+    'Accepted records the processors do not need (successful spans, unremarkable logs): counted, not stored.',
+  ],
+  ['appended', 'vigil_receiver_appended_records_total', 'Records durably appended to the ingest log.'],
+  ['duplicates', 'vigil_receiver_duplicate_records_total', 'Records the ingest log already held (redeliveries), counted once.'],
+  ['droppedAttributes', 'vigil_receiver_dropped_attributes_total', 'Attributes dropped while decoding, over the per-record limit.'],
+  ['truncatedValues', 'vigil_receiver_truncated_values_total', 'Attribute values and bodies cut to the size limit while decoding.'],
+];
+
+/** Keys whose totals can exceed the sum over protocols (requests refused before decoding). */
+const UNATTRIBUTED: ReadonlySet<keyof OtlpCounts> = new Set(['requests', 'refused']);
+
+export function otlpReceiverMetrics(stats: OtlpReceiverStats): ComponentMetric[] {
+  const out: ComponentMetric[] = [];
+  for (const [key, name, help] of FAMILIES) {
+    for (const [signal, s] of Object.entries(stats)) {
+      let attributed = 0;
+      for (const protocol of OTLP_PROTOCOLS) {
+        const value = s.protocols[protocol][key];
+        attributed += value;
+        out.push({ name, type: 'counter', help, labels: { signal, protocol }, value });
+      }
+      const rest = s[key] - attributed;
+      if (UNATTRIBUTED.has(key) || rest !== 0) out.push({ name, type: 'counter', help, labels: { signal, protocol: 'http' }, value: rest });
+    }
+  }
+  return out;
+}

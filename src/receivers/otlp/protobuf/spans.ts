@@ -1,0 +1,267 @@
+/**
+ * OTLP/protobuf ExportTraceServiceRequest → normalized spans (opentelemetry-proto `trace/v1`;
+ * field numbers below). One walk per message with a switch: build the span, or only check it —
+ * validate it, count its bounds and collect the facts the relevance test reads (status code,
+ * event names, the watched attributes) — so that a span the test lets go costs a scan, not a copy.
+ */
+import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
+import type { Checking } from '../decoding.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
+import type { SpanFacts } from '../mapping/relevance.ts';
+import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
+import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
+import { checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, readString, required, withMerged } from './common.ts';
+import type { Ranges, RecordKind } from './common.ts';
+import { LEN } from './wire.ts';
+import type { WireReader } from './wire.ts';
+
+/** Span field numbers (trace.proto). */
+const SPAN = {
+  TRACE_ID: 1,
+  SPAN_ID: 2,
+  TRACE_STATE: 3,
+  PARENT_SPAN_ID: 4,
+  NAME: 5,
+  KIND: 6,
+  START: 7,
+  END: 8,
+  ATTRIBUTES: 9,
+  EVENTS: 11,
+  LINKS: 13,
+  STATUS: 15,
+} as const;
+/** Span.Event: time_unix_nano = 1, name = 2, attributes = 3. */
+const EVENT = { TIME: 1, NAME: 2, ATTRIBUTES: 3 } as const;
+/** Span.Link: trace_id = 1, span_id = 2, trace_state = 3, attributes = 4. */
+const LINK = { TRACE_ID: 1, SPAN_ID: 2, ATTRIBUTES: 4 } as const;
+/** Status: message = 2, code = 3 (1 is the reserved deprecated code). */
+const STATUS = { MESSAGE: 2, CODE: 3 } as const;
+
+const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
+  names: TRACES_REQUEST,
+  walk: walkSpan,
+  mayMatter: spanMayMatter,
+  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+};
+
+/** Decodes an OTLP/protobuf ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
+export function decodeTracesProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedTraces {
+  const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
+  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
+}
+
+/**
+ * One span: built (no `checking`), or only checked, filling `checking.facts`. The cursor is at the
+ * span's first field; `end` is its end.
+ */
+function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpan | undefined {
+  const build = checking === undefined;
+  let facts: SpanFacts | undefined;
+  if (checking) {
+    facts = checking.facts;
+    facts.statusCode = 0;
+    facts.eventNames.length = 0;
+    facts.attributes = {};
+    checking.mustBuild = false;
+  }
+  let traceId: string | undefined;
+  let spanId: string | undefined;
+  let parentSpanId: string | undefined;
+  let traceState = '';
+  let name = '';
+  let kind = 0;
+  let start = '0';
+  let endTime = '0';
+  const attributes: Attributes | undefined = build ? {} : undefined;
+  const seen = { kept: 0 };
+  let attributeIndex = 0;
+  const events: NormalizedSpanEvent[] = [];
+  const links: NormalizedSpanLink[] = [];
+  let statusRanges: Ranges | undefined;
+  while (r.next(end)) {
+    switch (r.field) {
+      case SPAN.TRACE_ID:
+        traceId = id(r, end, 'traceId', 16, build);
+        break;
+      case SPAN.SPAN_ID:
+        spanId = id(r, end, 'spanId', 8, build);
+        break;
+      case SPAN.TRACE_STATE:
+        if (build) traceState = readString(r, end, 'traceState', MAX_STRING_BYTES, stats);
+        else checkString(r, end, 'traceState', MAX_STRING_BYTES, stats);
+        break;
+      case SPAN.PARENT_SPAN_ID:
+        parentSpanId = id(r, end, 'parentSpanId', 8, build);
+        break;
+      case SPAN.NAME:
+        if (build) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        else checkString(r, end, 'name', MAX_STRING_BYTES, stats);
+        break;
+      case SPAN.KIND:
+        kind = enumValue(r, end, 'kind');
+        break;
+      case SPAN.START:
+        start = nanos(r, end, 'startTimeUnixNano', build);
+        break;
+      case SPAN.END:
+        endTime = nanos(r, end, 'endTimeUnixNano', build);
+        break;
+      case SPAN.ATTRIBUTES:
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, SPAN_ATTRIBUTE_KEYS, facts?.attributes)) {
+          checking!.mustBuild = true;
+          return undefined;
+        }
+        break;
+      case SPAN.EVENTS: {
+        const i = events.length;
+        const e = message(r, end, 'events', i);
+        try {
+          const event = walkEvent(r, e, stats, checking);
+          if (build) events.push(event);
+          else if (checking!.mustBuild) return undefined;
+          else if (event.name !== '') facts!.eventNames.push(event.name);
+        } catch (err) {
+          throw under(err, itemPath('events', i));
+        }
+        r.pos = e;
+        break;
+      }
+      case SPAN.LINKS: {
+        const i = links.length;
+        const e = message(r, end, 'links', i);
+        try {
+          const link = walkLink(r, e, stats, checking);
+          if (build) links.push(link!);
+          else if (checking!.mustBuild) return undefined;
+        } catch (err) {
+          throw under(err, itemPath('links', i));
+        }
+        r.pos = e;
+        break;
+      }
+      case SPAN.STATUS: {
+        const e = message(r, end, 'status');
+        (statusRanges ??= []).push(r.pos, e);
+        r.pos = e;
+        break;
+      }
+      default:
+        r.skip(end);
+    }
+  }
+  let status: NormalizedStatus = NO_STATUS;
+  if (statusRanges) {
+    try {
+      status = withMerged(r, statusRanges, build, walkStatus, undefined, stats);
+    } catch (err) {
+      throw under(err, 'status');
+    }
+  }
+  traceId = required(traceId, 'traceId', 16);
+  spanId = required(spanId, 'spanId', 8);
+  if (!build) {
+    facts!.statusCode = status.code;
+    return undefined;
+  }
+  return {
+    traceId,
+    spanId,
+    parentSpanId,
+    traceState,
+    name,
+    kind,
+    startTimeUnixNano: start,
+    startTimeMs: decimalNanosToMs(start),
+    endTimeUnixNano: endTime,
+    endTimeMs: decimalNanosToMs(endTime),
+    attributes: attributes!,
+    events,
+    links,
+    status,
+  };
+}
+
+const NO_STATUS: NormalizedStatus = Object.freeze({ code: 0, message: '' });
+
+/**
+ * A span event; when only checked, its name only if the relevance test reads it (else ''), and
+ * `checking.mustBuild` when its attributes go past the cap.
+ */
+function walkEvent(r: WireReader, end: number, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpanEvent {
+  const build = checking === undefined;
+  let time = '0';
+  let name = '';
+  const attributes: Attributes = {};
+  const seen = { kept: 0 };
+  let i = 0;
+  while (r.next(end)) {
+    switch (r.field) {
+      case EVENT.TIME:
+        time = nanos(r, end, 'timeUnixNano', build);
+        break;
+      case EVENT.NAME:
+        if (build) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        else {
+          expectWire(r, LEN, 'name', end);
+          const s = r.lengthDelimited(end);
+          checkUtf8(r.buf, s, r.pos, 'name', MAX_STRING_BYTES, stats);
+          name = SPAN_EVENT_NAMES[indexOfName(r.buf, s, r.pos, SPAN_EVENT_NAMES)] ?? '';
+        }
+        break;
+      case EVENT.ATTRIBUTES:
+        if (!keyValue(r, end, stats, 'attributes', i++, build ? attributes : undefined, seen)) {
+          checking!.mustBuild = true;
+          return { name, timeUnixNano: time, timeMs: undefined, attributes };
+        }
+        break;
+      default:
+        r.skip(end);
+    }
+  }
+  return { name, timeUnixNano: time, timeMs: decimalNanosToMs(time), attributes };
+}
+
+/** A span link; when only checked, nothing (and `checking.mustBuild` when its attributes go past the cap). */
+function walkLink(r: WireReader, end: number, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpanLink | undefined {
+  const build = checking === undefined;
+  let traceId: string | undefined;
+  let spanId: string | undefined;
+  const attributes: Attributes | undefined = build ? {} : undefined;
+  const seen = { kept: 0 };
+  let i = 0;
+  while (r.next(end)) {
+    switch (r.field) {
+      case LINK.TRACE_ID:
+        traceId = id(r, end, 'traceId', 16, build);
+        break;
+      case LINK.SPAN_ID:
+        spanId = id(r, end, 'spanId', 8, build);
+        break;
+      case LINK.ATTRIBUTES:
+        if (!keyValue(r, end, stats, 'attributes', i++, attributes, seen)) {
+          checking!.mustBuild = true;
+          return undefined;
+        }
+        break;
+      default:
+        r.skip(end);
+    }
+  }
+  traceId = required(traceId, 'traceId', 16);
+  spanId = required(spanId, 'spanId', 8);
+  return build ? { traceId, spanId, attributes: attributes! } : undefined;
+}
+
+function walkStatus(r: WireReader, end: number, build: boolean, _arg: undefined, stats: DecodeStats): NormalizedStatus {
+  let code = 0;
+  let message = '';
+  while (r.next(end)) {
+    if (r.field === STATUS.MESSAGE) {
+      if (build) message = readString(r, end, 'message', MAX_STRING_BYTES, stats);
+      else checkString(r, end, 'message', MAX_STRING_BYTES, stats);
+    } else if (r.field === STATUS.CODE) code = enumValue(r, end, 'code');
+    else r.skip(end);
+  }
+  return { code, message };
+}
+
