@@ -38,6 +38,8 @@ const SESSIONS = Number(args.sessions);
 const SIGNATURES = Number(args.signatures);
 const SAMPLE_S = Number(args.sample);
 const BATCH = 500;
+/** Requests in flight at once, as several agents' exporters would have. */
+const SENDERS = 8;
 
 function letters(n: number): string {
   let s = '';
@@ -197,7 +199,7 @@ service:
       await take();
     }
   };
-  await Promise.all([sender(), sender(), sender(), sender(), sampler()]);
+  await Promise.all([...Array.from({ length: SENDERS }, sender), sampler()]);
   await take();
   vigil.child.kill('SIGKILL');
   await vigil.exited;

@@ -10,7 +10,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { CAN_MOUNT, jsonLines, mountTmpfs, NO_MOUNT_REASON, workload, type Tmpfs } from './helpers/faults.ts';
+import { RedisServer } from './helpers/redis-server.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
@@ -331,6 +333,74 @@ service:
     });
     assert.deepEqual(sorted(join(dir, 'work.jsonl')), sorted(join(refDir, 'work.jsonl')), 'the same work events, byte for byte');
     await stop(ref);
+    await stop(v);
+  });
+});
+
+describe('readiness while Redis is out of memory', () => {
+  test('maxmemory reached: appends refused retryably, /healthz 503 with the reason; memory back: ready, and every work event once', async (t) => {
+    const redis = await RedisServer.start();
+    t.after(() => redis.stop());
+    const admin = new Redis(redis.url);
+    t.after(() => admin.disconnect());
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    const dir = tempDir();
+    const [otlp, health] = [await freePort(), await freePort()];
+    const work = join(dir, 'work.jsonl');
+    const config = writeConfig(
+      dir,
+      `receivers:
+  otlp: { protocols: { http: { endpoint: 127.0.0.1:${otlp} } } }
+processors:
+  classify: {}
+  recurrence: { min_recurrence: 2, max_per_turn: 100000 }
+exporters:
+  file: { path: ${work} }
+extensions:
+  health_check: { endpoint: 127.0.0.1:${health} }
+state:
+  redis: { url: "${redis.url}/0", key_prefix: "oom:" }
+service:
+  extensions: [health_check]
+  pipelines:
+    logs: { receivers: [otlp], processors: [classify, recurrence], exporters: [file] }
+`,
+    );
+    const v = start(config);
+    const url = `http://127.0.0.1:${otlp}/v1/logs`;
+    const healthz = async () => {
+      const r = await fetch(`http://127.0.0.1:${health}/healthz`);
+      return { status: r.status, body: (await r.json()) as { reasons?: string[] } };
+    };
+    await waitFor(async () => ((await healthz().catch(() => undefined))?.status === 200 ? true : undefined), 'ready');
+    const bodies = workload(200, { tag: 'oom', batches: 10, pad: 4000 });
+    assert.equal((await postLogs(url, bodies[0]!)).status, 200);
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+    await admin.config('SET', 'maxmemory', String(used + 64 * 1024));
+    const refused: string[] = [];
+    for (const body of bodies.slice(1)) {
+      const r = await postLogs(url, body);
+      if (r.status !== 200) {
+        assert.equal(r.status, 503);
+        refused.push(body);
+      }
+    }
+    assert.ok(refused.length > 0, 'maxmemory refused appends');
+    const notReady = await healthz();
+    assert.equal(notReady.status, 503);
+    assert.ok(
+      notReady.body.reasons!.some((r) => /refuses writes since .*OOM/i.test(r)),
+      JSON.stringify(notReady.body),
+    );
+
+    await admin.config('SET', 'maxmemory', '0');
+    await waitFor(async () => ((await healthz()).status === 200 ? true : undefined), 'ready again', 10_000);
+    for (const body of refused) assert.equal((await postLogs(url, body)).status, 200);
+    await waitFor(() => (jsonLines(work).length >= 200 ? true : undefined), 'every work event', 30_000);
+    const ids = jsonLines<{ id: string; type: string }>(work);
+    assert.equal(ids.length, 200);
+    assert.equal(new Set(ids.map((e) => e.id)).size, 200, 'each once');
+    assert.ok(ids.every((e) => e.type === 'dev.vigil.work.created'));
     await stop(v);
   });
 });
