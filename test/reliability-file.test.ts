@@ -14,12 +14,10 @@ import { after, describe, test } from 'node:test';
 import { DEFAULT_DELIVERY } from '../src/exporters/delivery.ts';
 import { createFileExporter, type FileSystem } from '../src/exporters/file/factory.ts';
 import { memoryLogger } from '../src/logger.ts';
-import type { WorkOutboxItem } from '../src/model/work.ts';
 import { ExporterRunner } from '../src/service/exporter-runner.ts';
-import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { CAN_MOUNT, jsonLines, metricValue, mountTmpfs, NO_MOUNT_REASON, workload, type Tmpfs } from './helpers/faults.ts';
+import { type SqliteStore } from '../src/store/sqlite/store.ts';
+import { CAN_MOUNT, jsonLines, metricValue, mountTmpfs, NO_MOUNT_REASON, workload, type Tmpfs, sqliteOutbox } from './helpers/faults.ts';
 import { postLogs } from './helpers/otlp-logs.ts';
-import { event } from './helpers/pages.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
 const children: VigilChild[] = [];
@@ -98,31 +96,6 @@ service:
   });
 });
 
-/** Outbox entries as a committed page leaves them, in a real SQLite store. */
-async function sqliteOutbox(n: number): Promise<SqliteStore> {
-  const store = new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 });
-  await store.open();
-  await store.registerExporter('logs', 'file');
-  await store.append('logs', [event({ id: 'e', time: 0 })]);
-  const [e] = await store.readPage('logs', 'session-1', 1);
-  const items: WorkOutboxItem[] = Array.from({ length: n }, (_, i) => ({
-    kind: 'work',
-    id: `evt-${i}`,
-    event: {
-      specversion: '1.0',
-      id: `evt-${i}`,
-      source: 'vigil/t',
-      type: 'dev.vigil.work.created',
-      time: new Date(0).toISOString(),
-      subject: 'g',
-      datacontenttype: 'application/json',
-      data: { count: i } as never,
-    },
-  }));
-  await store.commit({ pipeline: 'logs', partition: 'session-1', cursor: e!.id, groups: [], turns: [], revisions: [], failures: [], outbox: items });
-  return store;
-}
-
 /** The real file system, with faults injected into the handles it opens. */
 function faultyFs(faults: { maxWrite?: number; failDatasync?: () => boolean; failWriteAfter?: () => number | undefined }): FileSystem {
   return {
@@ -177,7 +150,7 @@ describe('file exporter faults through an injected file system', () => {
   const all = (n: number) => Array.from({ length: n }, (_, i) => `evt-${i}`);
 
   test('short writes are continued: the batch arrives whole, once', async () => {
-    const store = await sqliteOutbox(100);
+    const store = await sqliteOutbox(100, 'file');
     const path = join(tempDir(), 'work.jsonl');
     const { runner } = run(store, faultyFs({ maxWrite: 37 }), path);
     assert.equal(await runner.deliverBatch(), 'delivered');
@@ -187,7 +160,7 @@ describe('file exporter faults through an injected file system', () => {
   });
 
   test('a write that fails part-way (ENOSPC) confirms nothing and leaves nothing; the retry writes the batch once', async () => {
-    const store = await sqliteOutbox(100);
+    const store = await sqliteOutbox(100, 'file');
     const path = join(tempDir(), 'work.jsonl');
     let failing = true;
     const { runner, logger } = run(store, faultyFs({ failWriteAfter: () => (failing ? 7000 : undefined) }), path);
@@ -206,7 +179,7 @@ describe('file exporter faults through an injected file system', () => {
   });
 
   test('an fsync error confirms nothing: the batch is cut off and written again', async () => {
-    const store = await sqliteOutbox(100);
+    const store = await sqliteOutbox(100, 'file');
     const path = join(tempDir(), 'work.jsonl');
     let syncs = 0;
     const { runner } = run(store, faultyFs({ failDatasync: () => ++syncs === 1 }), path);
@@ -220,11 +193,11 @@ describe('file exporter faults through an injected file system', () => {
   });
 
   test('when the store cannot record the confirmation (a full state disk), the retry does not write the batch twice', async () => {
-    const store = await sqliteOutbox(50);
+    const store = await sqliteOutbox(50, 'file');
     const path = join(tempDir(), 'work.jsonl');
     const ack = store.ackOutbox.bind(store);
     let fail = true;
-    store.ackOutbox = async (...args) => {
+    store.ackOutbox = async (...args: Parameters<SqliteStore['ackOutbox']>) => {
       if (fail) {
         fail = false;
         throw Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL' });
@@ -240,7 +213,7 @@ describe('file exporter faults through an injected file system', () => {
   });
 
   test('a cut line left by a crash mid-write is removed before the next batch', async () => {
-    const store = await sqliteOutbox(3);
+    const store = await sqliteOutbox(3, 'file');
     const path = join(tempDir(), 'work.jsonl');
     writeFileSync(path, '{"id":"earlier"}\n');
     appendFileSync(path, '{"id":"evt-0","specver');

@@ -13,13 +13,12 @@ import type { Exporter } from '../src/component.ts';
 import { DEFAULT_DELIVERY, ExportError, type DeliverySettings } from '../src/exporters/delivery.ts';
 import { webhookExporterFactory } from '../src/exporters/webhook/factory.ts';
 import { memoryLogger } from '../src/logger.ts';
-import type { WorkOutboxItem } from '../src/model/work.ts';
 import { ExporterRunner, type Clock } from '../src/service/exporter-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
-import { event } from './helpers/pages.ts';
+import { commitOutbox } from './helpers/faults.ts';
 import { deletePrefix, REDIS_URL, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
 
@@ -47,30 +46,6 @@ const STORES: Array<[string, () => StateStore]> = [
     },
   ],
 ];
-
-function item(id: string): WorkOutboxItem {
-  return {
-    kind: 'work',
-    id,
-    event: {
-      specversion: '1.0',
-      id,
-      source: 'vigil/t',
-      type: 'dev.vigil.work.created',
-      time: new Date(0).toISOString(),
-      subject: 'g',
-      datacontenttype: 'application/json',
-      data: { n: id } as never,
-    },
-  };
-}
-
-/** Commits one page carrying `ids` as outbox entries (one ingest record per page moves the cursor). */
-async function commitPage(store: StateStore, n: number, ids: string[]): Promise<void> {
-  await store.append('logs', [event({ id: `rec-${n}`, time: n, partition: 'p' })]);
-  const [e] = await store.readPage('logs', 'p', 1);
-  await store.commit({ pipeline: 'logs', partition: 'p', cursor: e!.id, groups: [], turns: [], revisions: [], failures: [], outbox: ids.map(item) });
-}
 
 const delivery = (retry: Partial<DeliverySettings['retry_on_failure']>, queue_size: number): DeliverySettings => ({
   retry_on_failure: { ...DEFAULT_DELIVERY.retry_on_failure, ...retry },
@@ -100,7 +75,7 @@ for (const [name, make] of STORES) {
       const PAGES = 40;
       const PER_PAGE = 25;
       await runner.start();
-      await commitPage(
+      await commitOutbox(
         store,
         0,
         Array.from({ length: PER_PAGE }, (_, i) => `e-0-${i}`),
@@ -108,7 +83,7 @@ for (const [name, make] of STORES) {
       runner.notify();
       await waitFor(() => (runner.stats.failedAttempts >= 1 ? true : undefined), 'the first failed attempt');
       for (let p = 1; p < PAGES; p++) {
-        await commitPage(
+        await commitOutbox(
           store,
           p,
           Array.from({ length: PER_PAGE }, (_, i) => `e-${p}-${i}`),
@@ -138,7 +113,7 @@ for (const [name, make] of STORES) {
       await store.open();
       await store.registerExporter('logs', 'kept');
       await store.registerExporter('logs', 'removed');
-      await commitPage(store, 0, ['a', 'b', 'c', 'd']);
+      await commitOutbox(store, 0, ['a', 'b', 'c', 'd']);
       const [, b] = await store.readOutbox('logs', 'kept', 2);
       await store.ackOutbox('logs', 'kept', b!.seq);
       assert.equal(await store.outboxLag('logs', 'kept'), 2);
@@ -158,7 +133,7 @@ describe('a receiver down past max_elapsed_time', () => {
     const store = new MemoryStore();
     await store.open();
     await store.registerExporter('logs', 'x');
-    await commitPage(store, 0, ['a', 'b', 'c', 'd']);
+    await commitOutbox(store, 0, ['a', 'b', 'c', 'd']);
     const exporter: Exporter = {
       async start() {},
       async shutdown() {},

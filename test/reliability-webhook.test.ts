@@ -13,12 +13,10 @@ import { DEFAULT_DELIVERY, type DeliverySettings } from '../src/exporters/delive
 import { webhookExporterFactory, type WebhookExporterConfig } from '../src/exporters/webhook/factory.ts';
 import { MAX_RETRY_AFTER_MS } from '../src/internal/retry.ts';
 import { memoryLogger } from '../src/logger.ts';
-import type { WorkOutboxItem } from '../src/model/work.ts';
 import { ExporterRunner, type Clock } from '../src/service/exporter-runner.ts';
-import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { jsonLines, workload } from './helpers/faults.ts';
+import { type SqliteStore } from '../src/store/sqlite/store.ts';
+import { jsonLines, workload, sqliteOutbox } from './helpers/faults.ts';
 import { postLogs } from './helpers/otlp-logs.ts';
-import { event } from './helpers/pages.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
 interface Hit {
@@ -63,30 +61,6 @@ after(async () => {
   await Promise.all(servers.map((s) => s.close()));
 });
 
-async function storeWith(n: number): Promise<SqliteStore> {
-  const store = new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 });
-  await store.open();
-  await store.registerExporter('logs', 'webhook');
-  await store.append('logs', [event({ id: 'e', time: 0 })]);
-  const [e] = await store.readPage('logs', 'session-1', 1);
-  const items: WorkOutboxItem[] = Array.from({ length: n }, (_, i) => ({
-    kind: 'work',
-    id: `evt-${i}`,
-    event: {
-      specversion: '1.0',
-      id: `evt-${i}`,
-      source: 'vigil/t',
-      type: 'dev.vigil.work.created',
-      time: new Date(0).toISOString(),
-      subject: 'g',
-      datacontenttype: 'application/json',
-      data: { count: i } as never,
-    },
-  }));
-  await store.commit({ pipeline: 'logs', partition: 'session-1', cursor: e!.id, groups: [], turns: [], revisions: [], failures: [], outbox: items });
-  return store;
-}
-
 function fakeClock(): Clock & { t: number } {
   const c = { t: 1_000_000, now: () => c.t, sleep: async (ms: number) => void (c.t += ms) };
   return c;
@@ -121,7 +95,7 @@ describe('webhook: redirects are failures, never followed', () => {
         res.end();
       });
       servers.push(elsewhere, redirecting);
-      const store = await storeWith(1);
+      const store = await sqliteOutbox(1, 'webhook');
       const endpoint = redirecting.url.replace('http://', 'http://user:basic-pw@') + '/hook';
       const { runner, logger } = runnerFor(store, { endpoint, secret: 'hmac-secret', headers: { 'x-api-key': 'api-key-value' } });
       assert.equal(await runner.deliverBatch(), 'dead');
@@ -147,7 +121,7 @@ describe('webhook: Retry-After beyond the timer limit', () => {
       res.end();
     });
     servers.push(srv);
-    const store = await storeWith(1);
+    const store = await sqliteOutbox(1, 'webhook');
     const clock = fakeClock();
     const { runner } = runnerFor(store, { endpoint: srv.url }, { max_elapsed_time: 0 }, clock);
     assert.equal(await runner.deliverBatch(), 'retry');
@@ -161,7 +135,7 @@ describe('webhook: Retry-After beyond the timer limit', () => {
       res.end();
     });
     servers.push(srv);
-    const store = await storeWith(1);
+    const store = await sqliteOutbox(1, 'webhook');
     const { runner, logger } = runnerFor(store, { endpoint: srv.url }, { initial_interval: 10, max_interval: 20, max_elapsed_time: 0 });
     await runner.start();
     await waitFor(() => (srv.hits.length >= 1 ? true : undefined), 'the first attempt');
@@ -180,7 +154,7 @@ describe('webhook: Retry-After beyond the timer limit', () => {
       res.end();
     });
     servers.push(srv);
-    const store = await storeWith(1);
+    const store = await sqliteOutbox(1, 'webhook');
     const clock = fakeClock();
     const { runner } = runnerFor(store, { endpoint: srv.url }, { initial_interval: 1000, max_interval: 8000 }, clock);
     await runner.deliverBatch();
@@ -203,7 +177,7 @@ describe('webhook: answers are read with a limit', () => {
       pump();
     });
     servers.push(srv);
-    const store = await storeWith(3);
+    const store = await sqliteOutbox(3, 'webhook');
     const { runner } = runnerFor(store, { endpoint: srv.url, timeout: 5000 });
     global.gc?.();
     const before = process.memoryUsage().rss;
@@ -231,7 +205,7 @@ describe('webhook: answers are read with a limit', () => {
       res.end('{}');
     });
     servers.push(srv);
-    const store = await storeWith(1);
+    const store = await sqliteOutbox(1, 'webhook');
     const { runner } = runnerFor(store, { endpoint: srv.url }, {}, fakeClock());
     assert.equal(await runner.deliverBatch(), 'retry');
     assert.equal(await store.outboxLag('logs', 'webhook'), 1, 'not confirmed');
@@ -251,7 +225,7 @@ describe('webhook: answers are read with a limit', () => {
       const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write('.')), 50);
     });
     servers.push(srv);
-    const store = await storeWith(1);
+    const store = await sqliteOutbox(1, 'webhook');
     const { runner } = runnerFor(store, { endpoint: srv.url, timeout: 400 }, {}, fakeClock());
     assert.equal(await runner.deliverBatch(), 'retry');
     assert.equal(await store.outboxLag('logs', 'webhook'), 1);

@@ -5,7 +5,11 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import type { WorkOutboxItem } from '../../src/model/work.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
+import type { StateStore } from '../../src/store/types.ts';
 import { otlpLogs } from './otlp-logs.ts';
+import { event } from './pages.ts';
 import { tempDir } from './vigil-process.ts';
 
 /** Whether this process may mount file systems (the tmpfs tests need root). */
@@ -131,4 +135,51 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
+}
+
+/** A work-event outbox item with id `id` (a minimal CloudEvent). */
+export function workItem(id: string, data: Record<string, unknown> = {}): WorkOutboxItem {
+  return {
+    kind: 'work',
+    id,
+    event: {
+      specversion: '1.0',
+      id,
+      source: 'vigil/t',
+      type: 'dev.vigil.work.created',
+      time: new Date(0).toISOString(),
+      subject: 'g',
+      datacontenttype: 'application/json',
+      data: data as never,
+    },
+  };
+}
+
+/** Commits one page of partition `p` carrying `ids` as outbox entries (one ingest record moves the cursor). */
+export async function commitOutbox(store: StateStore, n: number, ids: string[]): Promise<void> {
+  await store.append('logs', [event({ id: `rec-${n}`, time: n, partition: 'p' })]);
+  const [e] = await store.readPage('logs', 'p', 1);
+  await store.commit({
+    pipeline: 'logs',
+    partition: 'p',
+    cursor: e!.id,
+    groups: [],
+    turns: [],
+    revisions: [],
+    failures: [],
+    outbox: ids.map((id, i) => workItem(id, { count: i })),
+  });
+}
+
+/** A real SQLite store (in a temp dir) whose `logs` outbox holds `evt-0` … `evt-<n-1>` for `exporter`. */
+export async function sqliteOutbox(n: number, exporter: string): Promise<SqliteStore> {
+  const store = new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 });
+  await store.open();
+  await store.registerExporter('logs', exporter);
+  await commitOutbox(
+    store,
+    0,
+    Array.from({ length: n }, (_, i) => `evt-${i}`),
+  );
+  return store;
 }
