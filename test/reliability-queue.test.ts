@@ -128,6 +128,63 @@ for (const [name, make] of STORES) {
   });
 }
 
+describe('a receiver that keeps up too slowly', () => {
+  test('a batch delivered one entry at a time stops when commits push the queue over its bound; no entry is both delivered and a dead letter', async () => {
+    const store = new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'normal', busy_timeout: 1000, dedupe_window: 3_600_000 });
+    await store.open();
+    const delivered: string[] = [];
+    // Like the webhook: one entry at a time, each confirmed at once, 20 ms each.
+    const exporter: Exporter = {
+      async start() {},
+      async shutdown() {},
+      async export(entries, progress) {
+        for (let i = 0; i < entries.length; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          delivered.push(entries[i]!.id);
+          await progress?.(i + 1);
+        }
+      },
+    };
+    const QUEUE = 40;
+    const PAGE = 20;
+    const runner = new ExporterRunner({
+      pipeline: 'logs',
+      exporterId: 'slow',
+      exporter,
+      store,
+      logger: memoryLogger(),
+      delivery: { ...delivery({}, QUEUE), sending_queue: { queue_size: QUEUE, batch_size: 100 } },
+    });
+    await runner.start();
+    const PAGES = 40;
+    let maxLag = 0;
+    // Pages keep coming every 50 ms whatever the exporter does, as ingest would.
+    for (let p = 0; p < PAGES; p++) {
+      await commitOutbox(
+        store,
+        p,
+        Array.from({ length: PAGE }, (_, i) => `s-${p}-${i}`),
+      );
+      runner.notify();
+      await new Promise((r) => setTimeout(r, 50));
+      maxLag = Math.max(maxLag, await store.outboxLag('logs', 'slow'));
+    }
+    // Without the check inside a batch, a 100-entry batch (2 s) let 40 pages in unchecked.
+    assert.ok(maxLag <= QUEUE + 3 * PAGE, `the queue reached ${maxLag} entries (bound ${QUEUE})`);
+    await waitFor(async () => ((await store.outboxLag('logs', 'slow')) === 0 ? true : undefined), 'the queue to drain', 20_000);
+    await runner.drain(Date.now());
+    const dead = (await store.listDeadLetters(10_000)).map((d) => d.entry.id);
+    assert.ok(dead.length > 0, 'the bound was reached');
+    assert.ok(
+      dead.every((id) => !delivered.includes(id)),
+      'no entry both delivered and a dead letter',
+    );
+    assert.equal(new Set([...delivered, ...dead]).size, PAGES * PAGE, 'every entry delivered or a dead letter');
+    assert.equal(runner.stats.failedAttempts, 0, 'a cut batch is not a failure');
+    await store.close();
+  });
+});
+
 describe('a receiver down past max_elapsed_time', () => {
   test('the outage is measured once: after the first dead letter each failed attempt gives up its entry, one backoff apart', async () => {
     const store = new MemoryStore();

@@ -70,6 +70,8 @@ export class ExporterRunner {
   /** Clock time of the first failed attempt at the entry now at the head; undefined while healthy. */
   private failingSince: number | undefined;
   private retryAt = 0;
+  /** Set by notify(); cleared when the queue bound is checked. */
+  private committedSinceCheck = false;
   readonly stats: ExporterStats = { exported: 0, failedAttempts: 0, deadLettered: 0, lag: 0, failuresByReason: {}, deadLetteredByCause: {} };
 
   constructor(private readonly opts: ExporterRunnerOptions) {
@@ -82,7 +84,9 @@ export class ExporterRunner {
     this.loop ??= this.run();
   }
 
+  /** A page was committed: there is more to deliver, and the queue bound is checked again. */
   notify(): void {
+    this.committedSinceCheck = true;
     this.wakeup.notify();
   }
 
@@ -143,16 +147,26 @@ export class ExporterRunner {
     if (entries.length === 0) return 'empty';
     const span = this.opts.tracer?.startSpan('vigil.export', { attributes: { 'vigil.pipeline': pipeline, 'vigil.exporter': exporterId, 'vigil.entries': entries.length } });
     let confirmed = 0;
+    let cut = false;
     const progress = async (delivered: number) => {
-      if (delivered <= confirmed) return;
-      await this.confirm(entries.slice(confirmed), delivered - confirmed);
-      confirmed = delivered;
+      if (delivered > confirmed) {
+        await this.confirm(entries.slice(confirmed), delivered - confirmed);
+        confirmed = delivered;
+      }
+      // An exporter that confirms one entry at a time can take long over a batch while pages keep
+      // being committed: once the queue is over its bound, the batch stops here so the bound is
+      // enforced (on what is confirmed so far) before the rest is delivered.
+      if (this.committedSinceCheck && confirmed < entries.length && (await this.overBound())) {
+        cut = true;
+        throw new Error('sending queue over its bound: the batch stops for the oldest entries to become dead letters');
+      }
     };
     try {
       await exporter.export(entries, progress);
       if (confirmed < entries.length) await this.confirm(entries.slice(confirmed), entries.length - confirmed);
       return 'delivered';
     } catch (err) {
+      if (cut) return 'delivered';
       span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
       return await this.handleFailure(entries.slice(confirmed), err, confirmed);
     } finally {
@@ -244,9 +258,16 @@ export class ExporterRunner {
   }
 
   /** Keeps this exporter's backlog within queue_size: the oldest beyond it become dead letters, recorded. */
+  private async overBound(): Promise<boolean> {
+    this.committedSinceCheck = false;
+    this.stats.lag = await this.opts.store.outboxLag(this.opts.pipeline, this.opts.exporterId);
+    return this.stats.lag > this.delivery.sending_queue.queue_size;
+  }
+
   private async enforceQueueBound(): Promise<void> {
     const { store, pipeline, exporterId, logger } = this.opts;
     const queueSize = this.delivery.sending_queue.queue_size;
+    this.committedSinceCheck = false;
     const lag = await store.outboxLag(pipeline, exporterId);
     this.stats.lag = lag;
     let excess = lag - queueSize;
