@@ -21,6 +21,7 @@
  * Figures on a shared machine are noisy; compare the two columns of one run.
  */
 import { statSync, existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,6 +86,8 @@ interface Sample {
   /** Requests sent again after a connection error (a keep-alive connection closed under them). */
   networkErrors: number;
   stateMiB: number;
+  /** Pages in use in the database file (its size less the free pages it keeps for reuse). */
+  liveMiB: number;
   rssMiB: number;
   outboxLag: number;
   deadLetters: number;
@@ -99,6 +102,17 @@ function rssOf(pid: number): number {
 
 function sizeOf(...files: string[]): number {
   return files.reduce((n, f) => n + (existsSync(f) ? statSync(f).size : 0), 0) / 1048576;
+}
+
+/** MiB of the database's pages in use, read beside the running vigil (WAL readers do not block it). */
+function livePages(file: string): number {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const pages = Number(db.pragma('page_count', { simple: true })) - Number(db.pragma('freelist_count', { simple: true }));
+    return (pages * Number(db.pragma('page_size', { simple: true }))) / 1048576;
+  } finally {
+    db.close();
+  }
 }
 
 function metric(text: string, name: string, labels = ''): number {
@@ -173,6 +187,7 @@ service:
       refused,
       networkErrors,
       stateMiB: sizeOf(state, `${state}-wal`, `${state}-shm`),
+      liveMiB: livePages(state),
       rssMiB: rssOf(vigil.child.pid!),
       outboxLag: metric(text, 'vigil_outbox_lag_items'),
       deadLetters: metric(text, 'vigil_dead_letters'),
@@ -186,7 +201,7 @@ service:
       end = Math.min(end, Date.now() + FLAT_S * 1000);
     }
     process.stderr.write(
-      `  ${mode} ${String(s.t).padStart(4)} s  sent ${s.sent}  refused ${s.refused}  network errors ${s.networkErrors}  state ${s.stateMiB.toFixed(1)} MiB  rss ${s.rssMiB.toFixed(0)} MiB  outbox ${s.outboxLag}  dead ${s.deadLetters}  groups ${s.groups}  backlog ${s.backlog}\n`,
+      `  ${mode} ${String(s.t).padStart(4)} s  sent ${s.sent}  refused ${s.refused}  network errors ${s.networkErrors}  state ${s.stateMiB.toFixed(1)} MiB (in use ${s.liveMiB.toFixed(1)})  rss ${s.rssMiB.toFixed(0)} MiB  outbox ${s.outboxLag}  dead ${s.deadLetters}  groups ${s.groups}  backlog ${s.backlog}\n`,
     );
   };
   let end = started + SECONDS * 1000;
@@ -262,11 +277,14 @@ async function main(): Promise<void> {
   row('groups at the end', (s) => String(s.at(-1)!.groups));
   row('outbox lag: max over the run / at the end', (s) => `${Math.max(...s.map((x) => x.outboxLag))} / ${s.at(-1)!.outboxLag}`);
   row('dead letters kept at the end', (s) => String(s.at(-1)!.deadLetters));
-  row('state files (MiB) from the bounds on', (s) => afterBounds(s, (x) => x.stateMiB));
+  row('state files on disk, db + WAL (MiB), from the bounds on', (s) => afterBounds(s, (x) => x.stateMiB));
+  row('database pages in use (MiB), from the bounds on', (s) => afterBounds(s, (x) => x.liveMiB));
   row('RSS (MiB) from the bounds on', (s) => afterBounds(s, (x) => x.rssMiB));
-  console.log('\nsamples (t s: state MiB / RSS MiB / outbox / dead letters / groups):');
+  console.log('\nsamples (t s: state files MiB / in use MiB / RSS MiB / outbox / dead letters / groups):');
   for (const m of modes)
-    console.log(`  ${m}: ${runs[m]!.map((s) => `${s.t}: ${s.stateMiB.toFixed(1)}/${s.rssMiB.toFixed(0)}/${s.outboxLag}/${s.deadLetters}/${s.groups}`).join('  ')}`);
+    console.log(
+      `  ${m}: ${runs[m]!.map((s) => `${s.t}: ${s.stateMiB.toFixed(1)}/${s.liveMiB.toFixed(1)}/${s.rssMiB.toFixed(0)}/${s.outboxLag}/${s.deadLetters}/${s.groups}`).join('  ')}`,
+    );
 }
 
 await main();
