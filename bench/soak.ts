@@ -163,6 +163,9 @@ service:
 `,
   );
   const vigil: VigilChild = spawnVigil(['run', '-c', config], { env: { NODE_OPTIONS: '' } });
+  // Never leave the child behind, whatever ends this process.
+  const killChild = () => vigil.child.kill('SIGKILL');
+  process.once('exit', killChild);
   const url = `http://127.0.0.1:${otlp}/v1/logs`;
   await waitFor(
     async () =>
@@ -245,6 +248,7 @@ service:
   await take();
   vigil.child.kill('SIGKILL');
   await vigil.exited;
+  process.off('exit', killChild);
   if (hook) await new Promise<void>((r) => hook!.close(() => r()));
   return samples;
 }
