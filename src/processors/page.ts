@@ -27,6 +27,12 @@ export interface PageItem {
   entry: LogEntry;
   diagnosis?: Diagnosis;
   occurrence?: Occurrence;
+  /**
+   * Set by a processor that found this record to be further evidence of an occurrence already
+   * counted (a journal case and the same failure detected from a trace in the same turn): the
+   * recurrence processor does not count it again. The value names what it was merged into.
+   */
+  mergedInto?: string;
 }
 
 export interface Occurrence {
