@@ -11,6 +11,7 @@ import { webhookExporterFactory } from './exporters/webhook/factory.ts';
 import { healthCheckFactory } from './extensions/health_check/factory.ts';
 import { classifyFactory } from './processors/classify/factory.ts';
 import { recurrenceFactory } from './processors/recurrence/factory.ts';
+import { journalReceiverFactory } from './receivers/journal/factory.ts';
 import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
 import { otlpReceiverFactory } from './receivers/otlp/factory.ts';
 import { memoryStoreFactory } from './store/memory.ts';
@@ -19,7 +20,7 @@ import { sqliteStoreFactory } from './store/sqlite/factory.ts';
 
 export function components(): Registry {
   return makeRegistry({
-    receivers: [otlpReceiverFactory, jsonlReceiverFactory],
+    receivers: [otlpReceiverFactory, jsonlReceiverFactory, journalReceiverFactory],
     processors: [classifyFactory, recurrenceFactory],
     exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],

@@ -1,4 +1,8 @@
-/** Journal test helpers: runtime error cases as the reference runtime writes them. */
+/** Journal test helpers: runtime error cases as the reference runtime writes them, and a separate process writing a journal. */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { ROOT } from './vigil-process.ts';
 
 /** A case as the reference runtime serializes it (serde, every field present). */
 export function referenceCase(over: Record<string, unknown> = {}): Record<string, unknown> {
@@ -33,3 +37,55 @@ export function referenceCase(over: Record<string, unknown> = {}): Record<string
   };
 }
 
+
+/** A case with its own words in the evidence, so every case is its own failure (group). */
+const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima', 'mike', 'november', 'oscar', 'papa', 'quebec', 'romeo', 'sierra', 'tango', 'uniform', 'victor', 'whiskey', 'xray', 'yankee', 'zulu'];
+export function distinctCase(n: number, over: Record<string, unknown> = {}): Record<string, unknown> {
+  const words = `${WORDS[n % 26]} ${WORDS[Math.floor(n / 26) % 26]} ${WORDS[Math.floor(n / 676) % 26]}`;
+  return referenceCase({
+    case_id: `case-${String(n).padStart(5, '0')}`,
+    turn_id: `turn-${n}`,
+    occurred_at_ms: 1_767_225_600_000 + n * 1000,
+    observation: { evidence: `tool rejected the call: unknown option ${words}`, actual_behavior: 'The tool executor rejected the tool call.' },
+    ...over,
+  });
+}
+export const caseLine = (n: number, over: Record<string, unknown> = {}) => JSON.stringify(distinctCase(n, over));
+
+/** The journal writer fixture (test/fixtures/journal-writer.mjs) as a separate process. */
+export interface JournalWriter {
+  path: string;
+  append(lines: string[]): Promise<void>;
+  write(text: string): Promise<void>;
+  compact(keepFrom: string | null, how?: 'rename' | 'inplace'): Promise<void>;
+  rotate(to: string): Promise<void>;
+  remove(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function startJournalWriter(path: string): JournalWriter {
+  const child = spawn(process.execPath, [join(ROOT, 'test/fixtures/journal-writer.mjs'), path], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const waiting: Array<(v: void) => void> = [];
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  createInterface({ input: child.stdout! }).on('line', () => waiting.shift()?.());
+  const send = (cmd: Record<string, unknown>) =>
+    new Promise<void>((resolve, reject) => {
+      if (child.exitCode !== null) return reject(new Error(`journal writer exited: ${err}`));
+      waiting.push(resolve);
+      child.stdin!.write(JSON.stringify(cmd) + '\n');
+    });
+  return {
+    path,
+    append: (lines) => send({ op: 'append', lines }),
+    write: (text) => send({ op: 'write', text }),
+    compact: (keepFrom, how = 'rename') => send({ op: 'compact', keepFrom, how }),
+    rotate: (to) => send({ op: 'rotate', to }),
+    remove: () => send({ op: 'delete' }),
+    close: async () => {
+      child.stdin!.end();
+      await exited;
+    },
+  };
+}
