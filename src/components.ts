@@ -10,6 +10,7 @@ import { redisStreamExporterFactory } from './exporters/redis_stream/factory.ts'
 import { webhookExporterFactory } from './exporters/webhook/factory.ts';
 import { healthCheckFactory } from './extensions/health_check/factory.ts';
 import { classifyFactory } from './processors/classify/factory.ts';
+import { detectFactory } from './processors/detect/factory.ts';
 import { recurrenceFactory } from './processors/recurrence/factory.ts';
 import { journalReceiverFactory } from './receivers/journal/factory.ts';
 import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
@@ -21,7 +22,7 @@ import { sqliteStoreFactory } from './store/sqlite/factory.ts';
 export function components(): Registry {
   return makeRegistry({
     receivers: [otlpReceiverFactory, jsonlReceiverFactory, journalReceiverFactory],
-    processors: [classifyFactory, recurrenceFactory],
+    processors: [classifyFactory, detectFactory, recurrenceFactory],
     exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],
     stores: [memoryStoreFactory, sqliteStoreFactory, redisStoreFactory],
