@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { FollowedFile, TAIL_BYTES } from '../src/receivers/journal/follow.ts';
+import { FollowedFile } from '../src/receivers/journal/follow.ts';
 import { caseLine } from './helpers/journal.ts';
 import { tempDir } from './helpers/vigil-process.ts';
 
@@ -126,13 +126,49 @@ describe('following one journal', () => {
     await g.release();
   });
 
-  test('start_at end positions after the last complete line; the tail covers at most TAIL_BYTES', async () => {
+  test('start_at end positions after the last complete line; the tail is that line (and blank lines after it)', async () => {
     const path = join(tempDir(), 'j.jsonl');
-    writeFileSync(path, text([0, 1]) + '{"partial');
+    writeFileSync(path, text([0, 1]) + '\n  \n' + '{"partial');
     const f = new FollowedFile(path, undefined);
     await f.check('end');
-    assert.equal(f.offset!.offset, Buffer.byteLength(text([0, 1])));
-    assert.equal(f.offset!.tailLen, TAIL_BYTES);
+    assert.equal(f.offset!.offset, Buffer.byteLength(text([0, 1]) + '\n  \n'));
+    assert.equal(f.offset!.tailLen, Buffer.byteLength(caseLine(1) + '\n\n  \n'));
+    await f.release();
+  });
+
+  test('lines that share their ends (the same evidence, the same contracts) are told apart: the tail is the whole last line', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    // Short lines alike but for their id at the start; a rewrite keeps the last two.
+    const row = (i: number) => `{"case_id":"c${i}","error_kind":"stale_browser_ref","occurred_at_ms":1,"observation":{"evidence":"ref e12 is stale"}}\n`;
+    writeFileSync(path, [0, 1, 2, 3].map(row).join(''));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    assert.equal((await readAll(f)).lines.length, 4);
+    writeFileSync(join(dir, 'tmp'), [2, 3, 4].map(row).join(''));
+    renameSync(join(dir, 'tmp'), path);
+    assert.deepEqual(await f.check('beginning'), { status: 'moved' });
+    await readAll(f);
+    await f.release();
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'replaced' });
+    const r = await readAll(f);
+    assert.deepEqual(r.lines.map((l) => l.bytes.toString()), [row(4).trimEnd()]);
+    await f.release();
+  });
+
+  test('a line ending in blank lines and a kept tail that begins with them', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    writeFileSync(path, text([0, 1]) + '\n\n');
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    writeFileSync(join(dir, 'tmp'), text([1]) + '\n\n' + text([2]));
+    renameSync(join(dir, 'tmp'), path);
+    await f.check('beginning');
+    await f.release();
+    await f.check('beginning');
+    assert.deepEqual(caseIds(await readAll(f)), ['00002']);
     await f.release();
   });
 });

@@ -11,7 +11,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { Lifecycle } from '../src/component.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { memoryLogger } from '../src/logger.ts';
 import { journalReceiverFactory, type JournalStats } from '../src/receivers/journal/factory.ts';
@@ -48,7 +47,7 @@ async function receiver(store: StateStore, config: Record<string, unknown>, id =
   const r = journalReceiverFactory.create(
     { id, logger, consumers: { logs: (events, opts) => store.append('logs', events, opts ?? {}) }, state: stateClient(store, id, { owner: id }) },
     cfg!,
-  ) as Lifecycle & { stats(): JournalStats };
+  ) as unknown as { start(): Promise<void>; shutdown(): Promise<void>; stats(): JournalStats; metrics(): Array<{ name: string; labels: Record<string, string>; value: number }> };
   await r.start();
   return { r, logger, stats: () => r.stats() };
 }
@@ -296,7 +295,7 @@ describe('journal receiver: reading a journal as a runtime writes it', () => {
       const st = stats();
       assert.deepEqual([st.files, st.cases, st.appended, st.lagBytes], [1, 2, 2, 0]);
       assert.deepEqual(st.followed, [{ path, offset: (await import('node:fs')).statSync(path).size, lagBytes: 0 }]);
-      const metrics = (r as unknown as { metrics(): Array<{ name: string; labels: Record<string, string>; value: number }> }).metrics();
+      const metrics = r.metrics();
       const value = (name: string, labels: Record<string, string> = {}) =>
         metrics.find((m) => m.name === name && Object.entries(labels).every(([k, v]) => m.labels[k] === v))?.value;
       assert.equal(value('vigil_receiver_lines_total'), 3);

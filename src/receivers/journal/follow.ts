@@ -2,8 +2,9 @@
  * Following one journal file with a durable offset, as the writer appends to it and its consumer
  * compacts it (DESIGN 3.5). The offset always sits right after a complete line; a partial last
  * line waits for its newline. Alongside the offset the state keeps the file's identity (device and
- * inode) and a fingerprint of the bytes just before the offset (`tail`: up to TAIL_BYTES of them),
- * which together tell what happened to the file since the offset was taken:
+ * inode) and a fingerprint of the last line before the offset (`tail`: the SHA-256 of the bytes
+ * from the start of the last non-blank line to the offset — a case's line holds its unique case
+ * id), which together tell what happened to the file since the offset was taken:
  *
  * - same identity, larger or equal size, same tail: appended to — read on from the offset;
  * - same identity, shorter than the offset, or another tail: rewritten in place (truncated and
@@ -21,8 +22,6 @@
 import { createHash } from 'node:crypto';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 
-/** Bytes before the offset that fingerprint it. */
-export const TAIL_BYTES = 256;
 /** Bytes read per read call. */
 const CHUNK_BYTES = 64 * 1024;
 /** How far a rewritten file is searched for the tail before reading it from the top. */
@@ -35,7 +34,11 @@ export interface FileOffset {
   ino: number;
   /** Bytes consumed: always after a complete line, unless inside an overlong line (`skip`). */
   offset: number;
-  /** SHA-256 (first 32 hex digits) of the `tailLen` bytes before the offset; '' when the offset is 0. */
+  /**
+   * SHA-256 (first 32 hex digits) of the `tailLen` bytes before the offset: the last non-blank
+   * line and what follows it up to the offset. '' (and 0) when there is none to fingerprint (the
+   * offset is 0, or just after a skipped overlong line).
+   */
   tail: string;
   tailLen: number;
   /** The offset is inside an overlong line being skipped: drop bytes up to its newline. */
@@ -185,7 +188,14 @@ export class FollowedFile {
         pending = Buffer.alloc(0);
       }
     }
-    const tailLen = Math.min(consumed, TAIL_BYTES);
+    // The tail window starts at the last non-blank line read (or where the previous one started,
+    // when only blank lines followed it); an overlong line after it leaves nothing to fingerprint.
+    let windowStart: number | undefined;
+    const lastLine = findLast(lines, (l) => !isBlank(l.bytes));
+    if (lastLine && !overlong.some((at) => at > lastLine.offset)) windowStart = lastLine.offset;
+    else if (!lastLine && overlong.length === 0 && o.tailLen > 0 && !o.skip) windowStart = o.offset - o.tailLen;
+    if (skip) windowStart = undefined;
+    const tailLen = windowStart === undefined ? 0 : consumed - windowStart;
     const next: FileOffset = {
       v: 1,
       dev: this.held!.dev,
@@ -210,24 +220,32 @@ export class FollowedFile {
     return tailHash(buf.subarray(0, bytesRead));
   }
 
-  /** `start_at: end`: after the last complete line (a partial one is read once it is finished). */
+  /** `start_at: end`: after the last complete line (a partial one is read once it is finished), its tail that line. */
   private async endOffset(size: number): Promise<FileOffset> {
     const { dev, ino } = this.held!;
-    let end = size;
-    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
-    let found = 0;
-    while (end > 0) {
-      const from = Math.max(0, end - CHUNK_BYTES);
-      const { bytesRead } = await this.fh!.read(buf, 0, end - from, from);
-      const nl = buf.subarray(0, bytesRead).lastIndexOf(0x0a);
-      if (nl >= 0) {
-        found = from + nl + 1;
-        break;
+    // Read backwards until the last newline and the start of the last non-blank line before it are in hand.
+    let from = size;
+    let buf = Buffer.alloc(0);
+    let end = -1;
+    while (from > 0 && buf.length <= MAX_TAIL_SCAN_BYTES) {
+      const start = Math.max(0, from - CHUNK_BYTES);
+      const chunk = Buffer.alloc(from - start);
+      const { bytesRead } = await this.fh!.read(chunk, 0, chunk.length, start);
+      buf = Buffer.concat([chunk.subarray(0, bytesRead), buf]);
+      from = start;
+      if (end < 0) {
+        const nl = buf.lastIndexOf(0x0a);
+        if (nl >= 0) end = from + nl + 1;
       }
-      end = from;
+      if (end >= 0) {
+        const lineStart = lastNonBlankLineStart(buf.subarray(0, end - from), from === 0);
+        if (lineStart !== undefined) {
+          const at = from + lineStart;
+          return { v: 1, dev, ino, offset: end, tail: await this.tailAt(end, end - at), tailLen: end - at };
+        }
+      }
     }
-    const tailLen = Math.min(found, TAIL_BYTES);
-    return { v: 1, dev, ino, offset: found, tail: tailLen ? await this.tailAt(found, tailLen) : '', tailLen };
+    return { v: 1, dev, ino, offset: Math.max(0, end), tail: '', tailLen: 0 };
   }
 
   /**
@@ -243,25 +261,82 @@ export class FollowedFile {
     this.seen = undefined;
   }
 
-  /** The first line end in the held file whose preceding `len` bytes have the fingerprint `tail`. */
+  /**
+   * The first place in the held file where a window like the stored one ends: a non-blank line
+   * (and blank lines after it) of `len` bytes whose SHA-256 is `tail`. Lines are compared by length
+   * first, so the search hashes almost nothing.
+   */
   private async findTail(tail: string, len: number): Promise<number | undefined> {
     const fh = this.fh!;
     const size = Math.min((await fh.stat()).size, RESYNC_SCAN_BYTES);
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-    let carry = Buffer.alloc(0);
+    // The window: the last non-blank line and the blank lines after it, while no longer than `len`.
+    let window: Buffer[] = [];
+    let windowLen = 0;
+    let windowOk = false;
+    // The line being read, kept only while it could still fit the window.
+    let line: Buffer[] = [];
+    let lineLen = 0;
     let pos = 0;
     while (pos < size) {
       const { bytesRead } = await fh.read(chunk, 0, Math.min(CHUNK_BYTES, size - pos), pos);
       if (bytesRead === 0) break;
-      const data = Buffer.concat([carry, chunk.subarray(0, bytesRead)]);
-      const dataAt = pos - carry.length;
-      for (let nl = data.indexOf(0x0a, carry.length); nl >= 0; nl = data.indexOf(0x0a, nl + 1)) {
-        const end = nl + 1;
-        if (dataAt + end >= len && end >= len && tailHash(data.subarray(end - len, end)) === tail) return dataAt + end;
+      let start = 0;
+      for (let nl = chunk.indexOf(0x0a); nl >= 0 && nl < bytesRead; nl = chunk.indexOf(0x0a, start)) {
+        lineLen += nl + 1 - start;
+        if (lineLen <= len) line.push(Buffer.from(chunk.subarray(start, nl + 1)));
+        start = nl + 1;
+        if (lineLen > len) {
+          windowOk = false;
+        } else {
+          const bytes = Buffer.concat(line);
+          if (!isBlank(bytes)) {
+            window = [bytes];
+            windowLen = bytes.length;
+            windowOk = true;
+          } else if (windowOk) {
+            window.push(bytes);
+            windowLen += bytes.length;
+            windowOk = windowLen <= len;
+          }
+        }
+        line = [];
+        lineLen = 0;
+        if (windowOk && windowLen === len && tailHash(Buffer.concat(window)) === tail) return pos + start;
       }
+      lineLen += bytesRead - start;
+      if (lineLen <= len) line.push(Buffer.from(chunk.subarray(start, bytesRead)));
       pos += bytesRead;
-      carry = Buffer.from(data.subarray(Math.max(0, data.length - len)));
     }
     return undefined;
   }
+}
+
+/** Bytes of a tail window read back at most when positioning at the end of a file. */
+const MAX_TAIL_SCAN_BYTES = 64 * 1024 * 1024;
+
+function isBlank(bytes: Buffer): boolean {
+  for (const b of bytes) if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) return false;
+  return true;
+}
+
+function findLast<T>(xs: readonly T[], pred: (x: T) => boolean): T | undefined {
+  for (let i = xs.length - 1; i >= 0; i--) if (pred(xs[i]!)) return xs[i];
+  return undefined;
+}
+
+/**
+ * The start (in `buf`, which ends with a newline) of its last non-blank line; undefined when none
+ * starts inside `buf` for sure (`atFileStart`: `buf` begins at the file's first byte).
+ */
+function lastNonBlankLineStart(buf: Buffer, atFileStart: boolean): number | undefined {
+  let end = buf.length - 1; // the newline ending the last line
+  while (end >= 0) {
+    const prev = end === 0 ? -1 : buf.lastIndexOf(0x0a, end - 1);
+    if (prev < 0 && !atFileStart) return undefined;
+    const start = prev + 1;
+    if (!isBlank(buf.subarray(start, end))) return start;
+    end = prev;
+  }
+  return undefined;
 }
