@@ -33,6 +33,8 @@ export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 const WARNINGS_PER_READ = 10;
 /** Directories watched for file-system events at most (polling covers the rest). */
 const MAX_WATCHED_DIRS = 256;
+/** How often the include globs are expanded again when no file-system event says a directory changed. */
+const EXPAND_EVERY_MS = 1000;
 /** Files listed one by one in `stats()`. */
 const STATUS_FILES = 100;
 
@@ -123,6 +125,9 @@ class JournalReceiver {
   };
   /** Files present at the first look are positioned by `start_at`; files that appear later are new and read whole. */
   private firstLook = true;
+  /** The include globs' last expansion: redone on a file-system event, else at most every EXPAND_EVERY_MS. */
+  private expanded: { paths: string[]; at: number } | undefined;
+  private dirEvent = false;
   private tooMany = false;
 
   constructor(private readonly settings: ReceiverSettings, private readonly cfg: JournalReceiverConfig) {
@@ -201,7 +206,11 @@ class JournalReceiver {
 
   /** One look at every file; true when some file has more to read right away. */
   private async round(): Promise<boolean> {
-    const paths = await this.expand();
+    if (!this.expanded || this.dirEvent || Date.now() - this.expanded.at >= Math.max(this.cfg.poll_interval, EXPAND_EVERY_MS)) {
+      this.dirEvent = false;
+      this.expanded = { paths: await this.expand(), at: Date.now() };
+    }
+    const paths = this.expanded.paths;
     const initial = this.firstLook ? this.cfg.start_at : 'beginning';
     this.firstLook = false;
     for (const path of paths) {
@@ -351,7 +360,10 @@ class JournalReceiver {
     for (const dir of dirs) {
       if (this.watchers.has(dir) || this.watchers.size >= MAX_WATCHED_DIRS) continue;
       try {
-        const w = watch(dir, { persistent: false }, () => this.wakeup.notify());
+        const w = watch(dir, { persistent: false }, () => {
+          this.dirEvent = true;
+          this.wakeup.notify();
+        });
         w.on('error', () => {
           w.close();
           this.watchers.delete(dir);
