@@ -127,6 +127,12 @@ const SECTIONS: Record<'task' | 'runtime' | 'action' | 'observation', Section> =
   },
 };
 
+const SECTION_NAMES = ['task', 'runtime', 'action', 'observation'] as const;
+const SECTION_FIELDS = Object.fromEntries(Object.entries(SECTIONS).map(([name, fields]) => [name, Object.entries(fields)])) as Record<
+  (typeof SECTION_NAMES)[number],
+  Array<[string, FieldType]>
+>;
+
 /**
  * Checks and normalizes one case (see the header). Never throws; the error says which field is
  * wrong and what it should be. Idempotent: a normalized case normalizes to itself.
@@ -154,39 +160,45 @@ export function normalizeCase(value: unknown): CaseResult {
   const refs = o.contract_refs ?? [];
   if (!isStrings(refs)) return notCase(`'contract_refs' must be a list of strings, got ${describe(refs)}`);
 
-  const sections: Record<string, Record<string, unknown>> = {};
-  for (const [name, fields] of Object.entries(SECTIONS)) {
+  // Copy on write: a case that already has every field (as the reference runtime writes them) is
+  // returned as it is; only what takes a default is copied.
+  let sections: Record<string, Record<string, unknown>> | undefined;
+  for (const name of SECTION_NAMES) {
     const raw = o[name] ?? {};
     if (!isObject(raw)) return notCase(`'${name}' must be an object, got ${describe(raw)}`);
-    const section: Record<string, unknown> = { ...raw };
-    if (name === 'runtime' && section.compact_context_summary === undefined && section.compact_snapshot_summary !== undefined) {
-      section.compact_context_summary = section.compact_snapshot_summary;
+    let section = raw;
+    if (name === 'runtime' && raw.compact_context_summary === undefined && raw.compact_snapshot_summary !== undefined) {
+      section = { ...raw, compact_context_summary: raw.compact_snapshot_summary };
       delete section.compact_snapshot_summary;
     }
-    for (const [field, type] of Object.entries(fields)) {
+    const fields = SECTION_FIELDS[name];
+    for (let i = 0; i < fields.length; i++) {
+      const [field, type] = fields[i]!;
       const v = section[field];
       if (v === undefined || (v === null && type !== 'string' && type !== 'count')) {
-        section[field] = defaultOf(type);
+        const fallback = defaultOf(type);
+        if (v === fallback) continue;
+        if (section === raw) section = { ...raw };
+        section[field] = fallback;
         continue;
       }
       if (!fits(v, type)) return notCase(`'${name}.${field}' must be ${expectedOf(type)}, got ${describe(v)}`);
     }
-    sections[name] = section;
+    if (section !== o[name]) (sections ??= {})[name] = section;
   }
-  const normalized: RuntimeErrorCase = {
-    ...o,
-    case_id: o.case_id,
-    turn_id: turn,
-    occurred_at_ms: time,
-    error_kind: o.error_kind,
-    severity,
-    detected_by: detectedBy,
-    task: sections.task!,
-    runtime: sections.runtime!,
-    action: sections.action!,
-    observation: sections.observation as RuntimeErrorObservation,
-    contract_refs: refs,
-  };
+  const complete = sections === undefined && o.turn_id === turn && o.severity === severity && o.detected_by === detectedBy && o.contract_refs === refs;
+  const normalized = (
+    complete
+      ? o
+      : {
+          ...o,
+          turn_id: turn,
+          severity,
+          detected_by: detectedBy,
+          ...sections,
+          contract_refs: refs,
+        }
+  ) as RuntimeErrorCase;
   return { ok: true, case: normalized };
 }
 
