@@ -266,29 +266,27 @@ class JournalReceiver {
     const read = await t.file.read(this.cfg.batch_size, this.cfg.max_line_size);
     const source: CaseSource = { file: t.file.path, fileSession: this.fileSession(t.file.path), service: this.cfg.service };
     const events: AgentEvent[] = [];
-    let warned = 0;
-    const skip = (reason: SkipReason, offset: number, error: string) => {
-      this.counters.skipped[reason]++;
-      if (warned++ < WARNINGS_PER_READ) {
-        this.settings.logger.warn(`${t.file.path}: byte ${offset}: skipped: ${error}`, { receiver: this.settings.id, reason, skipped_total: this.counters.skipped[reason] });
-      }
-    };
-    for (const at of read.overlong) {
-      this.counters.lines++;
-      skip('overlong', at, `line longer than ${this.cfg.max_line_size} bytes (max_line_size)`);
-    }
+    const skipped: Array<{ reason: SkipReason; offset: number; error: string }> = [];
+    let lines = read.overlong.length;
+    for (const at of read.overlong) skipped.push({ reason: 'overlong', offset: at, error: `line longer than ${this.cfg.max_line_size} bytes (max_line_size)` });
     for (const line of read.lines) {
       const text = line.bytes.toString('utf8').replace(/\r$/, '');
       if (text.trim() === '') continue;
-      this.counters.lines++;
+      lines++;
       const r: LineOutcome = parseJournalLine(text, source);
       if (r.ok) events.push(r.event);
-      else skip(r.reason, line.offset, r.error);
+      else skipped.push({ reason: r.reason, offset: line.offset, error: r.error });
     }
-    if (warned > WARNINGS_PER_READ) this.settings.logger.warn(`${t.file.path}: ${warned - WARNINGS_PER_READ} more lines skipped in this read`, { receiver: this.settings.id });
-
     const moved = c.status === 'moved';
     if (events.length > 0 || !sameOffset(read.next, t.committed)) await this.deliver(t, events, read.next);
+    // Counted once the offset past them is committed (a refused batch is read again); in file order.
+    this.counters.lines += lines;
+    skipped.sort((a, b) => a.offset - b.offset);
+    for (const [i, k] of skipped.entries()) {
+      this.counters.skipped[k.reason]++;
+      if (i < WARNINGS_PER_READ) this.settings.logger.warn(`${t.file.path}: byte ${k.offset}: skipped: ${k.error}`, { receiver: this.settings.id, reason: k.reason, skipped_total: this.counters.skipped[k.reason] });
+    }
+    if (skipped.length > WARNINGS_PER_READ) this.settings.logger.warn(`${t.file.path}: ${skipped.length - WARNINGS_PER_READ} more lines skipped in this read`, { receiver: this.settings.id });
     t.file.offset = read.next;
     t.file.lag = read.remaining;
     t.attempts = 0;
