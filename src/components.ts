@@ -12,6 +12,7 @@ import { healthCheckFactory } from './extensions/health_check/factory.ts';
 import { classifyFactory } from './processors/classify/factory.ts';
 import { detectFactory } from './processors/detect/factory.ts';
 import { recurrenceFactory } from './processors/recurrence/factory.ts';
+import { watchdogFactory } from './processors/watchdog/factory.ts';
 import { journalReceiverFactory } from './receivers/journal/factory.ts';
 import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
 import { otlpReceiverFactory } from './receivers/otlp/factory.ts';
@@ -22,7 +23,7 @@ import { sqliteStoreFactory } from './store/sqlite/factory.ts';
 export function components(): Registry {
   return makeRegistry({
     receivers: [otlpReceiverFactory, jsonlReceiverFactory, journalReceiverFactory],
-    processors: [classifyFactory, detectFactory, recurrenceFactory],
+    processors: [classifyFactory, watchdogFactory, detectFactory, recurrenceFactory],
     exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],
     stores: [memoryStoreFactory, sqliteStoreFactory, redisStoreFactory],

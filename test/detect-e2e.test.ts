@@ -229,3 +229,51 @@ describe('a journal case and the same failure detected from a trace in the same 
     assert.equal(status.store.groups, 1, 'one group in the store');
   });
 });
+
+describe('detectors that read the activity markers kept at ingest (real SDK traces over OTLP)', () => {
+  let openai: FakeOpenAI;
+  let vigil: Vigil;
+  before(async () => {
+    openai = await startFakeOpenAI();
+    vigil = await startVigil();
+  });
+  after(async () => {
+    await vigil?.stop();
+    await openai?.close();
+  });
+
+  test('openai agent: a context-length failure after a compaction step; a successful chat with an empty answer', async () => {
+    const run = await runAgent(
+      'openai',
+      {
+        openai: openai.baseURL,
+        sessionOn: 'all',
+        logFailures: false,
+        sessions: [{ id: 'sess-markers', turns: [[{ chat: 'ok' }, { span: 'context.compaction' }, { chat: 'context_length' }], [{ chat: 'empty' }], [{ chat: 'context_length' }]] }],
+      },
+      { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/protobuf', serviceName: 'demo-openai-agent' },
+    );
+    assert.equal(run.code, 0, run.stderr);
+    const [t1, t2, t3] = run.turns;
+    await waitFor(() => (byKind(vigil.events(), 'model_empty_reasoning_output').length && byKind(vigil.events(), 'context_overflow_after_recovery').length ? true : undefined), 'the marker cases', 20_000);
+    await drained(vigil);
+    const events = vigil.events();
+    const overflow = byKind(events, 'context_overflow_after_recovery');
+    assert.deepEqual(overflow.map((e) => e.data.trace_id), [t1!.traceId], 'only the turn that compacted first');
+    assert.equal(overflow[0].data.severity, 3);
+    assert.match(overflow[0].data.signature, /^context_overflow_after_recovery: .*maximum context length/);
+    // The failure itself is still an ordinary provider failure, in both turns.
+    assert.ok(events.some((e) => e.data.trace_id === t3!.traceId && !e.data.error_kind));
+    const empty = byKind(events, 'model_empty_reasoning_output');
+    assert.deepEqual(empty.map((e) => e.data.trace_id), [t2!.traceId]);
+    assert.match(empty[0].data.signature, /^model_empty_reasoning_output: empty model output from openai/);
+  });
+
+  test('AI SDK 5 agent: a successful generation with an empty text', async () => {
+    const run = await runAgent('ai-sdk', { sessions: [{ id: 'sess-ai-empty', turns: [[{ chat: 'empty' }]] }] }, { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/json', serviceName: 'demo-ai-agent' });
+    assert.equal(run.code, 0, run.stderr);
+    const trace = run.turns[0]!.traceId;
+    const found = await waitFor(() => byKind(vigil.events(), 'model_empty_reasoning_output').find((e) => e.data.trace_id === trace), 'the empty output of the AI SDK turn', 20_000);
+    assert.equal(found.source, 'vigil/demo-ai-agent');
+  });
+});

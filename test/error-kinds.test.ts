@@ -14,7 +14,7 @@ import { classify } from '../src/processors/classify/operator.ts';
 import { occurrenceRecords } from '../src/processors/occurrences/operator.ts';
 import { newWorkPage } from '../src/processors/page.ts';
 import { recurrence } from '../src/processors/recurrence/operator.ts';
-import type { OccurrenceOutboxItem, WorkOutboxItem } from '../src/model/work.ts';
+import { isOccurrenceEvent, type OccurrenceOutboxItem, type WorkOutboxItem } from '../src/model/work.ts';
 import { journalCase } from './helpers/detect-events.ts';
 import { mapState } from './helpers/pages.ts';
 
@@ -87,6 +87,7 @@ describe('kind and severity travel with the occurrence', () => {
     );
     state.apply(out.commit);
     const work = out.commit.outbox.find((o): o is WorkOutboxItem => o.kind === 'work')!;
+    assert.ok(isOccurrenceEvent(work.event));
     const d = work.event.data;
     assert.equal(work.event.type, 'dev.vigil.work.created');
     assert.deepEqual([d.error_kind, d.severity, d.detected_by, d.operation, d.classification], ['invalid_tool_args', 3, 'runtime_tool_executor', 'invalid_tool_args', 'ExecutionFailure']);
@@ -116,8 +117,9 @@ describe('kind and severity travel with the occurrence', () => {
         recurrence({ minRecurrence: 1, groupingWindow: 1, maxPerTurn: 5, scope: 'service' }, { loadGroups: () => of(new Map()), loadTurns: () => of(new Map()), lookupRevisions: () => of(new Map()) }),
       ),
     );
-    const data = (out.commit.outbox[0] as WorkOutboxItem).event.data;
-    assert.equal('error_kind' in data || 'severity' in data || 'detected_by' in data, false);
-    assert.equal(spanInputOfWorkEvent((out.commit.outbox[0] as WorkOutboxItem).event).attributes['vigil.error_kind'], undefined);
+    const event = (out.commit.outbox[0] as WorkOutboxItem).event;
+    assert.ok(isOccurrenceEvent(event));
+    assert.equal('error_kind' in event.data || 'severity' in event.data || 'detected_by' in event.data, false);
+    assert.equal(spanInputOfWorkEvent(event).attributes['vigil.error_kind'], undefined);
   });
 });

@@ -1,13 +1,15 @@
 /** `vigil status`: reads the configured store (or, for the in-process memory store, the running vigil's health_check). */
-import type { Registry } from '../component.ts';
+import type { ProcessorStatus, Registry } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage } from '../errors.ts';
 import { createLogger } from '../logger.ts';
+import { processorStatuses } from '../service/service.ts';
 import type { StoreStatus } from '../store/types.ts';
 
 export async function printStatus(cfg: VigilConfig, registry: Registry, json: boolean): Promise<number> {
   let status: StoreStatus | undefined;
   let extra: Record<string, unknown> | undefined;
+  let processors: Record<string, ProcessorStatus>;
   try {
     if (cfg.state.type === 'memory') {
       const hc = [...cfg.extensions.values()].find((e) => e.type === 'health_check' && cfg.service.extensions.includes(e.id));
@@ -23,6 +25,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       });
       const body = (await res.json()) as Record<string, unknown>;
       status = body.store as StoreStatus;
+      processors = (body.processors ?? {}) as Record<string, ProcessorStatus>;
       extra = body;
     } else {
       const store = registry.stores.get(cfg.state.type)!.create({ id: `state/${cfg.state.type}`, logger: createLogger({ level: 'error' }) }, cfg.state.config);
@@ -31,6 +34,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       await store.open({ readOnly: true });
       try {
         status = await store.status();
+        processors = await processorStatuses(cfg, registry, store);
       } finally {
         await store.close();
       }
@@ -40,14 +44,14 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
     return 1;
   }
   if (json) {
-    process.stdout.write(JSON.stringify(extra ?? status, null, 2) + '\n');
+    process.stdout.write(JSON.stringify(extra ?? { ...status, processors }, null, 2) + '\n');
     return 0;
   }
-  process.stdout.write(formatStatus(status!));
+  process.stdout.write(formatStatus(status!, processors));
   return 0;
 }
 
-export function formatStatus(st: StoreStatus): string {
+export function formatStatus(st: StoreStatus, processors: Record<string, ProcessorStatus> = {}): string {
   const lines: string[] = [`store: ${st.store}${st.location ? ` at ${st.location}` : ''}`, `groups: ${st.groups}  open work: ${st.openWork}`];
   for (const p of st.pipelines) {
     lines.push(`pipeline ${p.pipeline}:`);
@@ -68,6 +72,13 @@ export function formatStatus(st: StoreStatus): string {
   lines.push(`recent failures (${st.recentFailures.length}, newest first):`);
   for (const f of st.recentFailures) {
     lines.push(`  ${new Date(f.time).toISOString()} ${f.decision} session=${f.partition} ${f.signature}`);
+  }
+  // What processors report (the watchdog: provider failures it reported, and its counts).
+  for (const [id, p] of Object.entries(processors)) {
+    const counts = Object.entries((p.counts ?? {}) as Record<string, number>).map(([k, v]) => `${k} ${v}`);
+    const failures = p.failures ?? [];
+    lines.push(`${id}: reported failures (${failures.length}, newest first by failure time)${counts.length ? `; runs judged: ${counts.join(', ')}` : ''}`);
+    for (const f of failures) lines.push(`  ${f.failed_at} ${typeof f.category === 'string' ? f.category : '-'} ${f.line}`);
   }
   return lines.join('\n') + '\n';
 }

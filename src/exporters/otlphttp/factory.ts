@@ -15,7 +15,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import type { ForwardRecord } from '../../model/forward.ts';
-import type { OutboxEntry } from '../../model/work.ts';
+import { isOccurrenceEvent, type OutboxEntry } from '../../model/work.ts';
 import { ExportError, isRetryableStatus, withDelivery } from '../delivery.ts';
 import { redactUrl } from '../redact.ts';
 import { ForwardConverter } from './forward.ts';
@@ -82,7 +82,7 @@ export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = 
               ? e.kind === 'occurrence'
                 ? [spanInputOfOccurrence(e.occurrence)]
                 : []
-              : e.kind === 'work'
+              : e.kind === 'work' && isOccurrenceEvent(e.event)
                 ? [spanInputOfWorkEvent(e.event)]
                 : [],
           ),

@@ -8,7 +8,9 @@ import { SpanKind, SpanStatusCode, type Link } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { stableHash } from '../../model/identity.ts';
-import type { OccurrenceRecord, WorkEvent } from '../../model/work.ts';
+import type { CloudEvent, OccurrenceEventType, OccurrenceRecord, WorkEventData } from '../../model/work.ts';
+
+type OccurrenceWorkEvent = CloudEvent<OccurrenceEventType, WorkEventData>;
 
 export const OCCURRENCE_SPAN_NAME = 'vigil.occurrence';
 
@@ -57,7 +59,7 @@ export interface OccurrenceSpanInput {
 }
 
 /** A work event's span: its occurrence, plus which work event it is; ids from the event id. */
-export function spanInputOfWorkEvent(ev: WorkEvent): OccurrenceSpanInput {
+export function spanInputOfWorkEvent(ev: OccurrenceWorkEvent): OccurrenceSpanInput {
   const d = ev.data;
   const input = spanInputOfOccurrence({
     occurrence_id: d.occurrence_id,

@@ -2,7 +2,8 @@
  * Extension `health_check`: `GET /healthz` answers 200 once the pipelines run and 503 while
  * starting or stopping (the Collector's semantics, usable as a readiness probe); `GET /livez`
  * answers 200 while the process serves at all; `GET /status` returns the store status as JSON
- * (what `vigil status` reads for the memory store).
+ * (what `vigil status` reads for the memory store); `GET /v1/failures?since=<ms>` the failures the
+ * processors reported (the watchdog's provider reports) at or after that time, newest first.
  */
 import { createServer, type Server } from 'node:http';
 import type { ExtensionFactory, ExtensionSettings, Lifecycle } from '../../component.ts';
@@ -31,7 +32,8 @@ export const healthCheckFactory: ExtensionFactory<HealthCheckConfig> = {
             res.end(JSON.stringify(body));
           };
           if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { error: 'use GET' });
-          const path = (req.url ?? '/').split('?')[0];
+          const url = new URL(req.url ?? '/', 'http://localhost');
+          const path = url.pathname;
           if (path === '/healthz' || path === '/') {
             const ready = settings.isReady();
             return json(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready' });
@@ -44,7 +46,16 @@ export const healthCheckFactory: ExtensionFactory<HealthCheckConfig> = {
               .catch((err: Error) => json(503, { error: err.message }));
             return;
           }
-          json(404, { error: `no such path ${path}; try /healthz, /livez or /status` });
+          if (path === '/v1/failures') {
+            const since = url.searchParams.get('since');
+            const sinceMs = since === null || since === '' ? 0 : Number(since);
+            if (!Number.isFinite(sinceMs) || sinceMs < 0) return json(400, { error: `since must be milliseconds since the epoch (e.g. since=${Date.now() - 3_600_000}), got '${since}'` });
+            (settings.failures?.(sinceMs) ?? Promise.resolve([]))
+              .then((failures) => json(200, { failures }))
+              .catch((err: Error) => json(503, { error: err.message }));
+            return;
+          }
+          json(404, { error: `no such path ${path}; try /healthz, /livez, /status or /v1/failures?since=<ms>` });
         });
         const { host, port } = parseEndpoint(cfg.endpoint)!;
         await listen(server, host, port, settings.id, 'endpoint');

@@ -13,6 +13,7 @@
  *   `ai.*.doGenerate` / `doStream`, agent CLIs' `api_error` events);
  * - activity markers (`agent.activity`): `compaction` and `model_request.ok` (its `output_empty`).
  */
+import { isActivity } from '../../model/activity.ts';
 import type { AgentEvent, Evidence } from '../../model/event.ts';
 import { normalizeCase, type ErrorKind, type RuntimeErrorCase, type Severity, CONTRACT_REFS } from '../../model/runtime-error.ts';
 
@@ -36,9 +37,6 @@ export const DETECTED_SEVERITY: Readonly<Record<DetectorKind, Severity>> = {
   context_overflow_after_recovery: 3,
   model_empty_reasoning_output: 2,
 };
-
-/** The activity-marker event kind (the shared markers contract). */
-export const ACTIVITY_KIND = 'agent.activity';
 
 /**
  * Arguments that did not parse, or a call that names no tool: the call does not fit the tools'
@@ -145,9 +143,7 @@ export function isContextLength(text: string): boolean {
 
 /** An activity marker's name and fields (`agent.activity`), if the event is one. */
 export function activityOf(event: AgentEvent): { activity: string; fields: Record<string, unknown> } | undefined {
-  if (event.kind !== ACTIVITY_KIND) return undefined;
-  const activity = event.payload.activity;
-  return typeof activity === 'string' ? { activity, fields: event.payload } : undefined;
+  return isActivity(event) ? { activity: event.payload.activity, fields: event.payload } : undefined;
 }
 
 /** The case a detector makes: the journal's shape, so it is named and identified as a journal case of that kind. */

@@ -8,6 +8,8 @@ import { s, type Infer } from '../../config/schema.ts';
 import { DETECTORS } from './detectors.ts';
 import { detect } from './operator.ts';
 
+/** Detectors that read activity markers (`compaction`, `model_request.ok`). */
+const MARKER_DETECTORS: ReadonlySet<string> = new Set(['context_overflow_after_recovery', 'model_empty_reasoning_output']);
 /** Failures in one turn that make a repeated-failure case, unless configured. */
 export const DEFAULT_REPEAT_THRESHOLD = 3;
 /** Turns whose counts are kept at most (the state namespace's bound). */
@@ -29,6 +31,8 @@ export const detectFactory: ProcessorFactory<DetectConfig> = {
   type: 'detect',
   schema,
   signals: ['traces', 'logs'],
+  // Two detectors read successful records: the markers receivers keep for them (README "Activity markers").
+  capabilities: (cfg) => ({ activityMarkers: cfg.detectors.some((d) => MARKER_DETECTORS.has(d)) }),
   create(settings, cfg) {
     const state = settings.state.withNamespace(settings.state.namespace, { maxEntries: cfg.max_turns });
     return detect(

@@ -14,7 +14,7 @@ import {
   workEventId,
   workId as makeWorkId,
 } from '../../model/identity.ts';
-import type { Decision, GroupState, OutboxItem, WorkEventData, WorkEventType, WorkOutboxItem } from '../../model/work.ts';
+import type { Decision, GroupState, OccurrenceEventType, OutboxItem, WorkEventData, WorkOutboxItem } from '../../model/work.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { PageItem, WorkPage } from '../page.ts';
 import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
@@ -93,7 +93,9 @@ function planPage(
       }
       return;
     }
-    if (!item.diagnosis || !isFailure(item.diagnosis) || item.mergedInto !== undefined) return;
+    // A failure another processor acted on (the watchdog's provider failures), or one a processor
+    // found to be more evidence of an occurrence already counted (detect), is not counted again.
+    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined || item.mergedInto !== undefined) return;
     const identity = item.diagnosis.identity;
     let revision: string;
     if (identity?.rules === 'reference') {
@@ -272,7 +274,7 @@ function applyPage(
 
 const EXCERPT_MAX = 2000;
 
-function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
+function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
   const event = item.entry.event;
   const d = item.diagnosis!;
   const id = workEventId(type, group.openWorkId!, p.occurrenceId);
