@@ -11,7 +11,8 @@
  *
  * vigil runs in process in two setups: `vigil/memory` (memory store, classify: the setup of issue
  * 15's figures) and `vigil/sqlite` (the default: sqlite store with durable appends, classify →
- * recurrence → file exporter).
+ * watchdog → recurrence → file exporter; the watchdog asks for activity markers, so successful
+ * model, tool and agent spans are kept as marks and a few markers per turn are appended).
  *
  * Load: batches of 512 realistic agent spans (bench/otlp-payloads.ts; one in 32 failed) with
  * fresh trace ids per request, so every failed span is appended, classified and counted. Each
@@ -176,7 +177,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
-      `classify → recurrence → file exporter. Full rate: ${concurrency} clients back to back; half rate: open loop at half of each server's full rate; ` +
+      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at half of each server's full rate; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(`payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request\n`);
@@ -375,6 +376,7 @@ async function startVigil(encoding: Encoding, setup: Setup): Promise<Running> {
       ${protocol}
 processors:
   classify: {}
+  watchdog: {}
   recurrence: {}
 exporters:
   file/work: { path: ${join(dir, 'work-events.jsonl')} }
@@ -382,7 +384,7 @@ state:
   ${setup === 'sqlite' ? `sqlite: { path: ${join(dir, 'state.db')} }` : 'memory: {}'}
 service:
   pipelines:
-    traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, recurrence' : 'classify'}], exporters: [file/work] }
+    traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, watchdog, recurrence' : 'classify'}], exporters: [file/work] }
 `,
     'bench.yaml',
     components(),
@@ -406,7 +408,7 @@ service:
     summary: async () => {
       const status = (await service.status()) as { receivers: { otlp: { traces: Record<string, number> } }; ingest: Record<string, number> };
       const t = status.receivers.otlp.traces;
-      return `${t.requests} requests, ${t.accepted} spans accepted (${t.irrelevant} not relevant, checked but not built), ${status.ingest.appended} failures appended and processed`;
+      return `${t.requests} requests, ${t.accepted} spans accepted (${t.irrelevant} not relevant, checked but not built), ${status.ingest.appended} events (failures and activity markers) appended and processed`;
     },
   };
 }
@@ -418,8 +420,11 @@ service:
 async function decoderTable(sizes: number[]): Promise<void> {
   const { decodeTracesJson } = await import('../src/receivers/otlp/json.ts');
   const { decodeTracesProtobuf } = await import('../src/receivers/otlp/protobuf.ts');
-  console.log('decoders alone (CPU time per request, best of 7 rounds; vigil "check" builds only the spans the relevance test lets through, "build" builds all):');
-  console.log('spans  | protobufjs decode  vigil check  vigil build | JSON.parse  vigil check  vigil build | µs/span (vigil check: protobuf, JSON)');
+  console.log(
+    'decoders alone (CPU time per request, best of 7 rounds; vigil "check" builds only the spans the relevance test lets through, "+marks" also keeps the ' +
+      'facts of successful model, tool and agent spans as activity marks (never built), "build" builds all):',
+  );
+  console.log('spans  | protobufjs decode  vigil check  +marks  vigil build | JSON.parse  vigil check  +marks  vigil build | µs/span (vigil check: protobuf, JSON; +marks)');
   for (const size of sizes) {
     const p = buildPayloads(size);
     const json = Buffer.from(p.json.template);
@@ -427,15 +432,18 @@ async function decoderTable(sizes: number[]): Promise<void> {
     const t = {
       pbjs: cpuMs(() => TraceRequest.decode(pb)),
       pbCheck: cpuMs(() => decodeTracesProtobuf(pb, { skipIrrelevant: true })),
+      pbMarks: cpuMs(() => decodeTracesProtobuf(pb, { skipIrrelevant: true, markers: true })),
       pbBuild: cpuMs(() => decodeTracesProtobuf(pb)),
       parse: cpuMs(() => JSON.parse(json.toString('utf8'))),
       jsonCheck: cpuMs(() => decodeTracesJson(json, { skipIrrelevant: true })),
+      jsonMarks: cpuMs(() => decodeTracesJson(json, { skipIrrelevant: true, markers: true })),
       jsonBuild: cpuMs(() => decodeTracesJson(json)),
     };
     const f = (v: number) => `${v.toFixed(3)} ms`.padStart(11);
+    const us = (v: number) => ((v * 1000) / size).toFixed(2);
     console.log(
-      `${String(size).padStart(6)} | ${f(t.pbjs).padStart(17)} ${f(t.pbCheck)} ${f(t.pbBuild)} | ${f(t.parse)} ${f(t.jsonCheck)} ${f(t.jsonBuild)} | ` +
-        `${((t.pbCheck * 1000) / size).toFixed(2)}, ${((t.jsonCheck * 1000) / size).toFixed(2)}`,
+      `${String(size).padStart(6)} | ${f(t.pbjs).padStart(17)} ${f(t.pbCheck)} ${f(t.pbMarks).padStart(7)} ${f(t.pbBuild)} | ${f(t.parse)} ${f(t.jsonCheck)} ${f(t.jsonMarks).padStart(7)} ${f(t.jsonBuild)} | ` +
+        `${us(t.pbCheck)}, ${us(t.jsonCheck)}; ${us(t.pbMarks)}, ${us(t.jsonMarks)}`,
     );
   }
   console.log('');

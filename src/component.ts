@@ -73,6 +73,11 @@ export interface ReceiverSettings extends ComponentSettings {
    */
   forward?: Partial<Record<Signal, boolean>>;
   /**
+   * Signals some pipeline's processors want activity markers of (see ProcessorCapabilities): for
+   * these the receiver also appends the small `agent.activity` events of src/model/activity.ts.
+   */
+  markers?: Partial<Record<Signal, boolean>>;
+  /**
    * The receiver's state in the store (namespace = its id): read it at start (e.g. restore file
    * offsets with `list`), build writes to hand with records (`IngestOptions.state`). Absent when
    * the receiver runs without a store (tests of the receiver alone).
@@ -108,6 +113,8 @@ export interface ExtensionSettings extends ComponentSettings {
    * these, so protecting ingest also protects what the operator endpoints reveal.
    */
   receiverTokens: readonly string[];
+  /** The failures the processors reported at or after `since` (ms since the epoch), newest first by failure time. */
+  failures?(since: number): Promise<ReportedFailure[]>;
 }
 
 /**
@@ -140,11 +147,39 @@ export interface ExporterCapabilities {
   everyOccurrence?: boolean;
 }
 
+/** What a processor consumes besides failure evidence, as its factory declares it (the wiring follows). */
+export interface ProcessorCapabilities {
+  /** Activity markers (src/model/activity.ts): receivers feeding the pipeline append them. */
+  activityMarkers?: boolean;
+}
+
+/** What a processor tells operators (`vigil status`, `GET /status`, `GET /v1/failures`), read from its state. */
+export interface ProcessorStatus {
+  /** Reported failures, newest first by failure time (the watchdog's provider reports). */
+  failures?: ReportedFailure[];
+  [key: string]: unknown;
+}
+
+/** One reported failure as status shows it: the report's data with its failure time. */
+export interface ReportedFailure {
+  /** Failure (event) time, ms since the epoch, and as ISO 8601. */
+  failed_at_ms: number;
+  failed_at: string;
+  /** The human line. */
+  line: string;
+  [key: string]: unknown;
+}
+
 export interface ReceiverFactory<Cfg = unknown> extends Factory<Cfg, ReceiverSettings, Lifecycle> {
   /** The bearer tokens this receiver, so configured, requires (none: open); operator endpoints accept them too. */
   bearerTokens?(config: Cfg): readonly string[];
 }
-export type ProcessorFactory<Cfg = unknown> = Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>>;
+export interface ProcessorFactory<Cfg = unknown> extends Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>> {
+  /** What this processor, so configured, consumes besides failure evidence; absent means nothing. */
+  capabilities?(config: Cfg): ProcessorCapabilities;
+  /** What it tells operators, read from its state (a client of its namespace, read-only use). */
+  status?(state: StateClient, config: Cfg): Promise<ProcessorStatus>;
+}
 export interface ExporterFactory<Cfg = unknown> extends Factory<Cfg, ExporterSettings, Exporter> {
   /** What this exporter, so configured, consumes; absent means work events only. */
   capabilities?(config: Cfg): ExporterCapabilities;

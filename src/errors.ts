@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   VIGIL_STORE_LOCKED: 'Another vigil process holds the SQLite state file; the message names it.',
   VIGIL_STATE_INVALID: "A component's state write or timer is malformed or over a bound (value size, key length); the message names namespace and key.",
   VIGIL_STATE_FULL: 'A pipeline would hold more pending timers than its bound; the page is retried once timers have fired.',
+  VIGIL_CHECKPOINT_INVALID:
+    "A retry checkpoint (the watchdog's own, or one an agent runtime sent) has an unknown version, more than 64 attempt counters or cannot be read; the retry is deferred, and the message names the conversation and what to do.",
   VIGIL_EXPORT_FAILED: 'An exporter could not deliver an item; it is retried with backoff.',
   VIGIL_SHUTDOWN: 'The component is shutting down and no longer accepts work.',
 } as const;

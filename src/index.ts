@@ -8,6 +8,6 @@ export { CLASSIFY_RULES, classifyLine } from './processors/classify/classify.ts'
 export type { ClassifiedLine, ClassifyLineResult, ClassifyRules, MalformedLine } from './processors/classify/classify.ts';
 export { CLASSIFICATIONS } from './model/event.ts';
 export type { Classification } from './model/event.ts';
-export type { Decision, WorkEvent, WorkEventData, WorkEventType } from './model/work.ts';
+export type { Decision, ProviderEventData, WorkEvent, WorkEventData, WorkEventType } from './model/work.ts';
 export { ERROR_CODES, VigilError, isVigilError } from './errors.ts';
 export type { VigilErrorCode } from './errors.ts';

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { of } from 'rxjs';
 import type { AgentEvent, Classification } from '../src/model/event.ts';
 import { UNKNOWN_REVISION, UNRESOLVED_REVISION } from '../src/model/identity.ts';
+import { isOccurrenceEvent } from '../src/model/work.ts';
 import { diagnose } from '../src/processors/classify/classify.ts';
 import { classify } from '../src/processors/classify/operator.ts';
 import { classifyReference, isReferenceWarning, referenceSignature } from '../src/processors/classify/reference.ts';
@@ -267,7 +268,7 @@ function throughSeed(pages: WorkPage[], policy: Partial<RecurrenceOptions> = {},
     });
   }
   const occurrences = out.flatMap((p) => p.items.filter((i) => i.occurrence).map((i) => ({ ...i.occurrence!, diagnosis: i.diagnosis! })));
-  const events = out.flatMap((p) => p.commit.outbox.flatMap((o) => (o.kind === 'work' ? [o.event] : [])));
+  const events = out.flatMap((p) => p.commit.outbox.flatMap((o) => (o.kind === 'work' && isOccurrenceEvent(o.event) ? [o.event] : [])));
   return { occurrences, warnings, events };
 }
 

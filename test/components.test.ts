@@ -42,6 +42,7 @@ const minimal: Record<string, unknown> = {
   'exporters/redis_stream': { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0' },
   'receivers/otlp': { protocols: { http: { endpoint: '127.0.0.1:0' } } },
   'receivers/jsonl': { include: [join(tempDir(), 'none-*.jsonl')] },
+  'receivers/journal': { include: [join(tempDir(), '*/runtime_error_cases.jsonl')] },
   'extensions/health_check': { endpoint: '127.0.0.1:0' },
   'stores/sqlite': { path: join(tempDir(), 'state.db') },
   'stores/redis': { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0' },
@@ -56,12 +57,14 @@ describe('every registered component', () => {
         assert.deepEqual(ctx.issues, []);
         const before = openResources();
         const logger = memoryLogger();
+        const store = new MemoryStore();
         const settings = {
           id: type,
           logger,
           consumers: { logs: async () => ({ appended: 0, duplicates: 0 }) },
           pipeline: 'logs',
-          store: new MemoryStore(),
+          store,
+          state: stateClient(store, type, { owner: type }),
           readiness: async () => ({ ready: true, reasons: [] }),
           status: async () => ({}),
           receiverTokens: [],

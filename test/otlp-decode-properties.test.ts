@@ -45,7 +45,15 @@ const anyValue: fc.Arbitrary<Record<string, unknown>> = fc.letrec((tie) => ({
     fc.array(fc.record({ key: text, value: tie('value') }), { maxLength: 3 }).map((values) => ({ kvlistValue: { values } })),
   ),
 })).value as fc.Arbitrary<Record<string, unknown>>;
-const attributes = fc.array(fc.record({ key: text, value: anyValue }), { maxLength: 4 });
+/** Keys the relevance test and the activity markers read, with values of the shapes they take. */
+const markerKey = fc.constantFrom('gen_ai.operation.name', 'gen_ai.tool.name', 'gen_ai.tool.call.id', 'session.id', 'gen_ai.usage.output_tokens', 'gen_ai.response.finish_reasons', 'ai.response.text', 'gen_ai.system', 'run.end_reason', 'detail');
+const markerValue = fc.oneof(
+  fc.constantFrom('chat', 'execute_tool', 'invoke_agent', 'stop', 'length', '', 'model_error', '{"version":1,"attempts":{}}').map((stringValue) => ({ stringValue })),
+  fc.integer({ min: 0, max: 3 }).map((v) => ({ intValue: String(v) })),
+  fc.constant({ arrayValue: { values: [{ stringValue: 'stop' }] } }),
+);
+const attributes = fc.array(fc.oneof(fc.record({ key: text, value: anyValue }), fc.record({ key: markerKey, value: markerValue })), { maxLength: 4 });
+const spanName = fc.oneof(text, fc.constantFrom('chat gpt-4o', 'execute_tool read_file', 'invoke_agent coder', 'ai.generateText.doGenerate', 'ai.generateText', 'embeddings x', 'compact history'));
 const resource = fc.record({ attributes });
 const scope = fc.record({ name: text, version: text, attributes });
 
@@ -54,12 +62,12 @@ const span = fc.record({
   spanId: hexId(8),
   parentSpanId: fc.oneof(hexId(8), fc.constant('')),
   traceState: text,
-  name: text,
+  name: spanName,
   kind: fc.integer({ min: 0, max: 5 }),
   startTimeUnixNano: nanos,
   endTimeUnixNano: nanos,
   attributes,
-  events: fc.array(fc.record({ timeUnixNano: nanos, name: fc.oneof(text, fc.constant('exception')), attributes }), { maxLength: 2 }),
+  events: fc.array(fc.record({ timeUnixNano: nanos, name: fc.oneof(text, fc.constantFrom('exception', 'provider.retry.checkpoint', 'context.recovery')), attributes }), { maxLength: 2 }),
   links: fc.array(fc.record({ traceId: hexId(16), spanId: hexId(8), attributes }), { maxLength: 2 }),
   status: fc.record({ code: fc.integer({ min: 0, max: 2 }), message: text }),
 });
@@ -91,6 +99,11 @@ function toProtobufObject(v: unknown, key = ''): unknown {
 const keepSpan = (s: Parameters<typeof spanFacts>[0]) => spanMayMatter(spanFacts(s));
 const keepLog = (l: Parameters<typeof logFacts>[0]) => logMayMatter(logFacts(l));
 
+/** Events in event-id order (marks come after the built spans of their group). */
+function byId<T extends { eventId: string }>(events: T[]): T[] {
+  return [...events].sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
+}
+
 /** With skipIrrelevant, exactly the records the test keeps are built, with the same stats. */
 function assertSkipping<R>(full: { groups: Array<Record<string, unknown>>; stats: unknown; skipped: number }, skipping: typeof full, records: string, keep: (r: R) => boolean): void {
   assert.deepEqual(skipping.stats, full.stats);
@@ -115,6 +128,14 @@ describe('OTLP/JSON and OTLP/protobuf decode generated requests alike', () => {
         assertSkipping(fromJson as never, skipping as never, 'spans', keepSpan);
         assert.deepEqual(mapTraces(skipping.groups, { now: () => 0 }).events, mapTraces(fromJson.groups, { now: () => 0 }).events);
         assert.deepEqual(decodeTracesProtobuf(bytes, { skipIrrelevant: true }), skipping);
+        // With activity markers: marks (facts of spans never built) map to the markers the built spans map to.
+        const marking = decodeTracesJson(json, { skipIrrelevant: true, markers: true });
+        assert.deepEqual(decodeTracesProtobuf(bytes, { skipIrrelevant: true, markers: true }), marking);
+        assert.deepEqual(marking.stats, fromJson.stats);
+        const fromMarks = mapTraces(marking.groups, { now: () => 0, markers: true });
+        const fromBuilt = mapTraces(fromJson.groups, { now: () => 0, markers: true });
+        assert.deepEqual(byId(fromMarks.events), byId(fromBuilt.events));
+        assert.deepEqual([fromMarks.relevant, fromMarks.irrelevant + marking.skipped], [fromBuilt.relevant, fromBuilt.irrelevant]);
       }),
       { numRuns: 300 },
     );

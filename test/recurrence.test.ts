@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { map, of, tap, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { UNKNOWN_REVISION, UNRESOLVED_REVISION } from '../src/model/identity.ts';
-import type { Decision } from '../src/model/work.ts';
+import { isOccurrenceEvent, type Decision } from '../src/model/work.ts';
 import { decide } from '../src/processors/recurrence/decide.ts';
 import { recurrence, type RecurrenceOptions } from '../src/processors/recurrence/operator.ts';
 import type { WorkPage } from '../src/processors/page.ts';
@@ -46,7 +46,7 @@ function harness(opts: RecurrenceOptions, loadDelay = '') {
   const summarise = (p: WorkPage) =>
     [
       p.items.map((i) => i.occurrence?.decision ?? '-').join(','),
-      p.commit.outbox.map((o) => (o.kind !== 'work' ? o.kind : `${o.event.type.replace('dev.vigil.work.', '')}#${o.event.data.count}`)).join(','),
+      p.commit.outbox.map((o) => (o.kind !== 'work' || !isOccurrenceEvent(o.event) ? o.kind : `${o.event.type.replace('dev.vigil.work.', '')}#${o.event.data.count}`)).join(','),
     ].join(' | ');
   const run = (source: Observable<WorkPage>) =>
     source.pipe(

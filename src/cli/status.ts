@@ -1,13 +1,15 @@
 /** `vigil status`: reads the configured store (or, for the in-process memory store, the running vigil's health_check). */
-import type { Registry } from '../component.ts';
+import type { ProcessorStatus, Registry } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage } from '../errors.ts';
 import { createLogger } from '../logger.ts';
+import { processorStatuses } from '../service/service.ts';
 import type { StoreStatus } from '../store/types.ts';
 
 export async function printStatus(cfg: VigilConfig, registry: Registry, json: boolean): Promise<number> {
   let status: StoreStatus | undefined;
   let extra: Record<string, unknown> | undefined;
+  let processors: Record<string, ProcessorStatus>;
   try {
     if (cfg.state.type === 'memory') {
       const hc = [...cfg.extensions.values()].find((e) => e.type === 'health_check' && cfg.service.extensions.includes(e.id));
@@ -27,6 +29,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       if (!res.ok) throw new Error(`the running vigil at ${endpoint} answered ${res.status} to GET /status${res.status === 401 ? ' (its token differs from this config\'s)' : ''}`);
       const body = (await res.json()) as Record<string, unknown>;
       status = body.store as StoreStatus;
+      processors = (body.processors ?? {}) as Record<string, ProcessorStatus>;
       extra = body;
     } else {
       const store = registry.stores.get(cfg.state.type)!.create({ id: `state/${cfg.state.type}`, logger: createLogger({ level: 'error' }) }, cfg.state.config);
@@ -35,6 +38,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       await store.open({ readOnly: true });
       try {
         status = await store.status();
+        processors = await processorStatuses(cfg, registry, store);
       } finally {
         await store.close();
       }
@@ -44,10 +48,10 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
     return 1;
   }
   if (json) {
-    process.stdout.write(JSON.stringify(extra ?? status, null, 2) + '\n');
+    process.stdout.write(JSON.stringify(extra ?? { ...status, processors }, null, 2) + '\n');
     return 0;
   }
-  process.stdout.write(formatStatus(status!));
+  process.stdout.write(formatStatus(status!, processors));
   return 0;
 }
 
@@ -56,7 +60,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
  * records, so every value is made printable: control characters (an escape sequence that clears
  * the screen, a newline that forges a line) and bidirectional overrides are shown escaped.
  */
-export function formatStatus(st: StoreStatus): string {
+export function formatStatus(st: StoreStatus, processors: Record<string, ProcessorStatus> = {}): string {
   const p_ = printable;
   const lines: string[] = [`store: ${p_(st.store)}${st.location ? ` at ${p_(st.location)}` : ''}`, `groups: ${st.groups}  open work: ${st.openWork}`];
   for (const p of st.pipelines) {
@@ -78,6 +82,13 @@ export function formatStatus(st: StoreStatus): string {
   lines.push(`recent failures (${st.recentFailures.length}, newest first):`);
   for (const f of st.recentFailures) {
     lines.push(`  ${isoTime(f.time)} ${p_(f.decision)} session=${p_(f.partition)} ${p_(f.signature)}`);
+  }
+  // What processors report (the watchdog: provider failures it reported, and its counts).
+  for (const [id, p] of Object.entries(processors)) {
+    const counts = Object.entries((p.counts ?? {}) as Record<string, number>).map(([k, v]) => `${k} ${v}`);
+    const failures = p.failures ?? [];
+    lines.push(`${p_(id)}: reported failures (${failures.length}, newest first by failure time)${counts.length ? `; runs judged: ${p_(counts.join(', '))}` : ''}`);
+    for (const f of failures) lines.push(`  ${p_(f.failed_at)} ${typeof f.category === 'string' ? p_(f.category) : '-'} ${p_(f.line)}`);
   }
   return lines.join('\n') + '\n';
 }

@@ -1,4 +1,5 @@
 import type { Classification } from './event.ts';
+import type { ErrorKind, Severity } from './runtime-error.ts';
 
 /** Recurrence decisions of DESIGN 3.2. */
 export type Decision = 'Reject' | 'BurstCoalesced' | 'BurstThresholdReached' | 'ChronicRecurrence';
@@ -20,22 +21,66 @@ export interface GroupState {
   version: number;
 }
 
-export type WorkEventType =
-  | 'dev.vigil.work.created'
-  | 'dev.vigil.work.updated'
-  | 'dev.vigil.provider.retry'
-  | 'dev.vigil.provider.report';
+/** Work events about an occurrence group (recurrence). */
+export type OccurrenceEventType = 'dev.vigil.work.created' | 'dev.vigil.work.updated';
+/** Work events about a failed model request (the watchdog). */
+export type ProviderEventType = 'dev.vigil.provider.retry' | 'dev.vigil.provider.report';
+export type WorkEventType = OccurrenceEventType | ProviderEventType;
 
 /** CloudEvents 1.0 structured-mode work event (DESIGN 4.2). */
-export interface WorkEvent {
+export type WorkEvent = CloudEvent<OccurrenceEventType, WorkEventData> | CloudEvent<ProviderEventType, ProviderEventData>;
+
+export interface CloudEvent<T extends string, D> {
   specversion: '1.0';
   id: string;
   source: string;
-  type: WorkEventType;
+  type: T;
   time: string;
   subject: string;
   datacontenttype: 'application/json';
-  data: WorkEventData;
+  data: D;
+}
+
+/** A work event about an occurrence group (created or updated work). */
+export function isOccurrenceEvent(e: WorkEvent): e is CloudEvent<OccurrenceEventType, WorkEventData> {
+  return e.type === 'dev.vigil.work.created' || e.type === 'dev.vigil.work.updated';
+}
+
+/**
+ * The data of a provider event (DESIGN 4.2): `{request_id, partition, category, temporary, hint,
+ * error, step, title, retried, trace_id, span_id}` and more (README "Provider watchdog").
+ */
+export interface ProviderEventData {
+  /** `watchdog-retry:<failed run>` or `watchdog-report:<failed run>`: acknowledge by it, idempotently. */
+  request_id: string;
+  /** The conversation (session). */
+  partition: string;
+  category: string;
+  temporary: boolean;
+  hint: string;
+  /** The provider's message, one line. */
+  error: string;
+  /** The last tool call before the failure, else `model request`. */
+  step: string;
+  /** The conversation's title, `Untitled` when unknown. */
+  title: string;
+  /** Whether an automatic retry happened before this report. */
+  retried: boolean;
+  trace_id: string | null;
+  span_id: string | null;
+  /** The failed run (its trace, prompt or turn id). */
+  run: string;
+  /** When the request failed (ISO 8601). */
+  failed_at: string;
+  provider: string | null;
+  model: string | null;
+  status_code: number | null;
+  /** The provider's text as received (bounded). */
+  detail: string;
+  /** A retry: what to send the agent. */
+  prompt?: string;
+  /** A report: the line for people. */
+  line?: string;
 }
 
 export interface WorkEventData {
@@ -60,6 +105,12 @@ export interface WorkEventData {
     event_id: string;
     excerpt: string | null;
   };
+  /** Agent-runtime error kind (DESIGN 3.5), present on error-kind occurrences only. */
+  error_kind?: ErrorKind;
+  /** The case's severity (the runtime's 0-255, or a level name), with `error_kind`. */
+  severity?: Severity;
+  /** Who found the case: the runtime's detector, or `vigil/<processor id>`; with `error_kind`. */
+  detected_by?: string;
 }
 
 /**
@@ -110,6 +161,10 @@ export interface OccurrenceRecord {
   trace_id: string | null;
   span_id: string | null;
   suppressed: string | null;
+  /** As in work events: present on error-kind occurrences only. */
+  error_kind?: ErrorKind;
+  severity?: Severity;
+  detected_by?: string;
 }
 
 /** One entry of a pipeline's outbox; exporters read them in `seq` order from their own cursor. */

@@ -8,7 +8,7 @@
  * Shutdown reverses it and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, Readiness, Registry, Signal } from '../component.ts';
+import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, ProcessorStatus, Readiness, Registry, ReportedFailure, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -63,6 +63,8 @@ export class Service {
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
   /** Per pipeline: what its exporters consume besides work events, as their factories declare it. */
   private readonly consumes: ReadonlyMap<string, Required<ExporterCapabilities>>;
+  /** Pipelines whose processors want activity markers, as their factories declare it. */
+  private readonly wantsMarkers: ReadonlySet<string>;
 
   constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {
     this.consumes = new Map(
@@ -73,6 +75,14 @@ export class Service {
         });
         return [pid, { forwardedRecords: caps.some((x) => x.forwardedRecords === true), everyOccurrence: caps.some((x) => x.everyOccurrence === true) }];
       }),
+    );
+    this.wantsMarkers = new Set(
+      [...config.service.pipelines].filter(([, p]) =>
+        p.processors.some((id) => {
+          const c = config.processors.get(id)!;
+          return registry.processors.get(c.type)!.capabilities?.(c.config).activityMarkers === true;
+        }),
+      ).map(([pid]) => pid),
     );
   }
 
@@ -200,7 +210,7 @@ export class Service {
     for (const id of config.service.extensions) {
       const c = config.extensions.get(id)!;
       const ext = registry.extensions.get(c.type)!.create(
-        { id, logger: log.child({ component: id }), readiness: () => this.readiness(), status: () => this.status(), receiverTokens },
+        { id, logger: log.child({ component: id }), readiness: () => this.readiness(), status: () => this.status(), failures: (since) => this.failures(since), receiverTokens },
         c.config,
       );
       await ext.start();
@@ -210,15 +220,18 @@ export class Service {
     for (const [id, c] of config.receivers) {
       const consumers: Partial<Record<Signal, IngestConsumer>> = {};
       const forward: Partial<Record<Signal, boolean>> = {};
+      const markers: Partial<Record<Signal, boolean>> = {};
       for (const signal of ['traces', 'logs'] as const) {
         const targets = [...config.service.pipelines.values()].filter((p) => p.signal === signal && p.receivers.includes(id)).map((p) => p.id);
         if (targets.length) consumers[signal] = this.consumerFor(targets);
         if (targets.some((pid) => this.consumes.get(pid)!.forwardedRecords)) forward[signal] = true;
+        // Markers go to every pipeline of the signal fed by this receiver; the others leave them (NormalOutput).
+        if (targets.some((pid) => this.wantsMarkers.has(pid))) markers[signal] = true;
       }
       if (Object.keys(consumers).length === 0) continue;
       const receiver = registry.receivers
         .get(c.type)!
-        .create({ id, logger: log.child({ component: id }), consumers, forward, state: stateClient(store, id, { owner: id }) }, c.config);
+        .create({ id, logger: log.child({ component: id }), consumers, forward, markers, state: stateClient(store, id, { owner: id }) }, c.config);
       await receiver.start();
       this.receivers.set(id, receiver);
     }
@@ -363,6 +376,7 @@ export class Service {
     return {
       state: this.state,
       store,
+      processors: await this.processorStatus(),
       ingest: { ...this.ingestStats },
       receivers: Object.fromEntries([...this.receivers].map(([id, r]) => [id, r.stats?.() ?? {}])),
       pipelines: Object.fromEntries(
@@ -372,6 +386,17 @@ export class Service {
         ]),
       ),
     };
+  }
+
+  /** What the processors that report status say, by processor id (read from their state in the store). */
+  private async processorStatus(): Promise<Record<string, ProcessorStatus>> {
+    return this.store ? processorStatuses(this.config, this.registry, this.store) : {};
+  }
+
+  /** The processors' reported failures at or after `since`, newest first by failure time. */
+  async failures(since: number): Promise<ReportedFailure[]> {
+    const all = Object.values(await this.processorStatus()).flatMap((s) => s.failures ?? []);
+    return all.filter((f) => f.failed_at_ms >= since).sort((a, b) => b.failed_at_ms - a.failed_at_ms);
   }
 
   /**
@@ -485,6 +510,21 @@ export class Service {
     if (this.store) await settle('state store', () => this.store!.close());
     log.info('vigil stopped');
   }
+}
+
+/**
+ * The status of every processor used by a pipeline whose factory reports one (`status`), by id:
+ * for the running service and for `vigil status` on a store opened read-only.
+ */
+export async function processorStatuses(config: VigilConfig, registry: Registry, store: StateStore): Promise<Record<string, ProcessorStatus>> {
+  const out: Record<string, ProcessorStatus> = {};
+  const used = new Set([...config.service.pipelines.values()].flatMap((p) => p.processors));
+  for (const id of used) {
+    const c = config.processors.get(id)!;
+    const factory = registry.processors.get(c.type)!;
+    if (factory.status) out[id] = await factory.status(stateClient(store, id, { owner: id }), c.config);
+  }
+  return out;
 }
 
 /** Events as a pipeline that does not forward stores them: no forward-only records, no received copies. */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { FakeOpenAIScenario } from './fake-openai.ts';
 import { ROOT } from './vigil-process.ts';
 
-export type AgentStep = { tool: string; error?: string } | { chat: FakeOpenAIScenario };
+export type AgentStep = { tool: string; error?: string; args?: unknown } | { chat: FakeOpenAIScenario } | { span: string };
 
 export interface AgentSession {
   id: string;
@@ -43,6 +43,8 @@ export interface AgentExport {
   protocol?: 'http/json' | 'http/protobuf' | 'grpc';
   serviceName?: string;
   headers?: Record<string, string>;
+  /** Resource attributes (`OTEL_RESOURCE_ATTRIBUTES`), e.g. `session.id` for an agent process that serves one session. */
+  resourceAttributes?: Record<string, string>;
 }
 
 export interface AgentTurn {
@@ -50,7 +52,7 @@ export interface AgentTurn {
   turn: number;
   traceId: string;
   rootSpanId: string;
-  steps?: Array<{ kind: 'tool' | 'chat'; name: string; spanId?: string; error?: string }>;
+  steps?: Array<{ kind: 'tool' | 'chat' | 'span'; name: string; spanId?: string; error?: string }>;
   text?: string;
   error?: string;
 }
@@ -85,6 +87,8 @@ export function runAgent(kind: keyof typeof AGENTS, plan: AgentPlan, exp: AgentE
   if (exp.endpoint) env.OTEL_EXPORTER_OTLP_ENDPOINT = exp.endpoint;
   if (exp.tracesEndpoint) env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = exp.tracesEndpoint;
   if (exp.logsEndpoint) env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT = exp.logsEndpoint;
+  if (exp.resourceAttributes) env.OTEL_RESOURCE_ATTRIBUTES = Object.entries(exp.resourceAttributes).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join(',');
+  else delete env.OTEL_RESOURCE_ATTRIBUTES;
   if (exp.headers) env.OTEL_EXPORTER_OTLP_HEADERS = Object.entries(exp.headers).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join(',');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [AGENTS[kind]], { env, stdio: ['ignore', 'pipe', 'pipe'] });

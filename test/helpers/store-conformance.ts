@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isVigilError } from '../../src/errors.ts';
-import type { GroupState, WorkEvent, WorkOutboxItem } from '../../src/model/work.ts';
+import type { GroupState, WorkEventData, WorkOutboxItem } from '../../src/model/work.ts';
 import { MAX_STATE_VALUE_BYTES, MAX_TIMERS_PER_PIPELINE, type StateWrite, type TimerSpec } from '../../src/store/state.ts';
 import type { PageCommit, StateStore } from '../../src/store/types.ts';
 import { event } from './pages.ts';
@@ -19,7 +19,7 @@ function commitOf(pipeline: string, partition: string, cursor: string | null, ex
 }
 
 function workEvent(id: string): WorkOutboxItem {
-  return { kind: 'work', id, event: { specversion: '1.0', id, source: 'vigil/test', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: {} as WorkEvent['data'] } };
+  return { kind: 'work', id, event: { specversion: '1.0', id, source: 'vigil/test', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: {} as WorkEventData } };
 }
 
 /** A commit that moves no cursor (as a timer page's): only state, timers, groups and outbox. */

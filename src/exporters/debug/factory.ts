@@ -2,7 +2,7 @@
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import { withDelivery } from '../delivery.ts';
-import { isWorkEntry, type WorkOutboxItem } from '../../model/work.ts';
+import { isOccurrenceEvent, isWorkEntry, type WorkOutboxItem } from '../../model/work.ts';
 
 const schema = withDelivery({
   /** `basic`: one line per event; `detailed`: the whole CloudEvent as indented JSON. */
@@ -11,9 +11,14 @@ const schema = withDelivery({
 export type DebugExporterConfig = Infer<typeof schema>;
 
 export function formatWorkEventLine(e: WorkOutboxItem): string {
-  const d = e.event.data;
-  const type = e.event.type.replace('dev.vigil.', '');
-  return `${e.event.time} ${type} ${d.decision} count=${d.count} session=${d.partition} ${d.signature ?? '-'} (work ${d.work_id}, group ${d.group_key})`;
+  const ev = e.event;
+  const type = ev.type.replace('dev.vigil.', '');
+  if (!isOccurrenceEvent(ev)) {
+    const d = ev.data;
+    return `${ev.time} ${type} ${d.category} session=${d.partition} ${d.request_id}: ${d.line ?? d.prompt ?? d.error}`;
+  }
+  const d = ev.data;
+  return `${ev.time} ${type} ${d.decision} count=${d.count} session=${d.partition} ${d.signature ?? '-'} (work ${d.work_id}, group ${d.group_key})`;
 }
 
 export const debugExporterFactory: ExporterFactory<DebugExporterConfig> = {

@@ -15,9 +15,9 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import type { ForwardRecord } from '../../model/forward.ts';
-import type { OutboxEntry } from '../../model/work.ts';
 import { redactUrl } from '../../internal/redact.ts';
 import { isRetryableStatus } from '../../internal/retry.ts';
+import { isOccurrenceEvent, type OutboxEntry } from '../../model/work.ts';
 import { ExportError, withDelivery } from '../delivery.ts';
 import { ForwardConverter } from './forward.ts';
 import { OccurrenceSpanFactory, spanInputOfOccurrence, spanInputOfWorkEvent } from './occurrence-span.ts';
@@ -85,7 +85,7 @@ export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = 
               ? e.kind === 'occurrence'
                 ? [spanInputOfOccurrence(e.occurrence)]
                 : []
-              : e.kind === 'work'
+              : e.kind === 'work' && isOccurrenceEvent(e.event)
                 ? [spanInputOfWorkEvent(e.event)]
                 : [],
           ),

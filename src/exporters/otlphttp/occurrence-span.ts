@@ -8,7 +8,9 @@ import { SpanKind, SpanStatusCode, type Link } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { stableHash } from '../../model/identity.ts';
-import type { OccurrenceRecord, WorkEvent } from '../../model/work.ts';
+import type { CloudEvent, OccurrenceEventType, OccurrenceRecord, WorkEventData } from '../../model/work.ts';
+
+type OccurrenceWorkEvent = CloudEvent<OccurrenceEventType, WorkEventData>;
 
 export const OCCURRENCE_SPAN_NAME = 'vigil.occurrence';
 
@@ -57,7 +59,7 @@ export interface OccurrenceSpanInput {
 }
 
 /** A work event's span: its occurrence, plus which work event it is; ids from the event id. */
-export function spanInputOfWorkEvent(ev: WorkEvent): OccurrenceSpanInput {
+export function spanInputOfWorkEvent(ev: OccurrenceWorkEvent): OccurrenceSpanInput {
   const d = ev.data;
   const input = spanInputOfOccurrence({
     occurrence_id: d.occurrence_id,
@@ -76,6 +78,9 @@ export function spanInputOfWorkEvent(ev: WorkEvent): OccurrenceSpanInput {
     trace_id: d.trace_id,
     span_id: d.span_id,
     suppressed: null,
+    ...(d.error_kind !== undefined ? { error_kind: d.error_kind } : {}),
+    ...(d.severity !== undefined ? { severity: d.severity } : {}),
+    ...(d.detected_by !== undefined ? { detected_by: d.detected_by } : {}),
   });
   return { ...input, idSeed: ev.id, attributes: { ...input.attributes, 'vigil.work.event': ev.type, 'vigil.work.event_id': ev.id } };
 }
@@ -100,6 +105,9 @@ export function spanInputOfOccurrence(o: OccurrenceRecord): OccurrenceSpanInput 
       'session.id': o.partition,
       ...(o.operation ? { 'vigil.operation': o.operation } : {}),
       ...(o.suppressed ? { 'vigil.suppressed': o.suppressed } : {}),
+      ...(o.error_kind !== undefined ? { 'vigil.error_kind': o.error_kind } : {}),
+      ...(o.severity !== undefined ? { 'vigil.severity': o.severity } : {}),
+      ...(o.detected_by ? { 'vigil.detected_by': o.detected_by } : {}),
       'vigil.source': `vigil/${o.service}`,
     },
   };

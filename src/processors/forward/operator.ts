@@ -15,6 +15,7 @@ export function enrichmentOf(item: PageItem): Attributes | undefined {
   const out: Attributes = { 'vigil.classification': d.classification };
   if (d.signature) out['vigil.signature'] = d.signature;
   if (d.fingerprint) out['vigil.fingerprint'] = d.fingerprint;
+  if (d.errorKind) out['vigil.error_kind'] = d.errorKind.kind;
   if (item.occurrence) {
     out['vigil.occurrence.id'] = item.occurrence.occurrenceId;
     out['vigil.group.key'] = item.occurrence.groupKey;

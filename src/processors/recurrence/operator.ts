@@ -5,7 +5,7 @@
  * the state view passed in; it keeps nothing between pages itself.
  */
 import { concatMap, forkJoin, from, map, of, type ObservableInput, type OperatorFunction } from 'rxjs';
-import { isFailure, type AgentEvent } from '../../model/event.ts';
+import { isFailure, type AgentEvent, type Diagnosis } from '../../model/event.ts';
 import {
   groupKey as makeGroupKey,
   occurrenceId as makeOccurrenceId,
@@ -14,7 +14,7 @@ import {
   workEventId,
   workId as makeWorkId,
 } from '../../model/identity.ts';
-import type { Decision, GroupState, OutboxItem, WorkEventType, WorkOutboxItem } from '../../model/work.ts';
+import type { Decision, GroupState, OccurrenceEventType, OutboxItem, WorkEventData, WorkOutboxItem } from '../../model/work.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { PageItem, WorkPage } from '../page.ts';
 import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
@@ -93,7 +93,9 @@ function planPage(
       }
       return;
     }
-    if (!item.diagnosis || !isFailure(item.diagnosis)) return;
+    // A failure another processor acted on (the watchdog's provider failures), or one a processor
+    // found to be more evidence of an occurrence already counted (detect), is not counted again.
+    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined || item.mergedInto !== undefined) return;
     const identity = item.diagnosis.identity;
     let revision: string;
     if (identity?.rules === 'reference') {
@@ -106,7 +108,8 @@ function planPage(
       unresolved.add(execId);
       hooks.onUnresolvedRevision?.(execId, event, page);
     }
-    const operation = identity?.operation ?? event.operation;
+    // An error kind is the operation (DESIGN 3.5): a journal case and a detected one group together.
+    const operation = item.diagnosis.errorKind?.kind ?? identity?.operation ?? event.operation;
     const groupKey = makeGroupKey({
       scope: opts.scope === 'session' ? `session:${event.partition}` : `service:${event.service}`,
       operation,
@@ -271,7 +274,7 @@ function applyPage(
 
 const EXCERPT_MAX = 2000;
 
-function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
+function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurrence, group: GroupState, decision: Decision): WorkOutboxItem {
   const event = item.entry.event;
   const d = item.diagnosis!;
   const id = workEventId(type, group.openWorkId!, p.occurrenceId);
@@ -308,9 +311,16 @@ function workEvent(type: WorkEventType, item: PageItem, p: PlannedOccurrence, gr
           event_id: event.eventId,
           excerpt: d.excerpt ? d.excerpt.slice(0, EXCERPT_MAX) : null,
         },
+        ...errorKindFields(d),
       },
     },
   };
+}
+
+/** `error_kind`, `severity` and `detected_by` of an error-kind occurrence (DESIGN 4.2); nothing for other failures. */
+export function errorKindFields(d: Diagnosis): Pick<WorkEventData, 'error_kind' | 'severity' | 'detected_by'> {
+  const k = d.errorKind;
+  return k ? { error_kind: k.kind, severity: k.severity, detected_by: k.detectedBy } : {};
 }
 
 function operationOf(p: PlannedOccurrence): { operation?: string } {

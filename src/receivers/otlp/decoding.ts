@@ -19,12 +19,16 @@ export const TRACES_REQUEST: RequestNames = { message: 'ExportTraceServiceReques
 export const LOGS_REQUEST: RequestNames = { message: 'ExportLogsServiceRequest', resources: 'resourceLogs', scopes: 'scopeLogs', records: 'logRecords' };
 
 /** The records of a request, by (resource, scope), before the signal names them spans or logs. */
-export interface DecodedRecords<R> {
-  groups: Array<{ resource: Attributes; scope: NormalizedScope; records: R[] }>;
+export interface DecodedRecords<R, M = never> {
+  /** `marks`: records the relevance test kept as activity marks (made from their facts, not built); absent when none. */
+  groups: Array<{ resource: Attributes; scope: NormalizedScope; records: R[]; marks?: M[] }>;
   stats: DecodeStats;
   /** Records checked and let go by the relevance test (see DecodeOptions). */
   skipped: number;
 }
+
+/** What the relevance test says of a checked record: let it go, build it, or keep it as an activity mark. */
+export type RecordVerdict = 'skip' | 'build' | 'mark';
 
 /**
  * A problem with one field of one record (or of a resource or scope): rejects those records only.
@@ -73,6 +77,8 @@ function joinPath(prefix: string, path: string): string {
 export interface Checking<F> {
   facts: F;
   mustBuild: boolean;
+  /** Activity marks are wanted: the walk also reads what a mark carries (name, ids, times, the marker attributes). */
+  markers: boolean;
 }
 
 export type BoundCounts = readonly [number, number, number];

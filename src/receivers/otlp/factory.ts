@@ -40,6 +40,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
     shutdownGraceMs: options.shutdownGraceMs,
     now: options.now,
     forward: settings.forward ?? {},
+    markers: settings.markers ?? {},
   };
   const httpEndpoint = httpEndpointOf(config);
   const http = httpEndpoint === undefined ? undefined : new OtlpHttpServer({ ...common, endpoint: httpEndpoint, maxBodySize: config.max_request_body_size });

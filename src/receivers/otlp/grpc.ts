@@ -182,7 +182,7 @@ export class OtlpGrpcServer {
     if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
     let input: DecodedSignal;
     try {
-      const options = { skipIrrelevant: this.options.forward?.[signal] !== true };
+      const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
       input = signal === 'traces' ? { signal, decoded: decodeTracesProtobuf(call.request, options) } : { signal, decoded: decodeLogsProtobuf(call.request, options) };
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
@@ -190,7 +190,7 @@ export class OtlpGrpcServer {
     }
     let outcome;
     try {
-      outcome = await exportDecoded(input, consumer, counters, 'grpc', { now: this.options.now, forward: this.options.forward?.[signal] === true });
+      outcome = await exportDecoded(input, consumer, counters, 'grpc', { now: this.options.now, forward: this.options.forward?.[signal] === true, markers: this.options.markers?.[signal] === true });
     } catch (err) {
       const refusal = refusalOf(err);
       if (refusal.reason === 'backpressure') throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, refusal.message, GRPC_RETRY_AFTER_SECONDS);

@@ -180,7 +180,7 @@ export class OtlpHttpServer {
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
-        const decoded = DECODERS[bodyEncoding][signal](body, { skipIrrelevant: this.options.forward?.[signal] !== true });
+        const decoded = DECODERS[bodyEncoding][signal](body, { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true });
         input = { signal, decoded } as DecodedSignal;
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
@@ -188,7 +188,11 @@ export class OtlpHttpServer {
       }
       let outcome: ExportOutcome;
       try {
-        outcome = await exportDecoded(input, consumer, counters, PROTOCOLS[bodyEncoding], { now: this.options.now, forward: this.options.forward?.[signal] === true });
+        outcome = await exportDecoded(input, consumer, counters, PROTOCOLS[bodyEncoding], {
+          now: this.options.now,
+          forward: this.options.forward?.[signal] === true,
+          markers: this.options.markers?.[signal] === true,
+        });
       } catch (err) {
         const refusal = refusalOf(err);
         if (refusal.reason === 'backpressure') {

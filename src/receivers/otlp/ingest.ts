@@ -95,6 +95,8 @@ export interface OtlpTransportOptions {
   now?: () => number;
   /** Signals forwarded downstream: every record is kept (not only the relevant ones). */
   forward?: Partial<Record<Signal, boolean>>;
+  /** Signals whose pipelines want activity markers (src/model/activity.ts). */
+  markers?: Partial<Record<Signal, boolean>>;
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */

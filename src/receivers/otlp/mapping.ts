@@ -16,6 +16,7 @@ import type { AgentEvent, EventSource } from '../../model/event.ts';
 import type { ForwardRecord } from '../../model/forward.ts';
 import { contextOf, text } from './mapping/common.ts';
 import { mapLog } from './mapping/logs.ts';
+import { coalesceMarkers, isPending, makeMarker, markMarker, markOfSpan, spanEventMarkers, type PendingMarker } from './mapping/markers.ts';
 import { mapSpan } from './mapping/spans.ts';
 import { logContentHash } from './mapping/logs.ts';
 import type { Attributes, NormalizedLogs, NormalizedTraces } from './normalized.ts';
@@ -33,12 +34,18 @@ export interface MapOptions {
    * still count as irrelevant.
    */
   forward?: boolean;
+  /**
+   * A pipeline of the signal wants activity markers (mapping/markers.ts): successful model
+   * requests, tool calls, turns and the agent CLIs' activity events become small marker events,
+   * coalesced per turn within the request.
+   */
+  markers?: boolean;
 }
 
 export interface MapResult {
   /** Events for the relevant records, in request order. */
   events: AgentEvent[];
-  /** Records turned into events (events.length). */
+  /** Records turned into events (a span may give a failure and a marker). */
   relevant: number;
   /** Records accepted but not needed by the chain (successful spans, unremarkable log records). */
   irrelevant: number;
@@ -47,67 +54,116 @@ export interface MapResult {
   messages: string[];
 }
 
-/** Maps spans (see mapping/spans.ts). */
+/** One received record as mapped: its events (failure first, then markers) and, when forwarding, its received form. */
+interface MappedRecord {
+  events: Array<AgentEvent | PendingMarker>;
+  /** The received record, when forwarding. */
+  forward?: ForwardRecord;
+  forwardOnly?: () => AgentEvent;
+}
+
+/** Maps spans (see mapping/spans.ts) and, with `markers`, span marks and built spans to activity markers. */
 export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptions = {}): MapResult {
   const now = options.now ?? Date.now;
   const result = emptyResult();
+  const records: MappedRecord[] = [];
   for (const group of groups) {
     group.spans.forEach((span, i) => {
       const record: ForwardRecord | undefined = options.forward ? { signal: 'traces', resource: group.resource, scope: group.scope, span } : undefined;
-      collect(
-        result,
-        () => `span ${span.traceId}:${span.spanId} (#${i})`,
-        () => mapSpan(span, group, now),
-        record && (() => forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs ?? now(), 'otlp.traces', record)),
-      );
+      const mapped = collect(result, () => `span ${span.traceId}:${span.spanId} (#${i})`, () => {
+        const failure = mapSpan(span, group, now);
+        const events: Array<AgentEvent | PendingMarker> = failure ? [failure] : [];
+        if (options.markers) {
+          const taken = new Set(events.map((e) => e.eventId));
+          const id = taken.has(`${span.traceId}:${span.spanId}`) ? `${span.traceId}:${span.spanId}/turn.end` : undefined;
+          const m = markMarker(markOfSpan(span), group, now, id, failure ? span.status.message || undefined : undefined);
+          if (m) {
+            taken.add(m.eventId);
+            events.push(m);
+          }
+          events.push(...spanEventMarkers(span, group, now, taken));
+        }
+        return events;
+      });
+      if (!mapped) return;
+      if (record) mapped.forwardOnly = () => forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs ?? now(), 'otlp.traces', record);
+      attachForward(mapped, record);
+      records.push(mapped);
     });
+    for (const mark of group.marks ?? []) {
+      const mapped = collect(result, () => `span ${mark.traceId}:${mark.spanId}`, () => {
+        const m = markMarker(mark, group, now);
+        return m ? [m] : [];
+      });
+      if (mapped) records.push(mapped);
+    }
   }
-  return result;
+  return finish(result, records, options.markers === true);
 }
 
 /** Maps log records (see mapping/logs.ts). */
 export function mapLogs(groups: readonly NormalizedLogs[], options: MapOptions = {}): MapResult {
   const now = options.now ?? Date.now;
   const result = emptyResult();
+  const records: MappedRecord[] = [];
   for (const group of groups) {
     group.logs.forEach((log, i) => {
       const record: ForwardRecord | undefined = options.forward ? { signal: 'logs', resource: group.resource, scope: group.scope, log } : undefined;
-      collect(
-        result,
-        () => `log record #${i}`,
-        () => mapLog(log, group, now),
-        record &&
-          (() =>
-            forwardOnly(text(log.attributes['log.record.uid']) ?? logContentHash(log, group.resource), log.attributes, group.resource, log.timeMs ?? log.observedTimeMs ?? now(), 'otlp.logs', record)),
-      );
+      const mapped = collect(result, () => `log record #${i}`, () => {
+        const event = mapLog(log, group, now, options.markers === true);
+        return event ? [event] : [];
+      });
+      if (!mapped) return;
+      if (record) {
+        mapped.forwardOnly = () =>
+          forwardOnly(text(log.attributes['log.record.uid']) ?? logContentHash(log, group.resource), log.attributes, group.resource, log.timeMs ?? log.observedTimeMs ?? now(), 'otlp.logs', record);
+      }
+      attachForward(mapped, record);
+      records.push(mapped);
     });
   }
-  return result;
+  return finish(result, records, options.markers === true);
 }
 
 function emptyResult(): MapResult {
   return { events: [], relevant: 0, irrelevant: 0, rejected: 0, messages: [] };
 }
 
-/**
- * Maps one record. With forwarding, a relevant event also carries the received record, and an
- * irrelevant record becomes a forward-only event (still counted as irrelevant).
- */
-function collect(result: MapResult, what: () => string, map: () => AgentEvent | undefined, forwardOnlyEvent?: () => AgentEvent): void {
+/** Maps one record; a record that cannot be mapped is rejected with a message naming it. */
+function collect(result: MapResult, what: () => string, map: () => Array<AgentEvent | PendingMarker>): MappedRecord | undefined {
   try {
-    const event = map();
-    if (event) {
-      if (forwardOnlyEvent) event.forward = forwardOnlyEvent().forward;
-      result.events.push(event);
-      result.relevant++;
-    } else {
-      if (forwardOnlyEvent) result.events.push(forwardOnlyEvent());
-      result.irrelevant++;
-    }
+    return { events: map() };
   } catch (err) {
     result.rejected++;
     result.messages.push(`${what()}: could not be mapped: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
   }
+}
+
+/** With forwarding, the record's received form travels with its first kept event (see finish). */
+function attachForward(mapped: MappedRecord, record: ForwardRecord | undefined): void {
+  if (record) mapped.forward = record;
+}
+
+/**
+ * Coalesces the request's markers (mapping/markers.ts), makes the events of the pending markers
+ * kept, and counts: a record with events left is relevant; one without is irrelevant (a
+ * forward-only event when forwarding).
+ */
+function finish(result: MapResult, records: MappedRecord[], markers: boolean): MapResult {
+  const drop = markers ? coalesceMarkers(records.flatMap((r) => r.events)) : new Set<AgentEvent | PendingMarker>();
+  for (const r of records) {
+    const kept = (drop.size ? r.events.filter((e) => !drop.has(e)) : r.events).map((e) => (isPending(e) ? makeMarker(e) : e));
+    if (kept.length > 0) {
+      if (r.forward) kept[0]!.forward = r.forward;
+      result.events.push(...kept);
+      result.relevant++;
+    } else {
+      if (r.forwardOnly) result.events.push(r.forwardOnly());
+      result.irrelevant++;
+    }
+  }
+  return result;
 }
 
 /** A record kept only to be forwarded: the chain classifies it as normal output. */

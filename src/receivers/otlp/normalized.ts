@@ -9,11 +9,29 @@ import type { AttributeValue, Attributes, NormalizedLog, NormalizedScope, Normal
 
 export type { AttributeValue, Attributes, NormalizedLog, NormalizedScope, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus };
 
+/**
+ * A successful span the relevance test kept only as an activity mark (mapping/relevance.ts): what
+ * the checking walk read of it — never built. A built span gives the same (mapping/markers.ts).
+ */
+export interface SpanMark {
+  traceId: string;
+  spanId: string;
+  name: string;
+  startTimeMs: number | undefined;
+  endTimeMs: number | undefined;
+  /** 0 UNSET, 1 OK, 2 ERROR. */
+  statusCode: number;
+  /** The watched attributes only (SPAN_ATTRIBUTE_KEYS). */
+  attributes: Attributes;
+}
+
 /** The spans of one (resource, scope) pair. */
 export interface NormalizedTraces {
   resource: Attributes;
   scope: NormalizedScope;
   spans: NormalizedSpan[];
+  /** Spans kept only as activity marks (decoded with `markers`); absent when none. */
+  marks?: SpanMark[];
 }
 
 /** The log records of one (resource, scope) pair. */
@@ -61,6 +79,13 @@ export interface DecodeOptions {
    * Off when the records are forwarded downstream: then every record is built.
    */
   skipIrrelevant?: boolean;
+  /**
+   * With skipIrrelevant: keep the successful spans an activity marker is made of (model requests,
+   * tool calls, agent turns) as marks — their facts, not built — because a pipeline's processors
+   * asked for activity markers. Without skipIrrelevant every span is built and the mapping makes
+   * the same marks from the built spans.
+   */
+  markers?: boolean;
 }
 
 /** At most this many attributes are kept per attribute list; the rest are dropped and counted. */

@@ -12,7 +12,7 @@
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
 import { FieldError, countsOf, itemPath, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
-import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
+import type { Checking, DecodedRecords, RecordVerdict, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
 import { FieldNames, JsonReader, JsonSyntaxError, JsonType, withSnakeCase } from './reader.ts';
@@ -689,11 +689,14 @@ function scopeAt(r: JsonReader, stats: DecodeStats): NormalizedScope {
 }
 
 /** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
-export interface RecordKind<R, F> {
+export interface RecordKind<R, F, M = never> {
   names: RequestNames;
   /** Builds the record at the cursor (no `checking`), or only checks it, filling `checking.facts`. */
   walk(r: JsonReader, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
-  mayMatter(facts: F): boolean;
+  /** The relevance test on a checked record (`markers`: the pipelines want activity marks). */
+  verdict(facts: F, markers: boolean): RecordVerdict;
+  /** A checked record kept as an activity mark: made from its facts, never built. */
+  mark?(facts: F): M;
   /** Facts to fill, reused for every record of a request. */
   newFacts(): F;
 }
@@ -701,19 +704,22 @@ export interface RecordKind<R, F> {
 /**
  * Decodes one signal's request: each record is built, or (with skipIrrelevant) checked first and
  * built only when the relevance test lets it through — a walk that only checks leaves the bound
- * counts to the walk that builds. A record with a bad field is rejected alone (its syntax is still
- * checked to its end).
+ * counts to the walk that builds; a record the test keeps as an activity mark is made from its
+ * facts instead. A record with a bad field is rejected alone (its syntax is still checked to its end).
  */
-export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+export function decodeSignal<R, F, M>(body: string | Uint8Array, kind: RecordKind<R, F, M>, options: DecodeOptions): DecodedRecords<R, M> {
   const stats = emptyStats();
-  const groups: DecodedRecords<R>['groups'] = [];
-  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
+  const groups: DecodedRecords<R, M>['groups'] = [];
+  const markers = options.markers === true;
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false, markers } : undefined;
   let skipped = 0;
   decodeRequest(body, kind.names, stats, (r, resource, scope, path, first) => {
     const records: R[] = [];
+    let marks: M[] | undefined;
     let i = first;
+    const done = () => groups.push(marks ? { resource, scope, records, marks } : { resource, scope, records });
     if (r === undefined) {
-      groups.push({ resource, scope, records });
+      done();
       return 0;
     }
     r.openArray();
@@ -724,9 +730,16 @@ export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R
       try {
         if (checking) {
           kind.walk(r, stats, checking);
-          if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
-            skipped++;
-            continue;
+          if (!checking.mustBuild) {
+            const verdict = kind.verdict(checking.facts, markers);
+            if (verdict === 'skip') {
+              skipped++;
+              continue;
+            }
+            if (verdict === 'mark') {
+              (marks ??= []).push(kind.mark!(checking.facts));
+              continue;
+            }
           }
           restoreCounts(stats, before);
           r.seek(at, depth);
@@ -739,7 +752,7 @@ export function decodeSignal<R, F>(body: string | Uint8Array, kind: RecordKind<R
         r.skipValue();
       }
     }
-    groups.push({ resource, scope, records });
+    done();
     return i - first;
   });
   return { groups, stats, skipped };

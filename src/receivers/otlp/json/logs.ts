@@ -43,7 +43,7 @@ const WATCHED = new WatchedKeys(LOG_ATTRIBUTE_KEYS);
 const LOGS: RecordKind<NormalizedLog, LogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
-  mayMatter: logMayMatter,
+  verdict: (facts) => (logMayMatter(facts) ? 'build' : 'skip'),
   newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }),
 };
 

@@ -1,15 +1,16 @@
 /**
  * OTLP/JSON ExportTraceServiceRequest → normalized spans. One walk per message with a switch:
  * build the span, or only check it — validate it, count its bounds and collect the facts the
- * relevance test reads (status code, event names, the watched attributes) — so that a span the
- * test lets go costs a scan of its bytes, not a parse tree and a copy.
+ * relevance test reads (status code, name, event names, the watched attributes, ids and times) —
+ * so that a span the test lets go costs a scan of its bytes, not a parse tree and a copy, and one
+ * it keeps as an activity mark is made from those facts without being built.
  */
 import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_MARKER_KEYS, spanVerdict } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
-import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
+import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, SpanMark } from '../normalized.ts';
 import { WatchedKeys, wrongType, attributeList, attributes, decodeSignal, enumField, idField, nanosField, optionalId, requiredId, stringField } from './common.ts';
 import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
@@ -46,25 +47,45 @@ const EVENT_FIELDS = new FieldNames(withSnakeCase({ timeUnixNano: 1, name: 2, at
 const LINK_FIELDS = new FieldNames(withSnakeCase({ traceId: 1, spanId: 2, attributes: 3 }));
 const STATUS_FIELDS = new FieldNames({ code: 1, message: 2 });
 const WATCHED = new WatchedKeys(SPAN_ATTRIBUTE_KEYS);
+const WATCHED_FOR_MARKS = new WatchedKeys(SPAN_MARKER_KEYS);
 const WATCHED_EVENTS = new WatchedKeys(SPAN_EVENT_NAMES);
 
-const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
+/** A checked span's facts, with its ids and times (read when only checking too, for a mark). */
+interface JsonSpanFacts extends SpanFacts {
+  traceId: string;
+  spanId: string;
+  start: string;
+  end: string;
+}
+
+const SPANS: RecordKind<NormalizedSpan, JsonSpanFacts, SpanMark> = {
   names: TRACES_REQUEST,
   walk: walkSpan,
-  mayMatter: spanMayMatter,
-  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+  verdict: spanVerdict,
+  mark: (f) => ({
+    traceId: f.traceId,
+    spanId: f.spanId,
+    name: f.name,
+    startTimeMs: decimalNanosToMs(f.start),
+    endTimeMs: decimalNanosToMs(f.end),
+    statusCode: f.statusCode,
+    attributes: f.attributes,
+  }),
+  newFacts: () => ({ statusCode: 0, name: '', eventNames: [], attributes: {}, traceId: '', spanId: '', start: '0', end: '0' }),
 };
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for a body that cannot be read at all. */
 export function decodeTracesJson(body: string | Uint8Array, options: DecodeOptions = {}): DecodedTraces {
   const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
-  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
+  return { groups: groups.map(({ resource, scope, records, marks }) => (marks ? { resource, scope, spans: records, marks } : { resource, scope, spans: records })), stats, skipped };
 }
 
 /** The span object at the cursor: built (no `checking`), or only checked, filling `checking.facts`. */
-function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpan | undefined {
+function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined): NormalizedSpan | undefined {
   const build = checking === undefined;
-  let facts: SpanFacts | undefined;
+  // Reading what an activity mark carries costs strings: only when marks are wanted.
+  const read = build || checking.markers;
+  let facts: JsonSpanFacts | undefined;
   if (checking) {
     facts = checking.facts;
     facts.statusCode = 0;
@@ -89,11 +110,12 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
   let status: NormalizedStatus = NO_STATUS;
   while (r.nextKey()) {
     switch (SPAN_FIELDS.idOf(r)) {
+      // With marks wanted, ids, name and times are read when only checking too: a mark carries them.
       case S.TRACE_ID:
-        traceId = idField(r, 'traceId', 16, build);
+        traceId = idField(r, 'traceId', 16, read);
         break;
       case S.SPAN_ID:
-        spanId = idField(r, 'spanId', 8, build);
+        spanId = idField(r, 'spanId', 8, read);
         break;
       case S.PARENT_SPAN_ID:
         parentSpanId = idField(r, 'parentSpanId', 8, build);
@@ -102,19 +124,19 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
         traceState = stringField(r, 'traceState', MAX_STRING_BYTES, stats, build) ?? traceState;
         break;
       case S.NAME:
-        name = stringField(r, 'name', MAX_STRING_BYTES, stats, build) ?? name;
+        name = stringField(r, 'name', MAX_STRING_BYTES, stats, read) ?? name;
         break;
       case S.KIND:
         kind = enumField(r, 'kind', SPAN_KINDS);
         break;
       case S.START:
-        start = nanosField(r, 'startTimeUnixNano', build);
+        start = nanosField(r, 'startTimeUnixNano', read);
         break;
       case S.END:
-        end = nanosField(r, 'endTimeUnixNano', build);
+        end = nanosField(r, 'endTimeUnixNano', read);
         break;
       case S.ATTRIBUTES:
-        if (!attributes(r, 'attributes', stats, list, attrs, WATCHED, facts?.attributes)) {
+        if (!attributes(r, 'attributes', stats, list, attrs, checking?.markers ? WATCHED_FOR_MARKS : WATCHED, facts?.attributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
@@ -136,6 +158,11 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFact
   spanId = requiredId(spanId, 'spanId', 8);
   if (!build) {
     facts!.statusCode = status.code;
+    facts!.name = name;
+    facts!.traceId = traceId;
+    facts!.spanId = spanId;
+    facts!.start = start;
+    facts!.end = end;
     for (const e of events) if (e.name !== '') facts!.eventNames.push(e.name);
     return undefined;
   }
@@ -168,9 +195,9 @@ function items<T>(
   r: JsonReader,
   name: string,
   stats: DecodeStats,
-  checking: Checking<SpanFacts> | undefined,
+  checking: Checking<JsonSpanFacts> | undefined,
   out: T[],
-  walk: (r: JsonReader, stats: DecodeStats, checking: Checking<SpanFacts> | undefined) => T | undefined,
+  walk: (r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined) => T | undefined,
 ): boolean {
   const t = r.type();
   if (t === JsonType.Null) {
@@ -192,8 +219,8 @@ function items<T>(
   return true;
 }
 
-/** A span event; when only checked, its name only if the relevance test reads it (else ''). */
-function walkEvent(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpanEvent {
+/** A span event; when only checked, its name (every name with marks wanted, else only one the relevance test reads). */
+function walkEvent(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined): NormalizedSpanEvent {
   const build = checking === undefined;
   r.openObject();
   let time = '0';
@@ -206,7 +233,8 @@ function walkEvent(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFac
         time = nanosField(r, 'timeUnixNano', build);
         break;
       case 2:
-        if (build) name = stringField(r, 'name', MAX_STRING_BYTES, stats, true) ?? name;
+        // With marks wanted, every name is read; else only whether it is one the test reads.
+        if (build || checking.markers) name = stringField(r, 'name', MAX_STRING_BYTES, stats, true) ?? name;
         else if (r.type() === JsonType.String) {
           stringField(r, 'name', MAX_STRING_BYTES, stats, false);
           name = SPAN_EVENT_NAMES[WATCHED_EVENTS.names.idOf(r)] ?? '';
@@ -225,7 +253,7 @@ function walkEvent(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFac
   return { name, timeUnixNano: time, timeMs: build ? decimalNanosToMs(time) : undefined, attributes: attrs };
 }
 
-function walkLink(r: JsonReader, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpanLink | undefined {
+function walkLink(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined): NormalizedSpanLink | undefined {
   const build = checking === undefined;
   r.openObject();
   let traceId: string | undefined;

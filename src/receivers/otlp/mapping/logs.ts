@@ -3,7 +3,8 @@
  *
  * 1. a reference event: `{kind, payload}` in the body, or a reference kind as the event name
  *    (`event.name` attribute or the LogRecord `eventName` field) with the payload in the body;
- * 2. an agent CLI or GenAI event, by its event name (agents.ts);
+ * 2. an agent CLI or GenAI event, by its event name (agents.ts); with markers wanted, an agent
+ *    CLI's or runtime's activity event becomes an activity marker (markers.ts);
  * 3. `exception.*` attributes: a failed execution with the stacktrace;
  * 4. text in the body: at ERROR or above a failed execution; below ERROR, stderr of a successful
  *    execution when it carries a failure or warning marker, else not relevant.
@@ -15,6 +16,7 @@ import { createHash } from 'node:crypto';
 import type { AgentEvent } from '../../../model/event.ts';
 import type { AttributeValue, Attributes, NormalizedLog, NormalizedLogs } from '../normalized.ts';
 import { mapAgentEvent } from './agents.ts';
+import { logActivity, marker } from './markers.ts';
 import { agentEvent, compact, contextOf, exceptionOf, exceptionTextOf, failedExecution, isPlainObject, stderrOutput, text, UNKNOWN_SERVICE } from './common.ts';
 import type { EventBase } from './common.ts';
 import { FAILURE_MARKERS, isErrorSeverity, logMayMatter, scalarText } from './relevance.ts';
@@ -24,7 +26,7 @@ import type { LogFacts } from './relevance.ts';
 export const REFERENCE_KINDS: readonly string[] = ['execution.completed', 'execution.started', 'tool.result', 'scratchpad'];
 
 /** The event a log record becomes, or undefined when the chain does not need it. */
-export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => number): AgentEvent | undefined {
+export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => number, markers = false): AgentEvent | undefined {
   // The cheap relevance test (the decoders apply it before building records at all).
   if (!logMayMatter(logFacts(log))) return undefined;
   const attrs = log.attributes;
@@ -55,14 +57,16 @@ export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => num
   const errorType = text(attrs['error.type']);
   const exception = exceptionOf(attrs);
 
-  // 2. An agent CLI's own event.
+  // 2. An agent CLI's own event: a failure, else (when markers are wanted) activity.
   if (eventName) {
     const mapped = mapAgentEvent(eventName, attrs);
-    if (mapped === null) return undefined;
     if (mapped) {
       const b = base();
       return agentEvent({ ...b, operation: mapped.toolName ?? b.operation }, mapped.kind, mapped.payload, { ...exception, errorType, ...severity });
     }
+    const activity = markers ? logActivity(eventName, attrs, log.body) : undefined;
+    if (activity) return marker(base(), activity);
+    if (mapped === null) return undefined;
   }
 
   // 3. An exception recorded on a log record.

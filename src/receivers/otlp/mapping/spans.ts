@@ -30,16 +30,8 @@ import {
   toolResultPayload,
 } from './common.ts';
 import type { EventBase } from './common.ts';
-import { STATUS_CODE_ERROR, spanMayMatter } from './relevance.ts';
+import { STATUS_CODE_ERROR, spanMayMatter, spanOperation } from './relevance.ts';
 import type { SpanFacts } from './relevance.ts';
-
-/** GenAI operations vigil distinguishes. */
-type Operation = 'execute_tool' | 'model_request' | 'invoke_agent' | 'other';
-
-const MODEL_OPERATIONS = new Set(['chat', 'text_completion', 'generate_content', 'embeddings']);
-/** Vercel AI SDK (before v7) provider-call spans: `ai.generateText.doGenerate`, `ai.streamText.doStream`, `ai.embed.doEmbed`, ... */
-const VERCEL_PROVIDER_CALL = /^ai\.[A-Za-z]+\.do(Generate|Stream|Embed)$/;
-const OPENINFERENCE_KINDS: Record<string, Operation> = { TOOL: 'execute_tool', LLM: 'model_request', EMBEDDING: 'model_request', AGENT: 'invoke_agent' };
 
 const TOOL_NAME_KEYS = ['gen_ai.tool.name', 'ai.toolCall.name', 'tool.name'];
 /** `gen_ai.tool.call.id`, Gemini CLI's deprecated `gen_ai.tool.call_id`, Vercel's `ai.toolCall.id`. */
@@ -57,7 +49,9 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
   const isError = span.status.code === STATUS_CODE_ERROR;
   const exception = lastException(span);
   const errorType = text(span.attributes['error.type']);
-  const operation = operationOf(span);
+  const named = spanOperation(span.name, span.attributes);
+  // An embeddings request that failed is a failed model request like any other.
+  const operation = named === 'embeddings' ? 'model_request' : named;
   if (!isError && !exception && operation !== 'model_request') return undefined;
 
   const exceptionEvidence = exception ? exceptionOf(exception) : {};
@@ -114,24 +108,7 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
 
 /** The facts of a built span, for the relevance test. */
 export function spanFacts(span: NormalizedSpan): SpanFacts {
-  return { statusCode: span.status.code, eventNames: span.events.map((e) => e.name), attributes: span.attributes };
-}
-
-/** The GenAI operation of a span: `gen_ai.operation.name`, else the span name's first word, else an older convention. */
-function operationOf(span: NormalizedSpan): Operation {
-  const named = text(span.attributes['gen_ai.operation.name']) ?? span.name.slice(0, nameEnd(span.name));
-  if (named === 'execute_tool') return 'execute_tool';
-  if (named === 'invoke_agent') return 'invoke_agent';
-  if (MODEL_OPERATIONS.has(named)) return 'model_request';
-  if (span.name === 'ai.toolCall') return 'execute_tool';
-  if (VERCEL_PROVIDER_CALL.test(span.name)) return 'model_request';
-  const kind = text(span.attributes['openinference.span.kind']);
-  return (kind && OPENINFERENCE_KINDS[kind.toUpperCase()]) || 'other';
-}
-
-function nameEnd(name: string): number {
-  const space = name.indexOf(' ');
-  return space < 0 ? name.length : space;
+  return { statusCode: span.status.code, name: span.name, eventNames: span.events.map((e) => e.name), attributes: span.attributes };
 }
 
 /** The attributes of the span's last `exception` event. */

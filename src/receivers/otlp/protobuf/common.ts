@@ -10,7 +10,7 @@
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
 import { FieldError, countsOf, itemPath, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
-import type { Checking, DecodedRecords, RequestNames } from '../decoding.ts';
+import type { Checking, DecodedRecords, RecordVerdict, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
 import { I32, I64, LEN, VARINT, WIRE_NAMES, WireError, WireReader, int64Value, uint64String } from './wire.ts';
@@ -140,6 +140,30 @@ export function indexOfName(buf: Buffer, start: number, end: number, names: read
 }
 
 /**
+ * A set of ASCII names looked up by the bytes of a string field, bucketed by length so that a key
+ * that is none of them (most keys) costs one array read: the watched attribute keys of a record walk.
+ */
+export class NameIndex {
+  /** Per length: the names of that length and their indices, side by side. */
+  private readonly names_: Array<string[] | undefined> = [];
+  private readonly indices: Array<number[] | undefined> = [];
+  constructor(readonly names: readonly string[]) {
+    names.forEach((name, i) => {
+      (this.names_[name.length] ??= []).push(name);
+      (this.indices[name.length] ??= []).push(i);
+    });
+  }
+
+  /** The index in `names` of the bytes `buf[start, end)`, or -1. */
+  indexOf(buf: Buffer, start: number, end: number): number {
+    const bucket = this.names_[end - start];
+    if (bucket === undefined) return -1;
+    for (let k = 0; k < bucket.length; k++) if (bytesEqual(buf, start, end, bucket[k]!)) return this.indices[end - start]![k]!;
+    return -1;
+  }
+}
+
+/**
  * An id of `bytes` bytes: lowercase hex when built; when only checked, `VALID_ID` for any valid
  * id. Undefined when empty or all zeros (invalid ids in OTLP).
  */
@@ -167,6 +191,21 @@ export function nanos(r: WireReader, end: number, name: string, build: boolean):
   expectWire(r, I64, name, end);
   const lo = r.fixed64(end);
   return build ? uint64String(lo, r.hi) : '';
+}
+
+/**
+ * A fixed64 time in nanoseconds as milliseconds (undefined when unset), without creating its
+ * decimal string: exactly the number `decimalNanosToMs` gives for that string. value = hi·2³² + lo
+ * = 10⁶·(hi·4294) + (hi·967296 + lo), and both parts are exact doubles.
+ */
+export function nanosMs(r: WireReader, end: number, name: string): number | undefined {
+  expectWire(r, I64, name, end);
+  const lo = r.fixed64(end);
+  const hi = r.hi;
+  if (lo === 0 && hi === 0) return undefined;
+  const rest = hi * 967296 + lo;
+  const below = rest % 1e6;
+  return hi * 4294 + (rest - below) / 1e6 + below / 1e6;
 }
 
 /** An enum (int32 varint); negative values are refused like JSON's. */
@@ -202,7 +241,7 @@ export function keyValue(
   index: number,
   target: Attributes | undefined,
   seen: { kept: number },
-  watched?: readonly string[],
+  watched?: NameIndex,
   facts?: Attributes,
 ): boolean {
   if (target === undefined && index >= MAX_ATTRIBUTES) return false;
@@ -246,9 +285,9 @@ export function keyValue(
         }
       }
     } else if (watched && facts) {
-      const w = indexOfName(r.buf, keyStart, keyEnd, watched);
+      const w = watched.indexOf(r.buf, keyStart, keyEnd);
       if (w >= 0) {
-        key = watched[w]!;
+        key = watched.names[w]!;
         build = true;
       }
     }
@@ -487,11 +526,14 @@ function decodeScope(r: WireReader, end: number, _build: boolean, _arg: undefine
 }
 
 /** One signal's records, for decodeSignal: how one is walked, and the relevance test. */
-export interface RecordKind<R, F> {
+export interface RecordKind<R, F, M = never> {
   names: RequestNames;
   /** Builds the record at the cursor, ending at `end` (no `checking`), or only checks it, filling `checking.facts`. */
   walk(r: WireReader, end: number, stats: DecodeStats, checking: Checking<F> | undefined): R | undefined;
-  mayMatter(facts: F): boolean;
+  /** The relevance test on a checked record (`markers`: the pipelines want activity marks). */
+  verdict(facts: F, markers: boolean): RecordVerdict;
+  /** A checked record kept as an activity mark: made from its facts (and the request's bytes), never built. */
+  mark?(facts: F, buf: Buffer): M;
   /** Facts to fill, reused for every record of a request. */
   newFacts(): F;
 }
@@ -499,15 +541,18 @@ export interface RecordKind<R, F> {
 /**
  * Decodes one signal's request: each record is built, or (with skipIrrelevant) checked first and
  * built only when the relevance test lets it through — a walk that only checks leaves the bound
- * counts to the walk that builds. A record with a bad field is rejected alone.
+ * counts to the walk that builds; a record the test keeps as an activity mark is made from its
+ * facts instead. A record with a bad field is rejected alone.
  */
-export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, options: DecodeOptions): DecodedRecords<R> {
+export function decodeSignal<R, F, M>(body: Uint8Array, kind: RecordKind<R, F, M>, options: DecodeOptions): DecodedRecords<R, M> {
   const stats = emptyStats();
-  const groups: DecodedRecords<R>['groups'] = [];
-  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false } : undefined;
+  const groups: DecodedRecords<R, M>['groups'] = [];
+  const markers = options.markers === true;
+  const checking: Checking<F> | undefined = options.skipIrrelevant ? { facts: kind.newFacts(), mustBuild: false, markers } : undefined;
   let skipped = 0;
   decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
     const records: R[] = [];
+    let marks: M[] | undefined;
     for (let i = 0; i < ranges.length; i += 2) {
       const start = ranges[i]!;
       const end = ranges[i + 1]!;
@@ -516,9 +561,16 @@ export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, opt
         if (checking) {
           r.pos = start;
           kind.walk(r, end, stats, checking);
-          if (!checking.mustBuild && !kind.mayMatter(checking.facts)) {
-            skipped++;
-            continue;
+          if (!checking.mustBuild) {
+            const verdict = kind.verdict(checking.facts, markers);
+            if (verdict === 'skip') {
+              skipped++;
+              continue;
+            }
+            if (verdict === 'mark') {
+              (marks ??= []).push(kind.mark!(checking.facts, r.buf));
+              continue;
+            }
           }
           restoreCounts(stats, before);
         }
@@ -529,7 +581,7 @@ export function decodeSignal<R, F>(body: Uint8Array, kind: RecordKind<R, F>, opt
         rejectRecord(stats, before, err, itemPath(path, i / 2));
       }
     }
-    groups.push({ resource, scope, records });
+    groups.push(marks ? { resource, scope, records, marks } : { resource, scope, records });
   });
   return { groups, stats, skipped };
 }

@@ -10,7 +10,7 @@ import { LOG_ATTRIBUTE_KEYS, logMayMatter } from '../mapping/relevance.ts';
 import type { LogFacts } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
-import { anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, readString, withMerged } from './common.ts';
+import { NameIndex, anyValue, decodeSignal, enumValue, fixed32, id, keyValue, message, nanos, readString, withMerged } from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
 import type { WireReader } from './wire.ts';
 
@@ -28,10 +28,12 @@ const LOG = {
   EVENT_NAME: 12,
 } as const;
 
+const WATCHED = new NameIndex(LOG_ATTRIBUTE_KEYS);
+
 const LOGS: RecordKind<NormalizedLog, LogFacts> = {
   names: LOGS_REQUEST,
   walk: walkLog,
-  mayMatter: logMayMatter,
+  verdict: (facts) => (logMayMatter(facts) ? 'build' : 'skip'),
   newFacts: () => ({ severityNumber: 0, severityText: '', eventName: '', body: undefined, attributes: {} }),
 };
 
@@ -79,7 +81,7 @@ function walkLog(r: WireReader, end: number, stats: DecodeStats, checking: Check
         break;
       }
       case LOG.ATTRIBUTES:
-        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, LOG_ATTRIBUTE_KEYS, watchedAttributes)) {
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, WATCHED, watchedAttributes)) {
           checking!.mustBuild = true;
           return undefined;
         }

@@ -2,15 +2,17 @@
  * OTLP/protobuf ExportTraceServiceRequest → normalized spans (opentelemetry-proto `trace/v1`;
  * field numbers below). One walk per message with a switch: build the span, or only check it —
  * validate it, count its bounds and collect the facts the relevance test reads (status code,
- * event names, the watched attributes) — so that a span the test lets go costs a scan, not a copy.
+ * name, event names, the watched attributes, where the ids and times are) — so that a span the
+ * test lets go costs a scan, not a copy, and one it keeps as an activity mark is made from those
+ * facts without being built.
  */
 import { TRACES_REQUEST, itemPath, under } from '../decoding.ts';
 import type { Checking } from '../decoding.ts';
-import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, spanMayMatter } from '../mapping/relevance.ts';
+import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_MARKER_KEYS, spanVerdict } from '../mapping/relevance.ts';
 import type { SpanFacts } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
-import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../normalized.ts';
-import { checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, readString, required, withMerged } from './common.ts';
+import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, SpanMark } from '../normalized.ts';
+import { NameIndex, checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, nanosMs, readString, required, withMerged } from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
 import { LEN } from './wire.ts';
 import type { WireReader } from './wire.ts';
@@ -37,31 +39,57 @@ const LINK = { TRACE_ID: 1, SPAN_ID: 2, ATTRIBUTES: 4 } as const;
 /** Status: message = 2, code = 3 (1 is the reserved deprecated code). */
 const STATUS = { MESSAGE: 2, CODE: 3 } as const;
 
-const SPANS: RecordKind<NormalizedSpan, SpanFacts> = {
+/** A checked span's facts, with where its ids are in the request's bytes and its times (for a mark). */
+interface ProtoSpanFacts extends SpanFacts {
+  traceIdAt: number;
+  spanIdAt: number;
+  startMs: number | undefined;
+  endMs: number | undefined;
+}
+
+const WATCHED = new NameIndex(SPAN_ATTRIBUTE_KEYS);
+const WATCHED_FOR_MARKS = new NameIndex(SPAN_MARKER_KEYS);
+
+const SPANS: RecordKind<NormalizedSpan, ProtoSpanFacts, SpanMark> = {
   names: TRACES_REQUEST,
   walk: walkSpan,
-  mayMatter: spanMayMatter,
-  newFacts: () => ({ statusCode: 0, eventNames: [], attributes: {} }),
+  verdict: spanVerdict,
+  mark: (f, buf) => ({
+    traceId: buf.toString('hex', f.traceIdAt, f.traceIdAt + 16),
+    spanId: buf.toString('hex', f.spanIdAt, f.spanIdAt + 8),
+    name: f.name,
+    startTimeMs: f.startMs,
+    endTimeMs: f.endMs,
+    statusCode: f.statusCode,
+    attributes: f.attributes,
+  }),
+  newFacts: () => ({ statusCode: 0, name: '', eventNames: [], attributes: {}, traceIdAt: -1, spanIdAt: -1, startMs: undefined, endMs: undefined }),
 };
 
 /** Decodes an OTLP/protobuf ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
 export function decodeTracesProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedTraces {
   const { groups, stats, skipped } = decodeSignal(body, SPANS, options);
-  return { groups: groups.map(({ resource, scope, records }) => ({ resource, scope, spans: records })), stats, skipped };
+  return { groups: groups.map(({ resource, scope, records, marks }) => (marks ? { resource, scope, spans: records, marks } : { resource, scope, spans: records })), stats, skipped };
 }
 
 /**
  * One span: built (no `checking`), or only checked, filling `checking.facts`. The cursor is at the
  * span's first field; `end` is its end.
  */
-function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpan | undefined {
+function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Checking<ProtoSpanFacts> | undefined): NormalizedSpan | undefined {
   const build = checking === undefined;
-  let facts: SpanFacts | undefined;
+  // Reading what an activity mark carries costs strings: only when marks are wanted.
+  const marking = checking?.markers === true;
+  const watched = marking ? WATCHED_FOR_MARKS : WATCHED;
+  let facts: ProtoSpanFacts | undefined;
   if (checking) {
     facts = checking.facts;
     facts.statusCode = 0;
+    facts.name = '';
     facts.eventNames.length = 0;
     facts.attributes = {};
+    facts.traceIdAt = facts.spanIdAt = -1;
+    facts.startMs = facts.endMs = undefined;
     checking.mustBuild = false;
   }
   let traceId: string | undefined;
@@ -82,9 +110,11 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     switch (r.field) {
       case SPAN.TRACE_ID:
         traceId = id(r, end, 'traceId', 16, build);
+        if (facts) facts.traceIdAt = r.pos - 16;
         break;
       case SPAN.SPAN_ID:
         spanId = id(r, end, 'spanId', 8, build);
+        if (facts) facts.spanIdAt = r.pos - 8;
         break;
       case SPAN.TRACE_STATE:
         if (build) traceState = readString(r, end, 'traceState', MAX_STRING_BYTES, stats);
@@ -94,20 +124,22 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
         parentSpanId = id(r, end, 'parentSpanId', 8, build);
         break;
       case SPAN.NAME:
-        if (build) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        if (build || marking) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
         else checkString(r, end, 'name', MAX_STRING_BYTES, stats);
         break;
       case SPAN.KIND:
         kind = enumValue(r, end, 'kind');
         break;
       case SPAN.START:
-        start = nanos(r, end, 'startTimeUnixNano', build);
+        if (marking) facts!.startMs = nanosMs(r, end, 'startTimeUnixNano');
+        else start = nanos(r, end, 'startTimeUnixNano', build);
         break;
       case SPAN.END:
-        endTime = nanos(r, end, 'endTimeUnixNano', build);
+        if (marking) facts!.endMs = nanosMs(r, end, 'endTimeUnixNano');
+        else endTime = nanos(r, end, 'endTimeUnixNano', build);
         break;
       case SPAN.ATTRIBUTES:
-        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, SPAN_ATTRIBUTE_KEYS, facts?.attributes)) {
+        if (!keyValue(r, end, stats, 'attributes', attributeIndex++, attributes, seen, watched, facts?.attributes)) {
           checking!.mustBuild = true;
           return undefined;
         }
@@ -161,6 +193,10 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
   spanId = required(spanId, 'spanId', 8);
   if (!build) {
     facts!.statusCode = status.code;
+    facts!.name = name;
+    // A span given its ids more than once keeps the last: the bytes at the recorded places.
+    if (traceId === undefined) facts!.traceIdAt = -1;
+    if (spanId === undefined) facts!.spanIdAt = -1;
     return undefined;
   }
   return {
@@ -184,10 +220,10 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
 const NO_STATUS: NormalizedStatus = Object.freeze({ code: 0, message: '' });
 
 /**
- * A span event; when only checked, its name only if the relevance test reads it (else ''), and
- * `checking.mustBuild` when its attributes go past the cap.
+ * A span event; when only checked, its name (the relevance test reads it) and `checking.mustBuild`
+ * when its attributes go past the cap.
  */
-function walkEvent(r: WireReader, end: number, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpanEvent {
+function walkEvent(r: WireReader, end: number, stats: DecodeStats, checking: Checking<ProtoSpanFacts> | undefined): NormalizedSpanEvent {
   const build = checking === undefined;
   let time = '0';
   let name = '';
@@ -200,7 +236,7 @@ function walkEvent(r: WireReader, end: number, stats: DecodeStats, checking: Che
         time = nanos(r, end, 'timeUnixNano', build);
         break;
       case EVENT.NAME:
-        if (build) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
+        if (build || checking.markers) name = readString(r, end, 'name', MAX_STRING_BYTES, stats);
         else {
           expectWire(r, LEN, 'name', end);
           const s = r.lengthDelimited(end);
@@ -222,7 +258,7 @@ function walkEvent(r: WireReader, end: number, stats: DecodeStats, checking: Che
 }
 
 /** A span link; when only checked, nothing (and `checking.mustBuild` when its attributes go past the cap). */
-function walkLink(r: WireReader, end: number, stats: DecodeStats, checking: Checking<SpanFacts> | undefined): NormalizedSpanLink | undefined {
+function walkLink(r: WireReader, end: number, stats: DecodeStats, checking: Checking<ProtoSpanFacts> | undefined): NormalizedSpanLink | undefined {
   const build = checking === undefined;
   let traceId: string | undefined;
   let spanId: string | undefined;
