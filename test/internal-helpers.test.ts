@@ -96,7 +96,7 @@ describe('Retry-After and the retryable statuses (OTLP rules)', () => {
     assert.equal(parseRetryAfter('3000000', now), MAX_RETRY_AFTER_MS);
     assert.equal(parseRetryAfter('9'.repeat(400), now), MAX_RETRY_AFTER_MS);
     assert.equal(parseRetryAfter('Fri, 31 Dec 9999 23:59:59 GMT', now), MAX_RETRY_AFTER_MS);
-    assert.ok(MAX_RETRY_AFTER_MS < MAX_TIMER_MS);
+    assert.ok(MAX_RETRY_AFTER_MS < MAX_TIMER_MS, 'the cap fits one timer');
   });
 
   test('retry 408, 429, 502, 503, 504; every other status is permanent', () => {

@@ -129,7 +129,10 @@ ${service}
   }
   test('the Redis store URL with an empty password', () => {
     const text = receiverWith('').replace('  memory: {}', '  redis: { url: "redis://:${env:S}@127.0.0.1:6379/0" }');
-    assert.ok(problems(text, { S: '' }).some((x) => /'state\.redis\.url' has credentials that are empty/.test(x)));
+    assert.ok(
+      problems(text, { S: '' }).some((x) => /'state\.redis\.url' has credentials that are empty/.test(x)),
+      'the empty Redis password is reported',
+    );
   });
 });
 

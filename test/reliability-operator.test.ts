@@ -147,9 +147,18 @@ service:
         .split('\n')
         .filter((l) => /reachable from other machines, without authentication/.test(l));
     await waitFor(() => (warnings().length === 3 ? true : undefined), 'three warnings');
-    assert.ok(warnings().some((l) => /receiver 'otlp'.*receivers\.otlp\.auth\.bearer_token/.test(l)));
-    assert.ok(warnings().some((l) => /health_check.*GET \/status shows session ids/.test(l)));
-    assert.ok(warnings().some((l) => /service\.telemetry\.metrics/.test(l)));
+    assert.ok(
+      warnings().some((l) => /receiver 'otlp'.*receivers\.otlp\.auth\.bearer_token/.test(l)),
+      warnings().join('\n'),
+    );
+    assert.ok(
+      warnings().some((l) => /health_check.*GET \/status and \/v1\/failures show session ids/.test(l)),
+      warnings().join('\n'),
+    );
+    assert.ok(
+      warnings().some((l) => /service\.telemetry\.metrics/.test(l)),
+      warnings().join('\n'),
+    );
     await stop(v);
 
     const authed = await ports();
@@ -400,7 +409,10 @@ service:
     const ids = jsonLines<{ id: string; type: string }>(work);
     assert.equal(ids.length, 200);
     assert.equal(new Set(ids.map((e) => e.id)).size, 200, 'each once');
-    assert.ok(ids.every((e) => e.type === 'dev.vigil.work.created'));
+    assert.ok(
+      ids.every((e) => e.type === 'dev.vigil.work.created'),
+      'only work.created events',
+    );
     await stop(v);
   });
 });

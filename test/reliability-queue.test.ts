@@ -100,7 +100,10 @@ for (const [name, make] of STORES) {
       assert.equal(runner.stats.deadLetteredByCause.queue_full, total - QUEUE);
       assert.equal(st.pipelines.find((p) => p.pipeline === 'logs')!.outbox.size, QUEUE, 'the outbox itself holds only the bound');
       const letters = await store.listDeadLetters(total);
-      assert.ok(letters.every((l) => /sending_queue full \(queue_size 50\)/.test(l.reason)));
+      assert.ok(
+        letters.every((l) => /sending_queue full \(queue_size 50\)/.test(l.reason)),
+        'every dead letter says the queue was full',
+      );
       const waiting = (await store.readOutbox('logs', 'webhook', 1000)).map((e) => e.id);
       assert.deepEqual(new Set([...letters.map((l) => l.entry.id), ...waiting]).size, total, 'each entry is exactly one of: dead letter, waiting');
       assert.equal(runner.stats.failedAttempts, 1, 'still in the one backoff: the bound did not wait for it');
