@@ -35,6 +35,8 @@ export default defineConfig(
       'no-control-regex': 'off',
     },
   },
+  // The layers of src/ (README, "Development"): each imports only from the layers below it.
+  ...layers(),
   {
     // Tests, benches and scripts read decoded JSON and test doubles freely; the unsafe-any rules
     // hold in src/ only.
@@ -78,3 +80,28 @@ export default defineConfig(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );
+
+/**
+ * `no-restricted-imports` per layer of src/, bottom to top: errors.ts, logger.ts and internal/
+ * (shared helpers); model/ (data); config/ (the config language); the component contracts
+ * (component.ts, store/types.ts, store/state.ts, processors/page.ts); the components — receivers,
+ * processors, exporters, extensions, stores — which never import one another's implementations;
+ * then components.ts and service/ (wiring) and cli/. Nothing imports upwards.
+ */
+function layers() {
+  const above = ['**/service/**', '**/cli/**', '**/components.ts'];
+  const storeImpls = ['**/store/sqlite/**', '**/store/redis/**', '**/store/memory.ts', '**/store/bounded-map.ts', '**/store/page-bases.ts', '**/store/recent-failures.ts'];
+  const processorImpls = ['**/processors/*/**'];
+  const rule = (files, group, message) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns: [{ group, message }] }] } });
+  const components = ['**/receivers/**', '**/exporters/**', '**/extensions/**', ...processorImpls, ...storeImpls];
+  return [
+    rule(['src/internal/**', 'src/errors.ts', 'src/logger.ts'], [...above, ...components, '**/model/**', '**/config/**', '**/store/**', '**/processors/**', '**/component.ts'], 'src/internal, errors and logger are the bottom layer: they import nothing else of vigil.'),
+    rule(['src/model/**'], [...above, ...components, '**/config/**', '**/store/**', '**/processors/**', '**/component.ts'], 'src/model is data: it imports only model and internal helpers (no receiver, store or component).'),
+    rule(['src/config/**'], [...above, ...components], 'src/config is below the components: it imports component.ts types, model and internal only.'),
+    rule(['src/receivers/**'], [...above, '**/exporters/**', '**/extensions/**', ...processorImpls, ...storeImpls], 'a receiver imports the contracts (component.ts, store/types.ts, …), model, config and internal; never the service or another component.'),
+    rule(['src/exporters/**'], [...above, '**/receivers/**', '**/extensions/**', ...processorImpls, ...storeImpls], 'an exporter imports the contracts, model, config and internal; never the service or another component.'),
+    rule(['src/extensions/**'], [...above, '**/receivers/**', '**/exporters/**', ...processorImpls, ...storeImpls], 'an extension imports the contracts, model, config and internal; never the service or another component.'),
+    rule(['src/processors/**'], [...above, '**/receivers/**', '**/exporters/**', '**/extensions/**', ...storeImpls], 'a processor imports the contracts, model, config and internal; never the service or another kind of component.'),
+    rule(['src/store/**'], [...above, '**/receivers/**', '**/exporters/**', '**/extensions/**', ...processorImpls], 'a store imports the contracts, model, config and internal; never the service or another component.'),
+  ];
+}

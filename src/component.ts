@@ -109,11 +109,22 @@ export interface ProcessorSettings extends ComponentSettings {
 
 export interface ExporterSettings extends ComponentSettings {}
 
+/** Whether vigil can accept and keep data now; when not, why (one reason per problem). */
+export interface Readiness {
+  ready: boolean;
+  reasons: string[];
+}
+
 export interface ExtensionSettings extends ComponentSettings {
-  /** Readiness as the service sees it (pipelines started and not stopping). */
-  isReady(): boolean;
+  /** Readiness as the service sees it: running, the store reachable and writable, ingest not over its limit. */
+  readiness(): Promise<Readiness>;
   /** The store's status with the service's counters, for operators. */
   status(): Promise<unknown>;
+  /**
+   * The bearer tokens the receivers require: operator endpoints without their own `auth` accept
+   * these, so protecting ingest also protects what the operator endpoints reveal.
+   */
+  receiverTokens: readonly string[];
   /** The failures the processors reported at or after `since` (ms since the epoch), newest first by failure time. */
   failures?(since: number): Promise<ReportedFailure[]>;
 }
@@ -177,7 +188,10 @@ export interface ReportedFailure {
   [key: string]: unknown;
 }
 
-export type ReceiverFactory<Cfg = unknown> = Factory<Cfg, ReceiverSettings, Lifecycle>;
+export interface ReceiverFactory<Cfg = unknown> extends Factory<Cfg, ReceiverSettings, Lifecycle> {
+  /** The bearer tokens this receiver, so configured, requires (none: open); operator endpoints accept them too. */
+  bearerTokens?(config: Cfg): readonly string[];
+}
 export interface ProcessorFactory<Cfg = unknown> extends Factory<Cfg, ProcessorSettings, OperatorFunction<WorkPage, WorkPage>> {
   /** What this processor, so configured, consumes besides failure evidence; absent means nothing. */
   capabilities?(config: Cfg): ProcessorCapabilities;

@@ -10,8 +10,10 @@ import { redisStreamExporterFactory } from './exporters/redis_stream/factory.ts'
 import { webhookExporterFactory } from './exporters/webhook/factory.ts';
 import { healthCheckFactory } from './extensions/health_check/factory.ts';
 import { classifyFactory } from './processors/classify/factory.ts';
+import { detectFactory } from './processors/detect/factory.ts';
 import { recurrenceFactory } from './processors/recurrence/factory.ts';
 import { watchdogFactory } from './processors/watchdog/factory.ts';
+import { journalReceiverFactory } from './receivers/journal/factory.ts';
 import { jsonlReceiverFactory } from './receivers/jsonl/factory.ts';
 import { otlpReceiverFactory } from './receivers/otlp/factory.ts';
 import { memoryStoreFactory } from './store/memory.ts';
@@ -20,8 +22,8 @@ import { sqliteStoreFactory } from './store/sqlite/factory.ts';
 
 export function components(): Registry {
   return makeRegistry({
-    receivers: [otlpReceiverFactory, jsonlReceiverFactory],
-    processors: [classifyFactory, watchdogFactory, recurrenceFactory],
+    receivers: [otlpReceiverFactory, jsonlReceiverFactory, journalReceiverFactory],
+    processors: [classifyFactory, watchdogFactory, detectFactory, recurrenceFactory],
     exporters: [fileExporterFactory, debugExporterFactory, otlpHttpExporterFactory, webhookExporterFactory, redisStreamExporterFactory],
     extensions: [healthCheckFactory],
     stores: [memoryStoreFactory, sqliteStoreFactory, redisStoreFactory],

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   VIGIL_STORE_UNAVAILABLE: 'The state store could not be reached or written; the operation can be retried.',
   VIGIL_STORE_CONFLICT: 'A concurrent writer changed the state this commit was based on; the page is processed again.',
   VIGIL_STORE_CORRUPT: 'The state store holds data vigil cannot read.',
+  VIGIL_STORE_LOCKED: 'Another vigil process holds the SQLite state file; the message names it.',
   VIGIL_STATE_INVALID: "A component's state write or timer is malformed or over a bound (value size, key length); the message names namespace and key.",
   VIGIL_STATE_FULL: 'A pipeline would hold more pending timers than its bound; the page is retried once timers have fired.',
   VIGIL_CHECKPOINT_INVALID:

@@ -42,6 +42,7 @@ const minimal: Record<string, unknown> = {
   'exporters/redis_stream': { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0' },
   'receivers/otlp': { protocols: { http: { endpoint: '127.0.0.1:0' } } },
   'receivers/jsonl': { include: [join(tempDir(), 'none-*.jsonl')] },
+  'receivers/journal': { include: [join(tempDir(), '*/runtime_error_cases.jsonl')] },
   'extensions/health_check': { endpoint: '127.0.0.1:0' },
   'stores/sqlite': { path: join(tempDir(), 'state.db') },
   'stores/redis': { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0' },
@@ -64,8 +65,9 @@ describe('every registered component', () => {
           pipeline: 'logs',
           store,
           state: stateClient(store, type, { owner: type }),
-          isReady: () => true,
+          readiness: async () => ({ ready: true, reasons: [] }),
           status: async () => ({}),
+          receiverTokens: [],
         };
         const instance = (factory.create as (s: unknown, c: unknown) => unknown)(settings, cfg);
         if (kind === 'processors') {

@@ -129,13 +129,10 @@ export async function runVigil(file: string, registry: Registry = components()):
   }
   const logger = createLogger({ level: cfg.service.telemetry.logs.level });
   const service = new Service(cfg, registry, { logger });
-  try {
-    await service.start();
-  } catch (err) {
-    logger.error(`cannot start: ${errorMessage(err)}`, isVigilError(err) ? { code: err.code } : {});
-    return 1;
-  }
-  return new Promise<number>((resolve) => {
+  // Signals are handled from the start: receivers listen (and may acknowledge) before start()
+  // resolves, so a SIGTERM then must drain like any other, not kill the process mid-start.
+  let started: Promise<void> | undefined;
+  const stopped = new Promise<number>((resolve) => {
     let signals = 0;
     const stop = (signal: string) => {
       if (++signals > 1) {
@@ -144,17 +141,28 @@ export async function runVigil(file: string, registry: Registry = components()):
         return;
       }
       logger.info(`${signal} received: draining and stopping`);
-      service.shutdown().then(
-        () => resolve(0),
-        (err) => {
-          logger.error(`shutdown failed: ${errorMessage(err)}`);
-          resolve(1);
-        },
-      );
+      (started ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => service.shutdown())
+        .then(
+          () => resolve(0),
+          (err) => {
+            logger.error(`shutdown failed: ${errorMessage(err)}`);
+            resolve(1);
+          },
+        );
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
+  try {
+    started = service.start();
+    await started;
+  } catch (err) {
+    logger.error(`cannot start: ${errorMessage(err)}`, isVigilError(err) ? { code: err.code } : {});
+    return 1;
+  }
+  return stopped;
 }
 
 async function status(file: string, json: boolean): Promise<number> {

@@ -46,7 +46,7 @@ export interface ServiceConfig {
   pipelines: Map<string, PipelineConfig>;
   telemetry: {
     logs: { level: 'debug' | 'info' | 'warn' | 'error' };
-    metrics: { address: string | undefined };
+    metrics: { address: string | undefined; auth?: { bearer_token: string } };
     traces: { endpoint: string | undefined; encoding: 'proto' | 'json'; headers: Record<string, string> };
   };
   drain_timeout: number;

@@ -3,6 +3,7 @@
  * Vector's `deny_unknown_fields`). Parsing never throws: each problem is recorded with its key
  * path so the loader can point at FILE:LINE:COL, and all problems are collected, not just the first.
  */
+import { formatHostPort, parseEndpoint } from '../internal/endpoint.ts';
 import { parseDuration } from './duration.ts';
 
 export type Path = ReadonlyArray<string | number>;
@@ -35,8 +36,13 @@ export abstract class Schema<T> {
   protected abstract parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined;
 
   parse(value: unknown, path: Path, ctx: ParseContext): T | undefined {
-    if (value === undefined || value === null) return this.missing(path, ctx);
+    if (value === undefined || (value === null && !this.checksNull)) return this.missing(path, ctx);
     return this.parsePresent(value, path, ctx);
+  }
+
+  /** Whether a written `null` (`key:`, `~`, an empty `${env:VAR}`) is checked as a value instead of meaning "not set". */
+  get checksNull(): boolean {
+    return false;
   }
 
   protected missing(path: Path, ctx: ParseContext): T | undefined {
@@ -50,6 +56,15 @@ export abstract class Schema<T> {
 
   optional(): Schema<T | undefined> {
     return new OptionalSchema(this);
+  }
+
+  /**
+   * For secrets and access-control settings: once the key is written, a value that resolves empty
+   * (null, `~`, nothing after the colon, an empty `${env:VAR}`, blank text) is an error instead of
+   * silently meaning "not set" — an empty token must never turn authentication off.
+   */
+  nonEmpty(): Schema<T> {
+    return new NonEmptySchema(this);
   }
 
   /**
@@ -73,6 +88,9 @@ class CheckedSchema<T> extends Schema<T> {
   get expected(): string {
     return this.inner.expected;
   }
+  override get checksNull(): boolean {
+    return this.inner.checksNull;
+  }
   override parse(value: unknown, path: Path, ctx: ParseContext): T | undefined {
     const errorsBefore = ctx.issues.filter((i) => i.severity === 'error').length;
     const parsed = this.inner.parse(value, path, ctx);
@@ -93,11 +111,37 @@ class DefaultSchema<T> extends Schema<T> {
   get expected(): string {
     return this.inner.expected;
   }
+  override get checksNull(): boolean {
+    return this.inner.checksNull;
+  }
   protected override missing(): T {
     const f = this.fallback;
     return typeof f === 'function' ? (f as () => T)() : structuredClone(f);
   }
   protected parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    return this.inner.parse(value, path, ctx);
+  }
+}
+
+class NonEmptySchema<T> extends Schema<T> {
+  constructor(private readonly inner: Schema<T>) {
+    super();
+  }
+  get expected(): string {
+    return this.inner.expected;
+  }
+  override get checksNull(): boolean {
+    return true;
+  }
+  protected parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined {
+    const empty = value === null || (typeof value === 'string' && value.trim() === '') || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
+    if (empty) {
+      ctx.error(
+        path,
+        `${describePath(path)} must not be empty: it is written but resolves to nothing (null, ~, nothing after the colon, or an empty \${env:VAR}), and an empty secret or auth setting would turn protection off; give it a value, or remove the key`,
+      );
+      return undefined;
+    }
     return this.inner.parse(value, path, ctx);
   }
 }
@@ -108,6 +152,9 @@ class OptionalSchema<T> extends Schema<T | undefined> {
   }
   get expected(): string {
     return this.inner.expected;
+  }
+  override get checksNull(): boolean {
+    return this.inner.checksNull;
   }
   protected override missing(): undefined {
     return undefined;
@@ -249,17 +296,8 @@ class EndpointSchema extends Schema<string> {
     if (typeof value !== 'string') return wrongType(ctx, path, this.expected, value);
     const parsed = parseEndpoint(value);
     if (!parsed) return wrongType(ctx, path, this.expected, value);
-    return `${parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host}:${parsed.port}`;
+    return formatHostPort(parsed.host, parsed.port);
   }
-}
-
-export function parseEndpoint(value: string): { host: string; port: number } | undefined {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]*)):(\d{1,5})$/.exec(value.trim());
-  if (!m) return undefined;
-  const port = Number(m[3]);
-  if (port > 65535) return undefined;
-  const host = m[1] ?? (m[2] || '127.0.0.1');
-  return { host, port };
 }
 
 class UrlSchema extends Schema<string> {
@@ -279,6 +317,12 @@ class UrlSchema extends Schema<string> {
     }
     if (!this.protocols.includes(url.protocol)) {
       ctx.error(path, `${describePath(path)} must use ${this.protocols.join(' or ')}, got ${url.protocol}`);
+    }
+    // `scheme://:${env:PASSWORD}@host` with the variable empty: credentials written but empty.
+    const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(value)?.[1] ?? '';
+    const at = authority.lastIndexOf('@');
+    if (at >= 0 && (at === 0 || authority[at - 1] === ':')) {
+      ctx.error(path, `${describePath(path)} has credentials that are empty (${at === 0 ? 'nothing' : 'no password'} before '@', perhaps an empty \${env:VAR}); give them a value, or remove the '@' part`);
     }
     return value;
   }
@@ -406,6 +450,8 @@ function editDistance(a: string, b: string): number {
 export const s = {
   object: <S extends Shape>(shape: S): ObjectSchema<S> => new ObjectSchema(shape),
   string: (opts: { minLength?: number; maxLength?: number; pattern?: RegExp; patternHint?: string } = {}): Schema<string> => new StringSchema(opts),
+  /** A secret (token, signing key, API-key header value): a string that must not resolve empty once written; never logged. */
+  secret: (): Schema<string> => new StringSchema({}).nonEmpty(),
   int: (opts: { min?: number; max?: number } = {}): Schema<number> => new NumberSchema({ integer: true, ...opts }),
   number: (opts: { min?: number; max?: number } = {}): Schema<number> => new NumberSchema({ integer: false, ...opts }),
   boolean: (): Schema<boolean> => new BooleanSchema(),

@@ -24,12 +24,16 @@ const serviceSchema = s.object({
   telemetry: s.object({
     logs: s.object({ level: s.enumOf(LOG_LEVELS).default('info') }),
     /** vigil's own metrics in the Prometheus text format at http://<address>/metrics; off when absent. */
-    metrics: s.object({ address: s.endpoint().optional() }),
+    metrics: s.object({
+      address: s.endpoint().optional(),
+      /** Token for GET /metrics; without it the receivers' tokens are taken (or none). */
+      auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
+    }),
     /** vigil's own traces (pages processed, exports) sent over OTLP/HTTP; off when absent. */
     traces: s.object({
       endpoint: s.url(['http:', 'https:']).optional(),
       encoding: s.enumOf(['proto', 'json'] as const).default('proto'),
-      headers: s.record(s.string()).default({}),
+      headers: s.record(s.secret()).default({}),
     }),
   }),
   /** How long a shutdown (SIGINT/SIGTERM) may take to process and deliver what was accepted; the rest waits for the next start. */

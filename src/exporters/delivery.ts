@@ -68,26 +68,18 @@ export class ExportError extends VigilError {
   readonly retryAfterMs: number | undefined;
   readonly delivered: number;
   readonly failed: number | undefined;
+  /**
+   * Why, in a word, for the failure metric's `reason` label: `disk_full`, `io_error`, `timeout`,
+   * `connection`, `http_503`, `redirect`, `response_too_large`, `response_cut`, ...
+   */
+  readonly reason: string;
 
-  constructor(message: string, opts: { permanent?: boolean; retryAfterMs?: number; delivered?: number; failed?: number; cause?: unknown } = {}) {
+  constructor(message: string, opts: { permanent?: boolean; retryAfterMs?: number; delivered?: number; failed?: number; cause?: unknown; reason?: string } = {}) {
     super('VIGIL_EXPORT_FAILED', message, { transient: !opts.permanent, cause: opts.cause });
     this.permanent = opts.permanent ?? false;
     this.retryAfterMs = opts.retryAfterMs;
     this.delivered = opts.delivered ?? 0;
     this.failed = opts.failed;
+    this.reason = opts.reason ?? 'error';
   }
-}
-
-/** HTTP statuses worth retrying (the OTLP spec's list plus 408/409 as SDKs do). */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status === 502 || status === 503 || status === 504 || status >= 500;
-}
-
-/** `Retry-After` as seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
-  if (!value) return undefined;
-  const v = value.trim();
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
-  const date = Date.parse(v);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

@@ -61,6 +61,7 @@ export interface AgentEvent {
 }
 
 import type { ForwardRecord } from './forward.ts';
+import type { ErrorKind, Severity } from './runtime-error.ts';
 
 /** Where a record waiting in the correlation log goes once its session and failure are decided. */
 export interface EventRoute {
@@ -142,6 +143,22 @@ export interface Diagnosis {
    * and its revision is resolved as the seed resolves it (see the recurrence processor).
    */
   identity?: ReferenceIdentity;
+  /**
+   * Set when the failure is one of the agent-runtime error kinds (DESIGN 3.5): a journal case, or
+   * a case vigil's detectors derived from traces. The kind is the occurrence's operation; kind and
+   * severity travel into work events and occurrence spans.
+   */
+  errorKind?: ErrorKindDiagnosis;
+}
+
+/** The error-kind part of a diagnosis. */
+export interface ErrorKindDiagnosis {
+  kind: ErrorKind;
+  severity: Severity;
+  /** The case's `detected_by`: the runtime's detector, or `vigil/<processor id>` for vigil's own. */
+  detectedBy: string;
+  /** `reported` by the runtime (a journal case), or `detected` by vigil from traces. */
+  origin: 'reported' | 'detected';
 }
 
 /** How the seed names a failure's operation and workspace (DESIGN 3.1 / 3.3, `rules: reference`). */

@@ -3,7 +3,7 @@
  * normalized it (nanosecond times as strings, ids as hex), with its resource and scope, plus the
  * attributes vigil adds once the record has been diagnosed.
  */
-import type { Attributes, NormalizedLog, NormalizedScope, NormalizedSpan } from '../receivers/otlp/normalized.ts';
+import type { Attributes, NormalizedLog, NormalizedScope, NormalizedSpan } from './otlp.ts';
 
 export type ForwardRecord =
   | { signal: 'traces'; resource: Attributes; scope: NormalizedScope; span: NormalizedSpan; enrichment?: Attributes }

@@ -1,4 +1,5 @@
 import type { Classification } from './event.ts';
+import type { ErrorKind, Severity } from './runtime-error.ts';
 
 /** Recurrence decisions of DESIGN 3.2. */
 export type Decision = 'Reject' | 'BurstCoalesced' | 'BurstThresholdReached' | 'ChronicRecurrence';
@@ -112,6 +113,12 @@ export interface WorkEventData {
   };
   /** Who the agent acted for (`user.id`, the AI SDK's `ai.telemetry.metadata.userId`), when the record names one. */
   user?: string;
+  /** Agent-runtime error kind (DESIGN 3.5), present on error-kind occurrences only. */
+  error_kind?: ErrorKind;
+  /** The case's severity (the runtime's 0-255, or a level name), with `error_kind`. */
+  severity?: Severity;
+  /** Who found the case: the runtime's detector, or `vigil/<processor id>`; with `error_kind`. */
+  detected_by?: string;
 }
 
 /**
@@ -162,6 +169,10 @@ export interface OccurrenceRecord {
   trace_id: string | null;
   span_id: string | null;
   suppressed: string | null;
+  /** As in work events: present on error-kind occurrences only. */
+  error_kind?: ErrorKind;
+  severity?: Severity;
+  detected_by?: string;
 }
 
 /** One entry of a pipeline's outbox; exporters read them in `seq` order from their own cursor. */

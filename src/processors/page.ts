@@ -32,6 +32,12 @@ export interface PageItem {
    * watchdog handles provider failures, which then open no ordinary recurrence work.
    */
   handledBy?: string;
+  /**
+   * Set by a processor that found this record to be further evidence of an occurrence already
+   * counted (a journal case and the same failure detected from a trace in the same turn): the
+   * recurrence processor does not count it again. The value names what it was merged into.
+   */
+  mergedInto?: string;
 }
 
 export interface Occurrence {

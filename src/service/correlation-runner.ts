@@ -21,7 +21,7 @@ import { CORRELATION_PIPELINE, TRACE_FAILURES_NAMESPACE, TRACE_SESSION_NAMESPACE
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
 import type { LogEntry, StateStore } from '../store/types.ts';
-import { backoffDelay, sleep, Wakeup } from './backoff.ts';
+import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 import { IDLE_POLL_MS } from './pipeline-runner.ts';
 
 /** Longest page the runner reads to bring a failure record's whole wait into view. */

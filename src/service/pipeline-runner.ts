@@ -20,7 +20,7 @@ import type { Logger } from '../logger.ts';
 import { newTimerPage, newWorkPage, type WorkPage } from '../processors/page.ts';
 import type { FiredTimer, TimerRef } from '../store/state.ts';
 import type { PageCommit, StateStore } from '../store/types.ts';
-import { backoffDelay, sleep, Wakeup } from './backoff.ts';
+import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 
 /** How often a pipeline looks for work nobody told it about (another sidecar's appends and timers). */
 export const IDLE_POLL_MS = 1000;

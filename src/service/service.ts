@@ -1,12 +1,14 @@
 /**
  * The service wires components from the config (the Collector's `service` package): one store,
  * receivers feeding each pipeline's ingest log, one processor chain and runner per pipeline, one
- * exporter runner per (pipeline, exporter). Start order is store → exporters → pipelines →
- * extensions → receivers, so nothing is accepted before it can be processed; shutdown reverses it
- * and drains in-flight work.
+ * exporter runner per (pipeline, exporter). Start order: the store opens; every component is
+ * created; everything that listens binds (metrics, extensions, receivers — what an accepted
+ * request appends is durable and waits for processing); only then do exporters start and the
+ * runners deliver. So a vigil that cannot start (a port in use) has sent nothing anywhere.
+ * Shutdown reverses it and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, ProcessorStatus, Registry, ReportedFailure, Signal } from '../component.ts';
+import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, ProcessorStatus, Readiness, Registry, ReportedFailure, Signal } from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -23,7 +25,8 @@ import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
 import { forwardRecords } from '../processors/forward/operator.ts';
 import { occurrenceRecords } from '../processors/occurrences/operator.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { backoffDelay, sleep } from '../internal/backoff.ts';
+import { operatorAuth } from '../internal/bearer.ts';
 import { VIGIL_VERSION } from '../version.ts';
 import { CORRELATION_PIPELINE, sessionFacts, splitForCorrelation, waitingEvent, WrittenFacts, type CorrelationSettings } from '../correlation/ingest.ts';
 import { CorrelationRunner } from './correlation-runner.ts';
@@ -55,6 +58,12 @@ export class Service {
   private selfTracing: SelfTracing | undefined;
   /** Whether the exporter and pipeline runners run (they wait for a reachable store). */
   private processing = false;
+  /**
+   * Set while the store refuses appends although it is reachable (a full disk, Redis out of
+   * memory): readiness says so until an append, or a probe write of the failed append's size,
+   * succeeds.
+   */
+  private writeFailure: { since: number; reason: string; bytes: number; probedAt: number } | undefined;
   readonly ingestStats = { appended: 0, duplicates: 0, refused: 0 };
   /** Per pipeline: what its exporters consume besides work events, as their factories declare it. */
   private readonly consumes: ReadonlyMap<string, Required<ExporterCapabilities>>;
@@ -92,7 +101,43 @@ export class Service {
   }
 
   get isReady(): boolean {
-    return this.state === 'running' && this.processing && (this.store?.isAvailable?.() ?? true);
+    return this.state === 'running' && this.processing && (this.store?.isAvailable?.() ?? true) && !this.writeFailure;
+  }
+
+  /**
+   * Whether vigil can accept and keep data now, and why not: not running yet (or stopping), the
+   * store unreachable, the store refusing writes, or a pipeline's ingest backlog at its limit
+   * (receivers refuse then). A failed write is probed again at most once a second while asked.
+   */
+  async readiness(): Promise<Readiness> {
+    const reasons: string[] = [];
+    if (this.state !== 'running') reasons.push(`vigil is ${this.state}`);
+    const store = this.store;
+    if (store && !(store.isAvailable?.() ?? true)) reasons.push(`the ${this.config.state.type} state store is unreachable`);
+    else if (this.state === 'running' && !this.processing) reasons.push('processing waits for the state store');
+    if (store && this.writeFailure && (store.isAvailable?.() ?? true)) await this.probeWrite(store);
+    if (this.writeFailure) reasons.push(`the state store refuses writes since ${new Date(this.writeFailure.since).toISOString()}: ${this.writeFailure.reason}`);
+    if (store && this.state === 'running') {
+      const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
+      for (const pid of this.pipelines.keys()) {
+        const pending = await store.pendingCount(pid).catch(() => 0);
+        if (pending >= maxBacklog) reasons.push(`pipeline '${pid}' has ${pending} records waiting (service.ingest.max_backlog ${maxBacklog}); receivers refuse until it drains`);
+      }
+    }
+    return { ready: reasons.length === 0, reasons };
+  }
+
+  private async probeWrite(store: StateStore): Promise<void> {
+    const f = this.writeFailure;
+    if (!f || !store.probeWrite || Date.now() - f.probedAt < 1000) return;
+    f.probedAt = Date.now();
+    try {
+      await store.probeWrite(f.bytes);
+      this.writeFailure = undefined;
+      this.opts.logger.info('the state store takes writes again', { store: this.config.state.type });
+    } catch (err) {
+      f.reason = errorMessage(err);
+    }
   }
 
   /** Starts everything; on a failure, stops what had started and rethrows. */
@@ -127,9 +172,8 @@ export class Service {
 
     for (const [id, c] of config.exporters) {
       if (!this.isUsed('exporters', id)) continue;
-      const exporter = registry.exporters.get(c.type)!.create({ id, logger: log.child({ component: id }) }, c.config);
-      await exporter.start();
-      this.exporters.set(id, exporter);
+      // Created now, started once everything listens (see the header).
+      this.exporters.set(id, registry.exporters.get(c.type)!.create({ id, logger: log.child({ component: id }) }, c.config));
     }
 
     for (const [pid, p] of config.service.pipelines) {
@@ -190,28 +234,18 @@ export class Service {
       now: this.now,
     });
 
-    // Processing needs the store. A networked store that is not reachable yet keeps connecting in
-    // the background: the receivers start anyway and answer retryably until it is (DESIGN 1).
-    if (store.isAvailable?.() ?? true) {
-      await this.startProcessing();
-    } else {
-      log.warn('the state store is not reachable yet; receivers answer retryably and processing starts once it connects', { store: config.state.type });
-      store.whenReady!().then(
-        () => this.startProcessing(true),
-        () => undefined,
-      );
-    }
-
+    const receiverTokens = this.receiverTokens();
     if (config.service.telemetry.metrics.address) {
-      this.telemetryServer = new TelemetryServer(config.service.telemetry.metrics.address, () => this.metrics());
+      const auth = operatorAuth(config.service.telemetry.metrics.auth?.bearer_token, receiverTokens);
+      this.telemetryServer = new TelemetryServer(config.service.telemetry.metrics.address, () => this.metrics(), auth, log);
       await this.telemetryServer.start();
-      log.info('metrics served', { endpoint: `http://${config.service.telemetry.metrics.address}/metrics` });
+      log.info('metrics served', { endpoint: `http://${config.service.telemetry.metrics.address}/metrics`, auth: auth.enabled ? 'bearer' : 'none' });
     }
 
     for (const id of config.service.extensions) {
       const c = config.extensions.get(id)!;
       const ext = registry.extensions.get(c.type)!.create(
-        { id, logger: log.child({ component: id }), isReady: () => this.isReady, status: () => this.status(), failures: (since) => this.failures(since) },
+        { id, logger: log.child({ component: id }), readiness: () => this.readiness(), status: () => this.status(), failures: (since) => this.failures(since), receiverTokens },
         c.config,
       );
       await ext.start();
@@ -236,6 +270,26 @@ export class Service {
       await receiver.start();
       this.receivers.set(id, receiver);
     }
+
+    // Everything listens: now exporters may open their connections and files, and deliver.
+    for (const [, exporter] of this.exporters) await exporter.start();
+
+    // Processing needs the store. A networked store that is not reachable yet keeps connecting in
+    // the background: the receivers answer retryably until it is (DESIGN 1).
+    if (store.isAvailable?.() ?? true) {
+      await this.startProcessing();
+    } else {
+      log.warn('the state store is not reachable yet; receivers answer retryably and processing starts once it connects', { store: config.state.type });
+      store.whenReady!().then(
+        () => this.startProcessing(true),
+        () => undefined,
+      );
+    }
+  }
+
+  /** The bearer tokens the configured receivers require (operator endpoints accept them too). */
+  private receiverTokens(): string[] {
+    return [...this.config.receivers.values()].flatMap((c) => [...(this.registry.receivers.get(c.type)?.bearerTokens?.(c.config) ?? [])]);
   }
 
   /**
@@ -247,6 +301,7 @@ export class Service {
       if (this.state === 'stopping' || this.state === 'stopped') return;
       try {
         for (const [, p] of this.pipelines) for (const r of p.exporters) await r.start();
+        await this.retireRemovedExporters();
         break;
       } catch (err) {
         if (!retry || !(isVigilError(err) && err.transient)) throw err;
@@ -258,6 +313,19 @@ export class Service {
     this.correlation?.start();
     this.processing = true;
     if (retry) this.opts.logger.info('the state store is reachable: processing started', { store: this.config.state.type });
+  }
+
+  /**
+   * A single-writer store forgets the cursors of exporters no longer in a pipeline: a cursor that
+   * nobody advances would keep the outbox from ever being trimmed.
+   */
+  private async retireRemovedExporters(): Promise<void> {
+    const store = this.store!;
+    if (!store.retireExporters) return;
+    for (const [pid, p] of this.config.service.pipelines) {
+      const gone = await store.retireExporters(pid, p.exporters);
+      if (gone.length) this.opts.logger.info('exporters no longer configured: their outbox cursors are retired', { pipeline: pid, exporters: gone });
+    }
   }
 
   private isUsed(kind: 'exporters', id: string): boolean {
@@ -325,15 +393,38 @@ export class Service {
         // New records to release, or new facts that may release waiting ones.
         if (waiting.length || facts.length) this.correlation?.notify();
       } catch (err) {
+        this.noteAppendFailure(store, events, err);
         if (isVigilError(err) && err.transient) throw err;
         this.ingestStats.refused += events.length;
         if (isVigilError(err, 'VIGIL_STATE_INVALID')) throw err;
         throw new VigilError('VIGIL_STORE_UNAVAILABLE', `cannot append to the ingest log: ${errorMessage(err)}`, { transient: true, cause: err });
       }
+      if (this.writeFailure) {
+        this.writeFailure = undefined;
+        this.opts.logger.info('the state store takes writes again', { store: this.config.state.type });
+      }
       this.ingestStats.appended += appended;
       this.ingestStats.duplicates += duplicates;
       return { appended, duplicates };
     };
+  }
+
+  /**
+   * An append refused by a reachable store (not backpressure, not a conflict) means the store
+   * cannot keep data now: readiness reports it until a write of that size succeeds again.
+   */
+  private noteAppendFailure(store: StateStore, events: AgentEvent[], err: unknown): void {
+    for (const code of ['VIGIL_INGEST_BACKPRESSURE', 'VIGIL_STORE_CONFLICT', 'VIGIL_SHUTDOWN', 'VIGIL_STATE_INVALID'] as const) if (isVigilError(err, code)) return;
+    if (!(store.isAvailable?.() ?? true)) return;
+    const reason = errorMessage(err);
+    const bytes = Math.min(4 * 1024 * 1024, Math.max(64 * 1024, JSON.stringify(events).length));
+    if (!this.writeFailure) {
+      this.opts.logger.error('the state store refuses appends; receivers answer retryably and /healthz reports not ready', { store: this.config.state.type, reason });
+      this.writeFailure = { since: Date.now(), reason, bytes, probedAt: Date.now() };
+    } else {
+      this.writeFailure.reason = reason;
+      this.writeFailure.bytes = Math.max(this.writeFailure.bytes, bytes);
+    }
   }
 
   async status(): Promise<Record<string, unknown>> {
@@ -418,8 +509,18 @@ export class Service {
       family('vigil_groups', 'gauge', 'Occurrence groups in the store.', st ? [{ labels: {}, value: st.groups }] : []),
       family('vigil_open_work_items', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
       family('vigil_exporter_sent_items_total', 'counter', 'Outbox items an exporter delivered (confirmed by the receiving side).', perExporter((s) => s.exported)),
-      family('vigil_exporter_failed_attempts_total', 'counter', 'Delivery attempts that failed (and were retried or dead-lettered).', perExporter((s) => s.failedAttempts)),
-      family('vigil_exporter_dead_lettered_items_total', 'counter', 'Outbox items given up on and kept as dead letters.', perExporter((s) => s.deadLettered)),
+      family(
+        'vigil_exporter_failed_attempts_total',
+        'counter',
+        'Delivery attempts that failed (and were retried or dead-lettered), by reason: disk_full, io_error, timeout, connection, redirect, response_too_large, response_cut, http_<status>, redis, error.',
+        this.perExporterMap((s) => s.failuresByReason, 'reason'),
+      ),
+      family(
+        'vigil_exporter_dead_lettered_items_total',
+        'counter',
+        'Outbox items given up on and kept as dead letters, by cause: permanent, max_elapsed_time, retry_disabled, queue_full.',
+        this.perExporterMap((s) => s.deadLetteredByCause, 'cause'),
+      ),
       family('vigil_outbox_lag_items', 'gauge', 'Outbox items waiting for each exporter.', outboxLag),
       family('vigil_dead_letters', 'gauge', 'Dead letters kept in the store.', st ? [{ labels: {}, value: st.deadLetters.total }] : []),
       family('vigil_pending_timers', 'gauge', 'Durable timers waiting to fall due.', (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending }))),
@@ -427,6 +528,15 @@ export class Service {
       family('vigil_state_entries', 'gauge', 'Live processor-state entries per namespace.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.entries }))),
       family('vigil_state_evicted_entries_total', 'counter', 'Processor-state entries evicted at their namespace bound.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted }))),
     ];
+  }
+
+  /** One sample per (pipeline, exporter, key) of a per-exporter map of counters. */
+  private perExporterMap(pick: (s: ExporterRunner['stats']) => Partial<Record<string, number>>, label: string) {
+    return [...this.pipelines].flatMap(([pipeline, p]) =>
+      p.exporters.flatMap((e, i) =>
+        Object.entries(pick(e.stats)).map(([key, value]) => ({ labels: { pipeline, exporter: this.config.service.pipelines.get(pipeline)!.exporters[i]!, [label]: key }, value: value ?? 0 })),
+      ),
+    );
   }
 
   /** Stops accepting, drains pipelines and exporters, closes everything. Idempotent. */

@@ -1,13 +1,24 @@
-/** Serves vigil's own metrics: `GET /metrics` in the Prometheus text format. */
+/**
+ * Serves vigil's own metrics: `GET /metrics` in the Prometheus text format. Metrics name
+ * pipelines and exporters and count what passed, so the endpoint takes a bearer token when one is
+ * configured (`service.telemetry.metrics.auth`, else the receivers' tokens).
+ */
 import { createServer, type Server } from 'node:http';
-import { parseEndpoint } from '../config/schema.ts';
+import type { BearerAuth } from '../internal/bearer.ts';
+import { parseEndpoint } from '../internal/endpoint.ts';
+import { closeServer, listen, warnIfExposed } from '../internal/listen.ts';
+import type { Logger } from '../logger.ts';
 import { renderMetrics, type MetricFamily } from './metrics.ts';
-import { closeServer, listen } from './listen.ts';
 
 export class TelemetryServer {
   private server: Server | undefined;
 
-  constructor(private readonly endpoint: string, private readonly collect: () => Promise<MetricFamily[]>) {}
+  constructor(
+    private readonly endpoint: string,
+    private readonly collect: () => Promise<MetricFamily[]>,
+    private readonly auth: BearerAuth,
+    private readonly logger: Logger,
+  ) {}
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -15,6 +26,10 @@ export class TelemetryServer {
       if (req.method !== 'GET' || path !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' });
         return void res.end('metrics are at GET /metrics\n');
+      }
+      if (!this.auth.check(req.headers.authorization)) {
+        res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' });
+        return void res.end('GET /metrics needs Authorization: Bearer <token> (service.telemetry.metrics.auth.bearer_token, else a receiver token)\n');
       }
       this.collect().then(
         (families) => {
@@ -28,7 +43,9 @@ export class TelemetryServer {
       );
     });
     const { host, port } = parseEndpoint(this.endpoint)!;
-    await listen(this.server, host, port, 'service.telemetry.metrics', 'service.telemetry.metrics.address');
+    const where = { what: 'service.telemetry.metrics', configKey: 'service.telemetry.metrics.address' };
+    await listen(this.server, host, port, where);
+    warnIfExposed(this.logger, host, port, this.auth.enabled, { ...where, fix: 'set service.telemetry.metrics.auth.bearer_token, or bind 127.0.0.1' });
   }
 
   async shutdown(): Promise<void> {

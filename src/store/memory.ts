@@ -420,8 +420,21 @@ export class MemoryStore implements StateStore {
 
   async outboxLag(pipeline: string, exporter: string): Promise<number> {
     const o = this.outbox(pipeline);
-    const after = o.cursors.get(exporter) ?? 0;
-    return o.entries.filter((e) => e.seq > after).length;
+    // Sequence numbers are contiguous, so the entries after a cursor are counted without a scan.
+    return Math.max(0, o.nextSeq - 1 - (o.cursors.get(exporter) ?? 0));
+  }
+
+  async retireExporters(pipeline: string, keep: readonly string[]): Promise<string[]> {
+    const o = this.outbox(pipeline);
+    const gone = [...o.cursors.keys()].filter((e) => !keep.includes(e));
+    for (const e of gone) o.cursors.delete(e);
+    if (gone.length && o.cursors.size) {
+      const min = Math.min(...o.cursors.values());
+      let drop = 0;
+      while (drop < o.entries.length && o.entries[drop]!.seq <= min) drop++;
+      o.entries.splice(0, drop);
+    }
+    return gone;
   }
 
   async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {

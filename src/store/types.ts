@@ -164,7 +164,19 @@ export interface StateStore {
    */
   ackOutbox(pipeline: string, exporter: string, seq: number, dead?: Array<{ entry: OutboxEntry; reason: string }>): Promise<void>;
   /** Entries waiting for one exporter (after its cursor). Cheap; used to bound each exporter's queue. */
-  outboxLag?(pipeline: string, exporter: string): Promise<number>;
+  outboxLag(pipeline: string, exporter: string): Promise<number>;
+  /**
+   * Single-writer stores: forgets the cursors of a pipeline's exporters that are no longer
+   * configured (so they no longer hold back trimming) and returns their ids. Shared stores (Redis)
+   * cannot know every sidecar's exporters and omit it.
+   */
+  retireExporters?(pipeline: string, keep: readonly string[]): Promise<string[]>;
+  /**
+   * Whether a write of about `bytes` fits now; throws like the failed write when it does not.
+   * Readiness uses it to find out when a store that refused appends (disk or memory full) can take
+   * data again, without waiting for a client to try.
+   */
+  probeWrite?(bytes: number): Promise<void>;
   /** Dead letters, newest first; optionally of one pipeline. At most `limit`. */
   listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]>;
   /** Registers an exporter's cursor so the outbox keeps entries until it has read them. */

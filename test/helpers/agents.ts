@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { FakeOpenAIScenario } from './fake-openai.ts';
 import { ROOT } from './vigil-process.ts';
 
-export type AgentStep = { tool: string; error?: string } | { chat: FakeOpenAIScenario };
+export type AgentStep = { tool: string; error?: string; args?: unknown } | { chat: FakeOpenAIScenario } | { span: string };
 
 export interface AgentSession {
   id: string;
@@ -52,7 +52,7 @@ export interface AgentTurn {
   turn: number;
   traceId: string;
   rootSpanId: string;
-  steps?: Array<{ kind: 'tool' | 'chat'; name: string; spanId?: string; error?: string }>;
+  steps?: Array<{ kind: 'tool' | 'chat' | 'span'; name: string; spanId?: string; error?: string }>;
   text?: string;
   error?: string;
 }

@@ -15,17 +15,18 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { ExporterFactory } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
 import type { ForwardRecord } from '../../model/forward.ts';
+import { redactUrl } from '../../internal/redact.ts';
+import { isRetryableStatus } from '../../internal/retry.ts';
 import { isOccurrenceEvent, type OutboxEntry } from '../../model/work.ts';
-import { ExportError, isRetryableStatus, withDelivery } from '../delivery.ts';
-import { redactUrl } from '../redact.ts';
+import { ExportError, withDelivery } from '../delivery.ts';
 import { ForwardConverter } from './forward.ts';
 import { OccurrenceSpanFactory, spanInputOfOccurrence, spanInputOfWorkEvent } from './occurrence-span.ts';
 
 const schema = withDelivery({
   /** Base URL; `/v1/traces` and `/v1/logs` are appended (as the Collector's otlphttp exporter does). */
   endpoint: s.url(['http:', 'https:']),
-  /** Request headers, e.g. a vendor API key; values are never logged. */
-  headers: s.record(s.string()).default({}),
+  /** Request headers, e.g. a vendor API key; values are never logged and must not resolve empty. */
+  headers: s.record(s.secret()).default({}),
   compression: s.enumOf(['gzip', 'none'] as const).default('gzip'),
   encoding: s.enumOf(['proto', 'json'] as const).default('proto'),
   timeout: s.duration({ min: 1 }).default(10_000),
@@ -65,7 +66,9 @@ export const otlpHttpExporterFactory: ExporterFactory<OtlpHttpExporterConfig> = 
           const status = typeof err?.code === 'number' ? err.code : undefined;
           reject(
             new ExportError(`${settings.id}: sending ${items.length} ${what} to ${where} failed: ${status ? `HTTP ${status}` : (err?.message ?? 'unknown error')}`, {
-              permanent: status !== undefined && status >= 400 && status < 500 && !isRetryableStatus(status),
+              // An HTTP status the OTLP rules do not retry (a 3xx the SDK does not follow, 400, 500, ...) is permanent.
+              permanent: status !== undefined && !isRetryableStatus(status),
+              reason: status !== undefined ? `http_${status}` : 'connection',
               cause: err,
             }),
           );

@@ -78,6 +78,9 @@ export function spanInputOfWorkEvent(ev: OccurrenceWorkEvent): OccurrenceSpanInp
     trace_id: d.trace_id,
     span_id: d.span_id,
     suppressed: null,
+    ...(d.error_kind !== undefined ? { error_kind: d.error_kind } : {}),
+    ...(d.severity !== undefined ? { severity: d.severity } : {}),
+    ...(d.detected_by !== undefined ? { detected_by: d.detected_by } : {}),
   });
   return { ...input, idSeed: ev.id, attributes: { ...input.attributes, 'vigil.work.event': ev.type, 'vigil.work.event_id': ev.id } };
 }
@@ -102,6 +105,9 @@ export function spanInputOfOccurrence(o: OccurrenceRecord): OccurrenceSpanInput 
       'session.id': o.partition,
       ...(o.operation ? { 'vigil.operation': o.operation } : {}),
       ...(o.suppressed ? { 'vigil.suppressed': o.suppressed } : {}),
+      ...(o.error_kind !== undefined ? { 'vigil.error_kind': o.error_kind } : {}),
+      ...(o.severity !== undefined ? { 'vigil.severity': o.severity } : {}),
+      ...(o.detected_by ? { 'vigil.detected_by': o.detected_by } : {}),
       'vigil.source': `vigil/${o.service}`,
     },
   };

@@ -11,7 +11,7 @@ import { s, type Infer } from '../../config/schema.ts';
 import { errorMessage } from '../../errors.ts';
 import { isWorkEntry } from '../../model/work.ts';
 import { ExportError, withDelivery } from '../delivery.ts';
-import { redactUrl } from '../redact.ts';
+import { redactUrl } from '../../internal/redact.ts';
 
 const schema = withDelivery({
   /** `redis://[:password@]host:port/db` or `rediss://` for TLS. */
@@ -89,14 +89,14 @@ export const redisStreamExporterFactory: ExporterFactory<RedisStreamExporterConf
         try {
           results = await pipeline.exec();
         } catch (err) {
-          throw new ExportError(`${settings.id}: XADD to ${cfg.stream} at ${where} failed: ${errorMessage(err)}`, { cause: err });
+          throw new ExportError(`${settings.id}: XADD to ${cfg.stream} at ${where} failed: ${errorMessage(err)}`, { cause: err, reason: 'redis' });
         }
         const firstError = (results ?? []).findIndex(([err]) => err);
         if (results === null || firstError >= 0) {
           const err = results?.[firstError]?.[0];
           // Everything before the first failed entry was added (the pipeline runs in order).
           const delivered = firstError >= 0 ? work[firstError]!.i : 0;
-          throw new ExportError(`${settings.id}: XADD to ${cfg.stream} at ${where} failed: ${err ? errorMessage(err) : 'no reply'}`, { delivered });
+          throw new ExportError(`${settings.id}: XADD to ${cfg.stream} at ${where} failed: ${err ? errorMessage(err) : 'no reply'}`, { delivered, reason: 'redis' });
         }
       },
       async shutdown() {

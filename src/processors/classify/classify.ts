@@ -7,6 +7,8 @@ import type { AgentEvent, Diagnosis } from '../../model/event.ts';
 import { fingerprint } from './fingerprint.ts';
 import { referenceDecision, referenceIdentity } from './reference.ts';
 import { vigilDecision } from './vigil.ts';
+import { normalizeCase, RUNTIME_ERROR_CASE } from '../../model/runtime-error.ts';
+import { errorKindDiagnosis } from './error-kind.ts';
 
 /** Rule sets of the classify processor: `reference` is DESIGN 3.1 exactly; `vigil` goes further. */
 export const CLASSIFY_RULES = ['vigil', 'reference'] as const;
@@ -23,6 +25,7 @@ const EXCERPT_GAP = '\n…\n';
  * the operator catches that.
  */
 export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Diagnosis {
+  if (event.kind === RUNTIME_ERROR_CASE) return caseDiagnosis(event.payload);
   if (rules === 'vigil') {
     const d = vigilDecision(event.kind, event.payload, event.evidence);
     const diagnosis: Diagnosis = { classification: d.classification, signature: d.signature, fingerprint: d.fingerprint };
@@ -41,6 +44,17 @@ export function diagnose(event: AgentEvent, rules: ClassifyRules = 'vigil'): Dia
   if (decision.source !== undefined && decision.source !== '') diagnosis.excerpt = excerptOf(decision.source);
   if (signature !== null) diagnosis.identity = referenceIdentity(event.kind, event.payload);
   return diagnosis;
+}
+
+/**
+ * A runtime error case (from a journal, or sent as a reference event by other means): its error
+ * kind's diagnosis (error-kind.ts), the same under both rule sets. A payload that is not a valid
+ * case names nothing (Uncertain), with the reason as its excerpt.
+ */
+function caseDiagnosis(payload: Record<string, unknown>): Diagnosis {
+  const r = normalizeCase(payload);
+  if (r.ok) return errorKindDiagnosis(r.case, 'reported');
+  return { classification: 'Uncertain', signature: null, fingerprint: null, excerpt: `not a runtime error case: ${r.error}` };
 }
 
 /**

@@ -18,6 +18,7 @@ export function enrichmentOf(item: PageItem): Attributes | undefined {
   const c = item.entry.event.correlation;
   // Evidence of a failure another record counts (DESIGN 3.3): which record.
   if (c && c.counted !== item.entry.event.eventId) out['vigil.evidence_of'] = c.counted;
+  if (d.errorKind) out['vigil.error_kind'] = d.errorKind.kind;
   if (item.occurrence) {
     out['vigil.occurrence.id'] = item.occurrence.occurrenceId;
     out['vigil.group.key'] = item.occurrence.groupKey;

@@ -7,6 +7,7 @@
 import { map, type OperatorFunction } from 'rxjs';
 import type { OccurrenceOutboxItem } from '../../model/work.ts';
 import type { WorkPage } from '../page.ts';
+import { errorKindFields } from '../recurrence/operator.ts';
 
 export function occurrenceRecords(): OperatorFunction<WorkPage, WorkPage> {
   return map((page) => {
@@ -36,6 +37,7 @@ export function occurrenceRecords(): OperatorFunction<WorkPage, WorkPage> {
           trace_id: e.traceId ?? null,
           span_id: e.spanId ?? null,
           suppressed: o.suppressed ?? null,
+          ...errorKindFields(d),
         },
       });
     }

@@ -5,7 +5,7 @@
  * the state view passed in; it keeps nothing between pages itself.
  */
 import { concatMap, forkJoin, from, map, of, type ObservableInput, type OperatorFunction } from 'rxjs';
-import { isEvidenceOnly, isFailure, type AgentEvent } from '../../model/event.ts';
+import { isEvidenceOnly, isFailure, type AgentEvent, type Diagnosis } from '../../model/event.ts';
 import {
   groupKey as makeGroupKey,
   occurrenceId as makeOccurrenceId,
@@ -101,8 +101,9 @@ function planPage(
       }
       return;
     }
-    // A failure another processor acted on (the watchdog's provider failures) is not counted again.
-    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined) return;
+    // A failure another processor acted on (the watchdog's provider failures), or one a processor
+    // found to be more evidence of an occurrence already counted (detect), is not counted again.
+    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined || item.mergedInto !== undefined) return;
     // Another record of the same failure is counted (DESIGN 3.3, one failure, one occurrence).
     if (isEvidenceOnly(event)) return;
     const identity = item.diagnosis.identity;
@@ -117,7 +118,8 @@ function planPage(
       unresolved.add(execId);
       hooks.onUnresolvedRevision?.(execId, event, page);
     }
-    const operation = identity?.operation ?? event.operation;
+    // An error kind is the operation (DESIGN 3.5): a journal case and a detected one group together.
+    const operation = item.diagnosis.errorKind?.kind ?? identity?.operation ?? event.operation;
     const groupKey = makeGroupKey({
       scope: opts.scope === 'session' ? `session:${event.partition}` : `service:${event.service}`,
       operation,
@@ -375,6 +377,7 @@ function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurren
           excerpt: d.excerpt ? d.excerpt.slice(0, EXCERPT_MAX) : null,
           ...relatedEvidence(event),
         },
+        ...errorKindFields(d),
       },
     },
   };
@@ -387,6 +390,12 @@ function relatedEvidence(event: AgentEvent): { related?: WorkEventData['evidence
   return {
     related: related.map((r) => ({ event_id: r.eventId, source: r.source, kind: r.kind ?? null, span_id: r.spanId ?? null, excerpt: r.excerpt ?? null })),
   };
+}
+
+/** `error_kind`, `severity` and `detected_by` of an error-kind occurrence (DESIGN 4.2); nothing for other failures. */
+export function errorKindFields(d: Diagnosis): Pick<WorkEventData, 'error_kind' | 'severity' | 'detected_by'> {
+  const k = d.errorKind;
+  return k ? { error_kind: k.kind, severity: k.severity, detected_by: k.detectedBy } : {};
 }
 
 function operationOf(p: PlannedOccurrence): { operation?: string } {

@@ -11,7 +11,7 @@ import type { ComponentMetric, IngestConsumer, ReceiverFactory, ReceiverSettings
 import { s, type Infer } from '../../config/schema.ts';
 import { errorMessage } from '../../errors.ts';
 import type { AgentEvent } from '../../model/event.ts';
-import { backoffDelay, sleep } from '../../service/backoff.ts';
+import { backoffDelay, sleep } from '../../internal/backoff.ts';
 import { MAX_LINE_BYTES, parseReferenceLine } from './parse.ts';
 
 const schema = s.object({

@@ -29,8 +29,8 @@ export interface OtlpReceiverConfig {
   /** Largest request body (HTTP) or message (gRPC) accepted, in bytes, on the wire and decompressed. */
   max_request_body_size: number;
   auth?: {
-    /** When set, requests must carry `Authorization: Bearer <token>` (HTTP header, gRPC metadata). */
-    bearer_token?: string;
+    /** Requests must carry `Authorization: Bearer <token>` (HTTP header, gRPC metadata); never empty. */
+    bearer_token: string;
   };
 }
 
@@ -60,7 +60,8 @@ export const otlpConfigSchema: Schema<OtlpReceiverConfig> = s.object({
     grpc: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_GRPC_ENDPOINT) })),
   }),
   max_request_body_size: s.size().default(DEFAULT_MAX_REQUEST_BODY_SIZE),
-  auth: s.object({ bearer_token: s.string({ minLength: 1 }).optional() }).optional(),
+  // Written but empty (`auth:`, `bearer_token: ${env:TOK}` with TOK empty) is an error, never "no auth".
+  auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
 }).check((c, report) => {
   const { http, grpc } = c.protocols;
   if (http && grpc && http.endpoint === grpc.endpoint && !http.endpoint.endsWith(':0')) {

@@ -85,6 +85,7 @@ export const otlpReceiverFactory: OtlpReceiverFactory = {
   type: 'otlp',
   schema: otlpConfigSchema,
   signals: ['traces', 'logs'],
+  bearerTokens: (config) => (config.auth ? [config.auth.bearer_token] : []),
   create: (settings, config) => createOtlpReceiver(settings, config),
 };
 

@@ -13,12 +13,13 @@
  * down) with a google.rpc.RetryInfo in the status details, which OTLP clients need to retry a
  * RESOURCE_EXHAUSTED at all.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServerInterceptor, ServerUnaryCall, ServiceDefinition, StatusObject, sendUnaryData } from '@grpc/grpc-js';
 import type { Signal } from '../../component.ts';
-import { parseEndpoint } from '../../config/schema.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
+import { BearerAuth } from '../../internal/bearer.ts';
+import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
+import { listenError, warnIfExposed } from '../../internal/listen.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -73,10 +74,10 @@ export class OtlpGrpcServer {
   private host: string | undefined;
   private stopping = false;
   private closing: Promise<void> | undefined;
-  private readonly expectedToken: Buffer | undefined;
+  private readonly auth: BearerAuth;
 
   constructor(private readonly options: OtlpGrpcServerOptions) {
-    this.expectedToken = options.bearerToken === undefined ? undefined : sha256(options.bearerToken);
+    this.auth = new BearerAuth([options.bearerToken]);
   }
 
   /** Binds the endpoint; rejects with VIGIL_LISTEN_FAILED naming the endpoint and the key to change. */
@@ -92,26 +93,16 @@ export class OtlpGrpcServer {
     server.addService(serviceDefinition(EXPORT_METHODS.traces), { Export: this.handler('traces') });
     server.addService(serviceDefinition(EXPORT_METHODS.logs), { Export: this.handler('logs') });
     const address = formatHostPort(parsed.host, parsed.port);
+    const where = { what: `receiver '${id}'`, protocol: 'OTLP/gRPC', configKey: `receivers.${id}.protocols.grpc.endpoint` };
     this.port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
         if (!err) return resolve(port);
-        const text = err.message;
-        const why = /EADDRINUSE/.test(text)
-          ? 'the address is already in use'
-          : /EACCES/.test(text)
-            ? 'permission denied (ports below 1024 need privileges)'
-            : /EADDRNOTAVAIL/.test(text)
-              ? 'the address is not available on this host'
-              : text;
-        reject(
-          new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}' could not listen for OTLP/gRPC on ${endpoint}: ${why}; change protocols.grpc.endpoint of receiver '${id}'`, {
-            cause: err,
-          }),
-        );
+        reject(listenError(where, parsed.host, parsed.port, err));
       });
     });
     this.host = parsed.host;
     this.server = server;
+    warnIfExposed(this.options.logger, parsed.host, this.port, this.auth.enabled, { ...where, fix: `set receivers.${id}.auth.bearer_token, or bind 127.0.0.1` });
     this.options.logger.info('OTLP/gRPC receiver listening', { endpoint: formatHostPort(parsed.host, this.port) });
   }
 
@@ -184,7 +175,7 @@ export class OtlpGrpcServer {
   private async export(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>): Promise<Buffer> {
     const { id, consumers, counters } = this.options;
     if (this.stopping) throw new Refused(GrpcStatus.UNAVAILABLE, `receiver '${id}' is shutting down`, GRPC_RETRY_AFTER_SECONDS);
-    if (this.expectedToken && !this.authorized(call.metadata)) {
+    if (!this.auth.check(authorizationOf(call.metadata))) {
       throw new Refused(GrpcStatus.UNAUTHENTICATED, 'missing or wrong bearer token (metadata authorization: Bearer <token>)');
     }
     const consumer = consumers[signal];
@@ -220,21 +211,10 @@ export class OtlpGrpcServer {
     metadata.set('grpc-status-details-bin', encodeStatus(refused.code, refused.message, refused.retryAfterSeconds));
     return { code: refused.code, details: refused.message, metadata };
   }
-
-  /** Constant-time comparison of hashes, so neither the token nor its length leaks through timing. */
-  private authorized(metadata: Metadata): boolean {
-    const values = metadata.get('authorization');
-    const header = values.length === 1 && typeof values[0] === 'string' ? values[0] : '';
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    const given = sha256(m ? m[1]! : '');
-    return timingSafeEqual(given, this.expectedToken!) && m !== null;
-  }
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
-function formatHostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+/** The one `authorization` metadata value; '' when absent or repeated. */
+function authorizationOf(metadata: Metadata): string {
+  const values = metadata.get('authorization');
+  return values.length === 1 && typeof values[0] === 'string' ? values[0] : '';
 }

@@ -9,14 +9,15 @@
  * reading, and streamed bytes (wire and inflated) are counted, so a gzip bomb is refused after at
  * most `maxBodySize` inflated bytes. Request handling never throws out of the handler.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGunzip } from 'node:zlib';
 import type { IngestConsumer, Signal } from '../../component.ts';
-import { parseEndpoint } from '../../config/schema.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
+import { BearerAuth } from '../../internal/bearer.ts';
+import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
+import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
@@ -92,10 +93,10 @@ export class OtlpHttpServer {
   private closing: Promise<void> | undefined;
   private inFlight = 0;
   private idle: (() => void) | undefined;
-  private readonly expectedToken: Buffer | undefined;
+  private readonly auth: BearerAuth;
 
   constructor(private readonly options: OtlpHttpServerOptions) {
-    this.expectedToken = options.bearerToken === undefined ? undefined : sha256(options.bearerToken);
+    this.auth = new BearerAuth([options.bearerToken]);
   }
 
   /** Binds the endpoint; rejects with VIGIL_LISTEN_FAILED naming the endpoint when it cannot. */
@@ -107,30 +108,9 @@ export class OtlpHttpServer {
     const server = createServer((req, res) => this.onRequest(req, res));
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = Math.min(REQUEST_TIMEOUT_MS, 30_000);
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: NodeJS.ErrnoException) => {
-        const why =
-          err.code === 'EADDRINUSE'
-            ? 'the address is already in use'
-            : err.code === 'EACCES'
-              ? 'permission denied (ports below 1024 need privileges)'
-              : err.code === 'EADDRNOTAVAIL'
-                ? 'the address is not available on this host'
-                : err.message;
-        reject(
-          new VigilError(
-            'VIGIL_LISTEN_FAILED',
-            `receiver '${id}' could not listen for OTLP/HTTP on ${endpoint}: ${why}; change protocols.http.endpoint of receiver '${id}'`,
-            { cause: err },
-          ),
-        );
-      };
-      server.once('error', onError);
-      server.listen(parsed.port, parsed.host, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
+    const where = { what: `receiver '${id}'`, protocol: 'OTLP/HTTP', configKey: `receivers.${id}.protocols.http.endpoint` };
+    await listen(server, parsed.host, parsed.port, where);
+    warnIfExposed(this.options.logger, parsed.host, parsed.port, this.auth.enabled, { ...where, fix: `set receivers.${id}.auth.bearer_token, or bind 127.0.0.1` });
     server.on('error', (err) => this.options.logger.warn('OTLP/HTTP server error', { error: errorMessage(err) }));
     this.server = server;
     const addr = this.address();
@@ -253,7 +233,7 @@ export class OtlpHttpServer {
     const { id, consumers, maxBodySize } = this.options;
     if (this.stopping) throw new Refused(503, RPC.UNAVAILABLE, `receiver '${id}' is shutting down`, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     if (req.method !== 'POST') throw new Refused(405, RPC.UNIMPLEMENTED, `method ${req.method ?? ''} is not allowed; use POST`, { Allow: 'POST' });
-    if (this.expectedToken && !this.authorized(req.headers.authorization)) {
+    if (!this.auth.check(req.headers.authorization)) {
       throw new Refused(401, RPC.UNAUTHENTICATED, 'missing or wrong bearer token (Authorization: Bearer <token>)', { 'WWW-Authenticate': 'Bearer' });
     }
     const consumer = consumers[signal];
@@ -277,13 +257,6 @@ export class OtlpHttpServer {
       throw new Refused(413, RPC.INVALID_ARGUMENT, `request body of ${declared} bytes exceeds max_request_body_size (${maxBodySize} bytes)`);
     }
     return { consumer, encoding };
-  }
-
-  /** Constant-time comparison of hashes, so neither the token nor its length leaks through timing. */
-  private authorized(header: string | undefined): boolean {
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
-    const given = sha256(m ? m[1]! : '');
-    return timingSafeEqual(given, this.expectedToken!) && m !== null;
   }
 
   private refuse(res: ServerResponse, req: IncomingMessage, signal: Signal | undefined, encoding: Encoding | undefined, refused: Refused): void {
@@ -424,10 +397,6 @@ function discardRest(req: IncomingMessage, budgetBytes: number): void {
   req.resume();
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
 /** The path without query string, bounded for messages and logs. */
 function safePath(url: string | undefined): string {
   const path = (url ?? '/').split('?')[0] ?? '/';
@@ -436,8 +405,4 @@ function safePath(url: string | undefined): string {
 
 function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
-}
-
-function formatHostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }

@@ -3,10 +3,11 @@
  * connecting with backoff for as long as the store is open. While it is not ready every command
  * fails at once (no offline queue), which the store turns into a transient
  * VIGIL_STORE_UNAVAILABLE: receivers answer 503 and clients retry, instead of requests hanging
- * on a queue that a crash would lose. Logs name the server by its URL with the password masked.
+ * on a queue that a crash would lose. Logs name the server by its URL with the credentials masked.
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { backoffDelay } from '../../service/backoff.ts';
+import { backoffDelay } from '../../internal/backoff.ts';
+import { redactUrl } from '../../internal/redact.ts';
 import type { Logger } from '../../logger.ts';
 
 export interface ConnectionConfig {
@@ -17,17 +18,6 @@ export interface ConnectionConfig {
 }
 
 export type RedisClient = Redis | Cluster;
-
-/** The URL as it may be logged: any password replaced by `***`. */
-export function maskUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^@/]*)@/, '//***@');
-  }
-}
 
 /** Reconnect delays: 100 ms doubling to 5 s, jittered so sidecars do not reconnect in lockstep. */
 const retryDelay = (times: number) => backoffDelay({ initial: 100, max: 5000 }, times);
@@ -53,7 +43,7 @@ export class RedisConnection {
 
   /** `scripts`: names of the store's Lua commands (see the autopipelining note below). */
   constructor(readonly cfg: ConnectionConfig, scripts: string[], private readonly logger?: Logger) {
-    this.where = [cfg.url, ...cfg.cluster.nodes].map(maskUrl).join(', ');
+    this.where = [cfg.url, ...cfg.cluster.nodes].map((u) => redactUrl(u, { keepUser: true })).join(', ');
     const { node, options } = nodeOptions(cfg.url);
     const common = {
       connectTimeout: cfg.connect_timeout,

@@ -475,6 +475,19 @@ export class RedisStore implements StateStore {
     );
   }
 
+  async outboxLag(pipeline: string, exporter: string): Promise<number> {
+    const [last, cursor] = await this.run('measure an exporter queue', (c) =>
+      this.trip(Promise.all([c.get(this.keys.outboxSeq(pipeline)), c.hget(this.keys.exporterCursors(pipeline), exporter)])),
+    );
+    return Math.max(0, Number(last ?? 0) - Number(cursor ?? 0));
+  }
+
+  async probeWrite(bytes: number): Promise<void> {
+    const key = `${this.keys.prefix}{state}:probe`;
+    await this.run('write a probe', (c) => this.trip(c.set(key, Buffer.alloc(bytes), 'PX', 10_000)));
+    await this.run('write a probe', (c) => c.del(key));
+  }
+
   async readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]> {
     const raw = await this.run('read the outbox', (c) =>
       this.trip(c.vigilReadOutbox(2, this.keys.exporterCursors(pipeline), this.keys.outbox(pipeline), exporter, limit)),

@@ -47,6 +47,7 @@ import {
   type StoreStatus,
 } from '../types.ts';
 import { sqliteError } from './errors.ts';
+import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
@@ -58,9 +59,20 @@ export interface SqliteStoreConfig {
 
 /** How long pendingCount answers from its last count (it runs on every ingest request). */
 const PENDING_CACHE_MS = 200;
-/** Expired dedupe ids, turns and revisions are deleted at most this often, in bounded chunks. */
-const PURGE_EVERY_MS = 60_000;
-const PURGE_CHUNK = 10_000;
+/**
+ * Expired dedupe ids, turns and revisions are deleted about once a second, in chunks, for at most
+ * PURGE_BUDGET_MS per round: often enough to keep up with the append rate (so the tables stay
+ * bounded by `dedupe_window`), briefly enough that an append never waits long for it.
+ */
+const PURGE_EVERY_MS = 1_000;
+const PURGE_CHUNK = 2_000;
+const PURGE_BUDGET_MS = 20;
+/** Freed pages go back to the file system at most this often. */
+const VACUUM_EVERY_MS = 60_000;
+/** The WAL is cut back to this size after a checkpoint, so a burst does not leave a large file behind. */
+const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
+/** Free pages returned to the file system per purge (incremental auto-vacuum, new databases only). */
+const VACUUM_PAGES = 4096;
 
 type Db = Database.Database;
 type Stmt = Database.Statement;
@@ -69,11 +81,13 @@ export class SqliteStore implements StateStore {
   readonly kind = 'sqlite';
   readonly file: string;
   private db: Db | undefined;
+  private lock: WriterLock | undefined;
   private q!: ReturnType<typeof prepare>;
   /** Statements over the version-2 tables; absent when a read-only open found an older file. */
   private qs: ReturnType<typeof prepareState> | undefined;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
+  private lastVacuum = 0;
   private readonly bases = new PageBases();
   /** Appends waiting for this turn's group commit, and the scheduled commit. */
   private appends: Array<{
@@ -97,14 +111,22 @@ export class SqliteStore implements StateStore {
   async open(opts: OpenOptions = {}): Promise<void> {
     if (this.db) return;
     let db: Db | undefined;
+    let lock: WriterLock | undefined;
     try {
-      if (!opts.readOnly) mkdirSync(dirname(this.file), { recursive: true });
+      if (!opts.readOnly) {
+        mkdirSync(dirname(this.file), { recursive: true });
+        lock = acquireWriterLock(this.file, () => this.writerOf());
+      }
       db = new Database(this.file, { timeout: this.cfg.busy_timeout, readonly: !!opts.readOnly, fileMustExist: !!opts.readOnly });
       let version = SCHEMA_VERSION;
       if (!opts.readOnly) {
+        // Only a new, empty file can take incremental auto-vacuum (it is fixed once tables exist).
+        db.pragma('auto_vacuum = INCREMENTAL');
         db.pragma('journal_mode = WAL');
+        db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
         db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
         this.migrate(db);
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
         version = this.checkVersion(db);
       }
@@ -112,13 +134,29 @@ export class SqliteStore implements StateStore {
       this.qs = version >= 2 ? prepareState(db) : undefined;
     } catch (err) {
       db?.close();
+      lock?.release();
       if ((err as { code?: string }).code === 'SQLITE_CANTOPEN' && opts.readOnly) {
         throw new VigilError('VIGIL_STORE_UNAVAILABLE', `no vigil state at '${this.file}' (SQLite database missing); has vigil run with this configuration?`, { cause: err });
       }
       throw sqliteError(err, this.file, 'open the state store', this.cfg.busy_timeout);
     }
     this.db = db;
+    this.lock = lock;
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
+  }
+
+  /** The process recorded as the writer of the file, read beside it (for the lock refusal). */
+  private writerOf(): WriterInfo | undefined {
+    let db: Db | undefined;
+    try {
+      db = new Database(this.file, { readonly: true, fileMustExist: true, timeout: 1000 });
+      const row = db.prepare('SELECT value FROM meta WHERE key = ?').get('writer') as { value: string } | undefined;
+      return row ? (JSON.parse(row.value) as WriterInfo) : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      db?.close();
+    }
   }
 
   /**
@@ -182,6 +220,9 @@ export class SqliteStore implements StateStore {
     const wal = this.walFd;
     this.walFd = undefined;
     if (wal) await wal.then((fd) => new Promise((resolve) => closeFd(fd, resolve)), () => undefined);
+    // Last: the next writer may open the file once nothing of this one is in flight.
+    this.lock?.release();
+    this.lock = undefined;
   }
 
   private closedError(): VigilError {
@@ -324,9 +365,14 @@ export class SqliteStore implements StateStore {
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
     this.run('purge expired entries', () => {
-      this.q.purgeSeen.run(now, PURGE_CHUNK);
-      this.q.purgeTurns.run(now, PURGE_CHUNK);
-      this.q.purgeRevisions.run(now, PURGE_CHUNK);
+      const until = performance.now() + PURGE_BUDGET_MS;
+      for (const stmt of [this.q.purgeSeen, this.q.purgeTurns, this.q.purgeRevisions]) {
+        while (stmt.run(now, PURGE_CHUNK).changes === PURGE_CHUNK && performance.now() < until);
+      }
+      if (now - this.lastVacuum >= VACUUM_EVERY_MS) {
+        this.lastVacuum = now;
+        this.db?.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
+      }
     });
   }
 
@@ -572,6 +618,39 @@ export class SqliteStore implements StateStore {
     this.run('register an exporter', () => this.q.exporterRegister.run(pipeline, exporter));
   }
 
+  async retireExporters(pipeline: string, keep: readonly string[]): Promise<string[]> {
+    return this.run('retire exporter cursors', (db) =>
+      db
+        .transaction(() => {
+          const gone = (this.q.exporters.all(pipeline) as Array<{ exporter: string }>).map((e) => e.exporter).filter((e) => !keep.includes(e));
+          for (const e of gone) this.q.exporterDelete.run(pipeline, e);
+          const min = (this.q.exporterMin.get(pipeline) as { m: number | null }).m;
+          if (gone.length && min !== null) this.q.outboxTrim.run(pipeline, min);
+          return gone;
+        })
+        .immediate(),
+    );
+  }
+
+  async outboxLag(pipeline: string, exporter: string): Promise<number> {
+    return this.run('measure an exporter queue', () => {
+      const last = (this.q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+      const cursor = (this.q.exporterCursor.get(pipeline, exporter) as { cursor: number } | undefined)?.cursor ?? 0;
+      return Math.max(0, last - cursor);
+    });
+  }
+
+  /**
+   * Whether a write of `bytes` fits now (readiness after a failed append): writes and fsyncs that
+   * many bytes in one transaction, then frees them. Throws as the failed write did while it does not.
+   */
+  async probeWrite(bytes: number): Promise<void> {
+    this.run('write a probe', (db) => {
+      db.transaction(() => db.prepare("INSERT INTO meta (key, value) VALUES ('probe', zeroblob(?)) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(bytes)).immediate();
+      db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
+    });
+  }
+
   async readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]> {
     return this.run('read the outbox', () =>
       (this.q.outboxRead.all(pipeline, pipeline, exporter, limit) as Array<{ seq: number; item: string }>).map((r) => ({
@@ -762,6 +841,8 @@ function prepare(db: Db) {
        ON CONFLICT (pipeline, exporter) DO UPDATE SET cursor = MAX(cursor, excluded.cursor)`,
     ),
     exporterMin: p('SELECT MIN(cursor) AS m FROM exporter_cursors WHERE pipeline = ?'),
+    exporterCursor: p('SELECT cursor FROM exporter_cursors WHERE pipeline = ? AND exporter = ?'),
+    exporterDelete: p('DELETE FROM exporter_cursors WHERE pipeline = ? AND exporter = ?'),
     exporters: p('SELECT exporter, cursor FROM exporter_cursors WHERE pipeline = ? ORDER BY exporter'),
     deadInsert: p('INSERT INTO dead_letters (pipeline, exporter, time, letter) VALUES (?, ?, ?, ?)'),
     deadTrim: p(

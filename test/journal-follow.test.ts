@@ -1,0 +1,174 @@
+/**
+ * The journal follower (src/receivers/journal/follow.ts), step by step on real files: what the
+ * offset, the file identity and the tail fingerprint tell after an append, a rewrite in place, a
+ * rename over the path, a rotation with lines still unread in the old file, and lines that cross
+ * read chunks or exceed the line bound.
+ */
+import assert from 'node:assert/strict';
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { FollowedFile } from '../src/receivers/journal/follow.ts';
+import { caseLine } from './helpers/journal.ts';
+import { tempDir } from './helpers/vigil-process.ts';
+
+const text = (ns: number[]) => ns.map((n) => caseLine(n) + '\n').join('');
+const caseIds = (r: { lines: Array<{ bytes: Buffer }> }) => r.lines.map((l) => (JSON.parse(l.bytes.toString()) as { case_id: string }).case_id.slice(5));
+
+async function readAll(f: FollowedFile, max = 1000, maxLine = 1 << 20) {
+  const r = await f.read(max, maxLine);
+  f.offset = r.next;
+  return r;
+}
+
+describe('following one journal', () => {
+  test('appends are read on from the offset; a partial line is left for later', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0, 1]) + caseLine(2).slice(0, 10));
+    const f = new FollowedFile(path, undefined);
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' });
+    const r = await readAll(f);
+    assert.deepEqual(caseIds(r), ['00000', '00001']);
+    assert.equal(r.remaining, 10);
+    appendFileSync(path, caseLine(2).slice(10) + '\n' + text([3]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00002', '00003']);
+    await f.release();
+  });
+
+  test('a rewrite in place to a size past the offset is told from an append by the tail', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0, 1, 2]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    // The consumer keeps 1..2 and the runtime has already appended 3..6: the file is longer than before.
+    writeFileSync(path, text([1, 2, 3, 4, 5, 6]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'rewritten' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00003', '00004', '00005', '00006']);
+    await f.release();
+  });
+
+  test('a file renamed over the path: found by its tail beyond the first read chunk', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    const many = Array.from({ length: 400 }, (_, i) => i);
+    writeFileSync(path, text(many));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    assert.equal((await readAll(f)).lines.length, 400);
+    writeFileSync(join(dir, 'tmp'), text([...many.slice(3), 400, 401]));
+    renameSync(join(dir, 'tmp'), path);
+    // The handle still holds the old file: it is read to its end first (nothing new there), then released.
+    assert.deepEqual(await f.check('beginning'), { status: 'moved' });
+    assert.equal((await readAll(f)).lines.length, 0);
+    await f.release();
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'replaced' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00400', '00401']);
+    await f.release();
+  });
+
+  test('rotation with lines still unread in the old file: they are read through the held handle, then the new file from its top', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    writeFileSync(path, text([0, 1]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    appendFileSync(path, text([2, 3]));
+    renameSync(path, join(dir, 'j.jsonl.1'));
+    writeFileSync(path, text([4]));
+    assert.deepEqual(await f.check('beginning'), { status: 'moved' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00002', '00003']);
+    await f.release();
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'replaced' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00004']);
+    await f.release();
+  });
+
+  test('deleted: absent, and the offset is kept for when a journal appears again', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    writeFileSync(path, text([0]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    renameSync(path, join(dir, 'gone'));
+    assert.deepEqual(await f.check('beginning'), { status: 'moved' });
+    await readAll(f);
+    await f.release();
+    assert.deepEqual(await f.check('beginning'), { status: 'absent' });
+    assert.ok(f.offset!.offset > 0);
+    writeFileSync(path, text([1]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'replaced' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00001']);
+    await f.release();
+  });
+
+  test('an overlong line is skipped across reads and chunks, and the skip survives in the offset', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0]) + 'x'.repeat(200_000));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    const r1 = await readAll(f, 1000, 4096);
+    assert.deepEqual(caseIds(r1), ['00000']);
+    assert.equal(r1.overlong.length, 1);
+    assert.equal(r1.next.skip, true);
+    // A restart in the middle: a new follower from the stored offset goes on skipping.
+    await f.release();
+    const g = new FollowedFile(path, r1.next);
+    appendFileSync(path, 'y'.repeat(10) + '\n' + text([1]));
+    await g.check('beginning');
+    const r2 = await readAll(g, 1000, 4096);
+    assert.deepEqual(caseIds(r2), ['00001']);
+    assert.equal(r2.overlong.length, 0, 'reported once');
+    assert.equal(r2.next.skip, undefined);
+    await g.release();
+  });
+
+  test('start_at end positions after the last complete line; the tail is that line (and blank lines after it)', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0, 1]) + '\n  \n' + '{"partial');
+    const f = new FollowedFile(path, undefined);
+    await f.check('end');
+    assert.equal(f.offset!.offset, Buffer.byteLength(text([0, 1]) + '\n  \n'));
+    assert.equal(f.offset!.tailLen, Buffer.byteLength(caseLine(1) + '\n\n  \n'));
+    await f.release();
+  });
+
+  test('lines that share their ends (the same evidence, the same contracts) are told apart: the tail is the whole last line', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    // Short lines alike but for their id at the start; a rewrite keeps the last two.
+    const row = (i: number) => `{"case_id":"c${i}","error_kind":"stale_browser_ref","occurred_at_ms":1,"observation":{"evidence":"ref e12 is stale"}}\n`;
+    writeFileSync(path, [0, 1, 2, 3].map(row).join(''));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    assert.equal((await readAll(f)).lines.length, 4);
+    writeFileSync(join(dir, 'tmp'), [2, 3, 4].map(row).join(''));
+    renameSync(join(dir, 'tmp'), path);
+    assert.deepEqual(await f.check('beginning'), { status: 'moved' });
+    await readAll(f);
+    await f.release();
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'replaced' });
+    const r = await readAll(f);
+    assert.deepEqual(r.lines.map((l) => l.bytes.toString()), [row(4).trimEnd()]);
+    await f.release();
+  });
+
+  test('a line ending in blank lines and a kept tail that begins with them', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    writeFileSync(path, text([0, 1]) + '\n\n');
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    writeFileSync(join(dir, 'tmp'), text([1]) + '\n\n' + text([2]));
+    renameSync(join(dir, 'tmp'), path);
+    await f.check('beginning');
+    await f.release();
+    await f.check('beginning');
+    assert.deepEqual(caseIds(await readAll(f)), ['00002']);
+    await f.release();
+  });
+});
