@@ -234,6 +234,15 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     assert.equal((await sim.store.status()).pipelines[0]!.timers.pending, 0);
   });
 
+  test('a tool call that ended in the same millisecond as the failure is its last step, whatever the page order', async () => {
+    // Seen under load: the failure listed before the tool call it followed, both at one millisecond.
+    const sim = await simulate();
+    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.rateLimit }), marker('tool.ok', 'R1', T0, { tool_name: 'read_json' }));
+    const [r, ...more] = sim.events();
+    assert.deepEqual(more, []);
+    assert.equal(r!.step, 'read_json');
+  });
+
   test('report a login failure at once, with the hint naming the provider to log in to', async () => {
     const sim = await simulate();
     await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.login }));

@@ -121,14 +121,17 @@ export function retryTimerId(id: string, run: string): string {
 }
 
 /**
- * The policy over one page of one conversation. Observations are taken in event-time order (page
- * order among equal times), so "the last tool call before the failure" and "activity after it"
- * hold whatever order a request listed its spans in; a title anywhere in the page names the
- * conversation for all of it (an agent's root span, which carries it, ends last).
+ * The policy over one page of one conversation. Observations are taken in event-time order, so
+ * "the last tool call before the failure" and "activity after it" hold whatever order a request
+ * listed its spans in; a title anywhere in the page names the conversation for all of it (an
+ * agent's root span, which carries it, ends last). Event times are whole milliseconds: a tool
+ * call that ended in the same millisecond as a failure is taken as the step before it (it cannot
+ * be a step after a failure that ended the run), whatever order the records arrived in; other
+ * ties keep page order.
  */
 export function judgePage(state: ConversationState, observations: ReadonlyArray<{ index: number; obs: Observation }>, opts: PolicyOptions): Effects {
   const fx = noEffects();
-  const ordered = [...observations].sort((a, b) => timeOf(a.obs) - timeOf(b.obs) || a.index - b.index);
+  const ordered = [...observations].sort((a, b) => timeOf(a.obs) - timeOf(b.obs) || tieRank(a.obs) - tieRank(b.obs) || a.index - b.index);
   for (const { obs } of ordered) {
     if (obs.kind === 'activity' && obs.title) {
       state.facts.title = obs.title.slice(0, 200);
@@ -147,6 +150,11 @@ type ActivityObservation = Extract<Observation, { kind: 'activity' }>;
 
 function timeOf(o: Observation): number {
   return o.kind === 'failure' ? o.failure.time : o.time;
+}
+
+/** Among observations of the same millisecond: a completed tool call first, then page order. */
+function tieRank(o: Observation): number {
+  return o.kind === 'activity' && o.activity === 'tool.ok' ? 0 : 1;
 }
 
 function onActivity(state: ConversationState, a: ActivityObservation, opts: PolicyOptions, fx: Effects): void {
