@@ -90,18 +90,53 @@ export default defineConfig(
  */
 function layers() {
   const above = ['**/service/**', '**/cli/**', '**/components.ts'];
-  const storeImpls = ['**/store/sqlite/**', '**/store/redis/**', '**/store/memory.ts', '**/store/bounded-map.ts', '**/store/page-bases.ts', '**/store/recent-failures.ts'];
+  const storeImpls = [
+    '**/store/sqlite/**',
+    '**/store/redis/**',
+    '**/store/memory.ts',
+    '**/store/bounded-map.ts',
+    '**/store/page-bases.ts',
+    '**/store/recent-failures.ts',
+  ];
   const processorImpls = ['**/processors/*/**'];
   const rule = (files, group, message) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns: [{ group, message }] }] } });
   const components = ['**/receivers/**', '**/exporters/**', '**/extensions/**', ...processorImpls, ...storeImpls];
   return [
-    rule(['src/internal/**', 'src/errors.ts', 'src/logger.ts'], [...above, ...components, '**/model/**', '**/config/**', '**/store/**', '**/processors/**', '**/component.ts'], 'src/internal, errors and logger are the bottom layer: they import nothing else of vigil.'),
-    rule(['src/model/**'], [...above, ...components, '**/config/**', '**/store/**', '**/processors/**', '**/component.ts'], 'src/model is data: it imports only model and internal helpers (no receiver, store or component).'),
+    rule(
+      ['src/internal/**', 'src/errors.ts', 'src/logger.ts'],
+      [...above, ...components, '**/model/**', '**/config/**', '**/store/**', '**/processors/**', '**/component.ts'],
+      'src/internal, errors and logger are the bottom layer: they import nothing else of vigil.',
+    ),
+    rule(
+      ['src/model/**'],
+      [...above, ...components, '**/config/**', '**/store/**', '**/processors/**', '**/component.ts'],
+      'src/model is data: it imports only model and internal helpers (no receiver, store or component).',
+    ),
     rule(['src/config/**'], [...above, ...components], 'src/config is below the components: it imports component.ts types, model and internal only.'),
-    rule(['src/receivers/**'], [...above, '**/exporters/**', '**/extensions/**', ...processorImpls, ...storeImpls], 'a receiver imports the contracts (component.ts, store/types.ts, …), model, config and internal; never the service or another component.'),
-    rule(['src/exporters/**'], [...above, '**/receivers/**', '**/extensions/**', ...processorImpls, ...storeImpls], 'an exporter imports the contracts, model, config and internal; never the service or another component.'),
-    rule(['src/extensions/**'], [...above, '**/receivers/**', '**/exporters/**', ...processorImpls, ...storeImpls], 'an extension imports the contracts, model, config and internal; never the service or another component.'),
-    rule(['src/processors/**'], [...above, '**/receivers/**', '**/exporters/**', '**/extensions/**', ...storeImpls], 'a processor imports the contracts, model, config and internal; never the service or another kind of component.'),
-    rule(['src/store/**'], [...above, '**/receivers/**', '**/exporters/**', '**/extensions/**', ...processorImpls], 'a store imports the contracts, model, config and internal; never the service or another component.'),
+    rule(
+      ['src/receivers/**'],
+      [...above, '**/exporters/**', '**/extensions/**', ...processorImpls, ...storeImpls],
+      'a receiver imports the contracts (component.ts, store/types.ts, …), model, config and internal; never the service or another component.',
+    ),
+    rule(
+      ['src/exporters/**'],
+      [...above, '**/receivers/**', '**/extensions/**', ...processorImpls, ...storeImpls],
+      'an exporter imports the contracts, model, config and internal; never the service or another component.',
+    ),
+    rule(
+      ['src/extensions/**'],
+      [...above, '**/receivers/**', '**/exporters/**', ...processorImpls, ...storeImpls],
+      'an extension imports the contracts, model, config and internal; never the service or another component.',
+    ),
+    rule(
+      ['src/processors/**'],
+      [...above, '**/receivers/**', '**/exporters/**', '**/extensions/**', ...storeImpls],
+      'a processor imports the contracts, model, config and internal; never the service or another kind of component.',
+    ),
+    rule(
+      ['src/store/**'],
+      [...above, '**/receivers/**', '**/exporters/**', '**/extensions/**', ...processorImpls],
+      'a store imports the contracts, model, config and internal; never the service or another component.',
+    ),
   ];
 }

@@ -84,19 +84,23 @@ function throughput(): void {
   const best = (xs: number[]) => Math.max(...xs);
   const rates: Record<string, { best: number; median: number }> = {};
   // The best round is the closest to an uncontended core; the median says what a busy machine gives.
-  process.stdout.write(`  ${''.padEnd(9)} ${'best round, per CPU second'.padEnd(32)} median of ${ROUNDS} rounds (load ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores)\n`);
+  process.stdout.write(
+    `  ${''.padEnd(9)} ${'best round, per CPU second'.padEnd(32)} median of ${ROUNDS} rounds (load ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores)\n`,
+  );
   for (const rules of CLASSIFY_RULES) {
     const cpu = samples[rules]!.map((s) => s.cpu);
     const r = { best: best(cpu), median: median(cpu) };
     rates[rules] = r;
     process.stdout.write(`  ${rules.padEnd(9)} ${fmt(r.best)}   ${fmt(r.median)}\n`);
   }
-  process.stdout.write(`  vigil / reference: ${(rates.vigil!.best / rates.reference!.best).toFixed(2)}× (best), ${(rates.vigil!.median / rates.reference!.median).toFixed(2)}× (median)\n\n`);
+  process.stdout.write(
+    `  vigil / reference: ${(rates.vigil!.best / rates.reference!.best).toFixed(2)}× (best), ${(rates.vigil!.median / rates.reference!.median).toFixed(2)}× (median)\n\n`,
+  );
 }
 
 function worstCases(): void {
   const MB = 1_000_000;
-  const line = 'ValueError: id 3f2a9c1e-8b4d-4e6f-9a1b-2c3d4e5f6a7b at /tmp/x/y.py:12 \'q\' 10.0.0.1:80 12ms 0xdeadbeef12 ';
+  const line = "ValueError: id 3f2a9c1e-8b4d-4e6f-9a1b-2c3d4e5f6a7b at /tmp/x/y.py:12 'q' 10.0.0.1:80 12ms 0xdeadbeef12 ";
   const oneLine = line.repeat(Math.ceil(MB / line.length)).slice(0, MB);
   const frames = Array.from({ length: 10_000 }, (_, i) => `  File "/app/mod${i % 50}.py", line ${i}, in f${i % 7}\n    f${i % 7}(x)`);
   const pyStack = ['Traceback (most recent call last):', ...frames, 'RecursionError: maximum recursion depth exceeded'].join('\n');
@@ -120,7 +124,9 @@ function worstCases(): void {
 
 /** Streams `gb` gigabytes of JSONL into `vigil classify`, sampling the child's peak RSS. */
 async function streamRss(gb: number): Promise<void> {
-  const texts = corpusParts().flatMap((p) => p.cases).map((c) => JSON.stringify({ text: c.text, exit_code: c.exit_code }) + '\n');
+  const texts = corpusParts()
+    .flatMap((p) => p.cases)
+    .map((c) => JSON.stringify({ text: c.text, exit_code: c.exit_code }) + '\n');
   const target = gb * 1e9;
   const child = spawn(process.execPath, [join(ROOT, 'bin/vigil.js'), 'classify'], { stdio: ['pipe', 'pipe', 'inherit'] });
   let outLines = 0;

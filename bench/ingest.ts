@@ -171,7 +171,10 @@ async function main(): Promise<void> {
   const spans = Number(args.spans ?? 512);
   const setups = (args.setups ?? 'memory,sqlite').split(',') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
-  const sizes = (args.sizes ?? '16,128,512,2048').split(',').filter((x) => x !== '').map(Number);
+  const sizes = (args.sizes ?? '16,128,512,2048')
+    .split(',')
+    .filter((x) => x !== '')
+    .map(Number);
 
   const payloads = buildPayloads(spans);
   const load0 = loadavg()[0]!;
@@ -180,7 +183,9 @@ async function main(): Promise<void> {
       `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at half of each server's full rate; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
-  console.log(`payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request\n`);
+  console.log(
+    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request\n`,
+  );
 
   if (sizes.length > 0) await decoderTable(sizes);
 
@@ -224,7 +229,11 @@ async function main(): Promise<void> {
 }
 
 /** Runs every server's slices in alternating order; sums them up per server. */
-async function alternate(servers: Map<ServerName, Running>, rounds: number, spec: (server: Running, name: ServerName) => LoadSpec): Promise<Map<ServerName, LoadResult>> {
+async function alternate(
+  servers: Map<ServerName, Running>,
+  rounds: number,
+  spec: (server: Running, name: ServerName) => LoadSpec,
+): Promise<Map<ServerName, LoadResult>> {
   const totals = new Map<ServerName, LoadResult>([...servers.keys()].map((name) => [name, emptyResult()]));
   const names = [...servers.keys()];
   for (let round = 0; round < rounds; round++) {
@@ -271,7 +280,16 @@ function fmt(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-function loadSpec(encoding: Encoding, target: string, payload: Payload, concurrency: number, rate: number, warmupMs: number, durationMs: number, firstRequest: number): LoadSpec {
+function loadSpec(
+  encoding: Encoding,
+  target: string,
+  payload: Payload,
+  concurrency: number,
+  rate: number,
+  warmupMs: number,
+  durationMs: number,
+  firstRequest: number,
+): LoadSpec {
   return {
     root: ROOT,
     target,
@@ -349,7 +367,9 @@ async function startBareGrpc(): Promise<Running> {
     },
     { Export: (_call: unknown, callback: grpc.sendUnaryData<object>) => callback(null, {}) },
   );
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   return { target: `127.0.0.1:${port}`, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) };
 }
 
@@ -427,7 +447,9 @@ async function decoderTable(sizes: number[]): Promise<void> {
     'decoders alone (CPU time per request, best of 7 rounds; vigil "check" builds only the spans the relevance test lets through, "+marks" also keeps the ' +
       'facts of successful model, tool and agent spans as activity marks (never built), "build" builds all):',
   );
-  console.log('spans  | protobufjs decode  vigil check  +marks  vigil build | JSON.parse  vigil check  +marks  vigil build | µs/span (vigil check: protobuf, JSON; +marks)');
+  console.log(
+    'spans  | protobufjs decode  vigil check  +marks  vigil build | JSON.parse  vigil check  +marks  vigil build | µs/span (vigil check: protobuf, JSON; +marks)',
+  );
   for (const size of sizes) {
     const p = buildPayloads(size);
     const json = Buffer.from(p.json.template);

@@ -42,7 +42,12 @@ async function vigil(path: string, store: StateStore, expect: number): Promise<{
   const ctx = new ParseContext();
   const cfg = journalReceiverFactory.schema.parse({ include: [path], batch_size: Number(args.batch), poll_interval: '10ms' }, ['receivers', 'journal'], ctx)!;
   const r = journalReceiverFactory.create(
-    { id: 'journal', logger, consumers: { logs: (events, opts) => store.append('logs', events, opts ?? {}) }, state: stateClient(store, 'journal', { owner: 'journal' }) },
+    {
+      id: 'journal',
+      logger,
+      consumers: { logs: (events, opts) => store.append('logs', events, opts ?? {}) },
+      state: stateClient(store, 'journal', { owner: 'journal' }),
+    },
     cfg,
   ) as unknown as { start(): Promise<void>; shutdown(): Promise<void>; stats(): JournalStats };
   const t0 = performance.now();
@@ -76,14 +81,20 @@ rows.push(['vigil journal → sqlite (synchronous: full)', (await vigil(path, sq
 
 // The consumer keeps the last tenth and the runtime appends a tenth more: resynchronize, then read the new tenth.
 const keep = Math.floor(N * 0.9);
-writeFileSync(join(dir, 'tmp'), Array.from({ length: N - keep }, (_, i) => caseLine(keep + i) + '\n').join('') + Array.from({ length: N / 10 }, (_, i) => caseLine(N + i) + '\n').join(''));
+writeFileSync(
+  join(dir, 'tmp'),
+  Array.from({ length: N - keep }, (_, i) => caseLine(keep + i) + '\n').join('') + Array.from({ length: N / 10 }, (_, i) => caseLine(N + i) + '\n').join(''),
+);
 renameSync(join(dir, 'tmp'), path);
 const after = await vigil(path, sqlite, N / 10);
 if (after.stats.duplicates !== 0 || after.stats.rewrites.replaced !== 1) throw new Error(`resync: ${JSON.stringify(after.stats)}`);
 await sqlite.close();
 
 console.log('\n| reader | time | cases/s | MB/s | vs bare |\n| --- | --- | --- | --- | --- |');
-for (const [name, ms] of rows) console.log(`| ${name} | ${ms.toFixed(0)} ms | ${Math.round((N / ms) * 1000).toLocaleString('en')} | ${((mb / ms) * 1000).toFixed(1)} | ${(baseline / ms).toFixed(2)}× |`);
+for (const [name, ms] of rows)
+  console.log(
+    `| ${name} | ${ms.toFixed(0)} ms | ${Math.round((N / ms) * 1000).toLocaleString('en')} | ${((mb / ms) * 1000).toFixed(1)} | ${(baseline / ms).toFixed(2)}× |`,
+  );
 console.log(
   `| vigil after a compaction by rename: find the offset's line in ${((N / 5) * (mb / N)).toFixed(1)} MB, read ${N / 10} new cases (sqlite) | ${after.ms.toFixed(0)} ms | ${Math.round((N / 10 / after.ms) * 1000).toLocaleString('en')} | — | — |`,
 );

@@ -91,7 +91,11 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
           {
             name: 'exception',
             timeUnixNano: String(end - 1000n),
-            attributes: [str('exception.type', 'FileNotFoundError'), str('exception.message', "[Errno 2] No such file or directory: '/workspace/notes.md'"), str('exception.stacktrace', traceback)],
+            attributes: [
+              str('exception.type', 'FileNotFoundError'),
+              str('exception.message', "[Errno 2] No such file or directory: '/workspace/notes.md'"),
+              str('exception.stacktrace', traceback),
+            ],
           },
         ]
       : [];
@@ -107,9 +111,21 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
     };
     const parent = position === 0 ? undefined : agentSpan;
     jsonSpans.push({ traceId, spanId, ...(parent ? { parentSpanId: parent } : {}), ...common });
-    protoSpans.push({ traceId: Buffer.from(traceId, 'hex'), spanId: Buffer.from(spanId, 'hex'), ...(parent ? { parentSpanId: Buffer.from(parent, 'hex') } : {}), ...common });
+    protoSpans.push({
+      traceId: Buffer.from(traceId, 'hex'),
+      spanId: Buffer.from(spanId, 'hex'),
+      ...(parent ? { parentSpanId: Buffer.from(parent, 'hex') } : {}),
+      ...common,
+    });
   }
-  const resource = { attributes: [str('service.name', 'coding-agent'), str('service.version', '1.8.0'), str('service.instance.id', 'host-1/4242'), str('telemetry.sdk.language', 'python')] };
+  const resource = {
+    attributes: [
+      str('service.name', 'coding-agent'),
+      str('service.version', '1.8.0'),
+      str('service.instance.id', 'host-1/4242'),
+      str('telemetry.sdk.language', 'python'),
+    ],
+  };
   const scope = { name: 'opentelemetry.instrumentation.openai_v2', version: '2.1b0' };
 
   const json = Buffer.from(JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: jsonSpans }] }] }));

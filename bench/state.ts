@@ -112,7 +112,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
   await store.registerExporter(PIPELINE, 'bench');
   const m: Measure = { appendMs: 0, processMs: 0, pages: 0, events: 0, trips: 0, commands: 0 };
   const BATCH = 100;
-  for (let done = 0; done < total; ) {
+  for (let done = 0; done < total;) {
     const upto = Math.min(total, done + every);
     let t = performance.now();
     for (; done < upto; done += BATCH) {
@@ -169,13 +169,18 @@ async function main(): Promise<void> {
   const cluster = args.cluster ? await RedisCluster.start() : undefined;
   const stores: Array<[string, () => StateStore]> = [
     ['memory', () => new MemoryStore()],
-    ['sqlite', () => new SqliteStore({ path: join(tempDir('vigil-bench-'), 'state.db'), synchronous: 'full', busy_timeout: 5000, dedupe_window: 24 * 3_600_000 }, logger)],
+    [
+      'sqlite',
+      () => new SqliteStore({ path: join(tempDir('vigil-bench-'), 'state.db'), synchronous: 'full', busy_timeout: 5000, dedupe_window: 24 * 3_600_000 }, logger),
+    ],
     ['redis', () => new RedisStore(redisConfig(redis.url), logger)],
   ];
   if (cluster) stores.push(['redis-cluster', () => new RedisStore(redisConfig(cluster.url, cluster), logger)]);
 
   console.log(`vigil state benchmark: ${events.toLocaleString()} events, ${groups.toLocaleString()} groups, ${PARTITIONS} partitions, pages of ${PAGE}`);
-  console.log(`node ${process.version}, ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit)\n`);
+  console.log(
+    `node ${process.version}, ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit)\n`,
+  );
   const rows: Array<Record<string, string | number>> = [];
   let baseline: { append: number; process: number } | undefined;
   try {
@@ -213,7 +218,9 @@ async function main(): Promise<void> {
     const longGroups = Number(args['long-groups']);
     if (long > 0) {
       PARTITIONS = Number(args['long-partitions']);
-      console.log(`\nlong run: ${long.toLocaleString()} events over ${longGroups.toLocaleString()} groups and ${PARTITIONS} partitions, appended and processed in turns (RSS of this process)`);
+      console.log(
+        `\nlong run: ${long.toLocaleString()} events over ${longGroups.toLocaleString()} groups and ${PARTITIONS} partitions, appended and processed in turns (RSS of this process)`,
+      );
       const longRows: Array<Record<string, string | number>> = [];
       for (const name of String(args['long-stores']).split(',').filter(Boolean)) {
         const make = stores.find(([n]) => n === name)?.[1];
@@ -231,7 +238,9 @@ async function main(): Promise<void> {
         const chunk = PAGE * PARTITIONS;
         const m = await run(store, long, longGroups, chunk, countersOf(store), (done) => {
           peak = Math.max(peak, process.memoryUsage().rss);
-          process.stderr.write(`\r  ${name}: ${done.toLocaleString()} events, ${Math.round(done / ((performance.now() - t) / 1000))} ev/s, RSS ${mb(process.memoryUsage().rss)}   `);
+          process.stderr.write(
+            `\r  ${name}: ${done.toLocaleString()} events, ${Math.round(done / ((performance.now() - t) / 1000))} ev/s, RSS ${mb(process.memoryUsage().rss)}   `,
+          );
           if (done % (long / 4) < chunk) marks.push(`${(done / 1e6).toFixed(2)}M: ${mb(process.memoryUsage().rss)}`);
         });
         clearInterval(timer);

@@ -200,7 +200,9 @@ function main(): void {
   process.stdout.write(`\n${chosen.rules} misses on ${part.name} (${chosen.misses.length}):\n`);
   for (const m of chosen.misses) process.stdout.write(`  ${m.id} [${m.what}] expected ${JSON.stringify(m.expected)} got ${JSON.stringify(m.actual)}\n`);
   const g = groupingErrors(part.cases, chosen.rules);
-  process.stdout.write(`\n${chosen.rules} grouping on ${part.name}: ${g.merged.length} fingerprints merge different failures, ${g.split.length} failures are split\n`);
+  process.stdout.write(
+    `\n${chosen.rules} grouping on ${part.name}: ${g.merged.length} fingerprints merge different failures, ${g.split.length} failures are split\n`,
+  );
   for (const m of g.merged) process.stdout.write(`  merged: ${m.join(', ')}\n`);
   for (const s of g.split) process.stdout.write(`  split: ${s}\n`);
 }

@@ -15,9 +15,7 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
 }
 
-export function createLogger(
-  opts: { level?: Level; write?: (line: string) => void; bindings?: Record<string, unknown> } = {},
-): Logger {
+export function createLogger(opts: { level?: Level; write?: (line: string) => void; bindings?: Record<string, unknown> } = {}): Logger {
   const min = LEVELS[opts.level ?? ((process.env.VIGIL_LOG_LEVEL as Level) || 'info')] ?? LEVELS.info;
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const bindings = opts.bindings ?? {};

@@ -66,9 +66,15 @@ function readWork(file: string): WorkEvent[] {
 
 /** Waits for `n` work items, then until nothing waits or is undelivered, then a little more: nothing else may come. */
 async function settled(v: Vigil, n: number): Promise<WorkEvent[]> {
-  await waitFor(() => (readWork(v.work).filter((e) => e.type === 'dev.vigil.work.created').length >= n ? true : undefined), `${n} work items\n${v.child.stderr().slice(-2000)}`, 30_000);
+  await waitFor(
+    () => (readWork(v.work).filter((e) => e.type === 'dev.vigil.work.created').length >= n ? true : undefined),
+    `${n} work items\n${v.child.stderr().slice(-2000)}`,
+    30_000,
+  );
   await waitFor(async () => {
-    const st = (await (await fetch(`${v.health}/status`)).json()) as { store: { pipelines: Array<{ partitions: Array<{ pending: number }>; outbox: { exporters: Array<{ lag: number }> } }> } };
+    const st = (await (await fetch(`${v.health}/status`)).json()) as {
+      store: { pipelines: Array<{ partitions: Array<{ pending: number }>; outbox: { exporters: Array<{ lag: number }> } }> };
+    };
     return st.store.pipelines.every((p) => p.partitions.every((x) => x.pending === 0) && p.outbox.exporters.every((e) => e.lag === 0)) ? true : undefined;
   }, 'an idle vigil');
   await new Promise((r) => setTimeout(r, 1500));
@@ -106,7 +112,10 @@ describe('real agents against vigil: one work item per failure, in the session o
         sessions: [
           { id: 'sess-tools', conversation: 'conv-1', turns: [[{ tool: 'run_python', error: "KeyError: 'results'" }, { chat: 'rate_limit' }, { chat: 'ok' }]] },
           { id: 'sess-auth', turns: [[{ chat: 'auth' }], [{ chat: 'server_error' }]] },
-          { id: 'sess-long', turns: [[{ chat: 'context_length' }, { tool: 'read_file', error: "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'" }]] },
+          {
+            id: 'sess-long',
+            turns: [[{ chat: 'context_length' }, { tool: 'read_file', error: "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'" }]],
+          },
         ],
       };
       const run = await runAgent('openai', plan, { tracesEndpoint: v.traces, logsEndpoint: v.logs, protocol });
@@ -118,8 +127,16 @@ describe('real agents against vigil: one work item per failure, in the session o
       assert.equal(items.length, failures.length, `one work item per failure: ${JSON.stringify(items.map((e) => [e.data.operation, e.data.signature]))}`);
       assert.equal(events.length, items.length, 'no failure counted twice');
       for (const f of failures) {
-        const mine = items.filter((e) => e.data.trace_id === f.traceId && (f.kind === 'tool' ? e.data.operation === `execute_tool ${f.name}` : e.data.signature.includes(`${CHAT_STATUS[f.name]} `)));
-        assert.equal(mine.length, 1, `${f.kind} ${f.name} in ${f.session}: ${JSON.stringify(items.map((e) => [e.data.trace_id, e.data.operation, e.data.signature]))}`);
+        const mine = items.filter(
+          (e) =>
+            e.data.trace_id === f.traceId &&
+            (f.kind === 'tool' ? e.data.operation === `execute_tool ${f.name}` : e.data.signature.includes(`${CHAT_STATUS[f.name]} `)),
+        );
+        assert.equal(
+          mine.length,
+          1,
+          `${f.kind} ${f.name} in ${f.session}: ${JSON.stringify(items.map((e) => [e.data.trace_id, e.data.operation, e.data.signature]))}`,
+        );
         const e = mine[0]!;
         assert.equal(e.data.partition, f.session, `${f.name}: the session of its trace`);
         assert.equal(e.data.evidence.source, 'otlp.traces', 'named by its span');

@@ -20,13 +20,21 @@ function decoded(r: CaptureServer['received'][number], decode: (b: Buffer) => An
 function spansOf(capture: CaptureServer): Any[] {
   return capture.received
     .filter((r) => r.path === '/v1/traces')
-    .flatMap((r) => decoded(r, decodeTraceRequest).resourceSpans.flatMap((rs: Any) => rs.scopeSpans.flatMap((ss: Any) => ss.spans.map((s: Any) => ({ ...s, attrs: attrs(s.attributes) })))));
+    .flatMap((r) =>
+      decoded(r, decodeTraceRequest).resourceSpans.flatMap((rs: Any) =>
+        rs.scopeSpans.flatMap((ss: Any) => ss.spans.map((s: Any) => ({ ...s, attrs: attrs(s.attributes) }))),
+      ),
+    );
 }
 
 function logsOf(capture: CaptureServer): Any[] {
   return capture.received
     .filter((r) => r.path === '/v1/logs')
-    .flatMap((r) => decoded(r, decodeLogsRequest).resourceLogs.flatMap((rl: Any) => rl.scopeLogs.flatMap((sl: Any) => sl.logRecords.map((l: Any) => ({ ...l, attrs: attrs(l.attributes) })))));
+    .flatMap((r) =>
+      decoded(r, decodeLogsRequest).resourceLogs.flatMap((rl: Any) =>
+        rl.scopeLogs.flatMap((sl: Any) => sl.logRecords.map((l: Any) => ({ ...l, attrs: attrs(l.attributes) }))),
+      ),
+    );
 }
 
 describe('test agents (real SDKs against a capture server)', () => {
@@ -45,7 +53,12 @@ describe('test agents (real SDKs against a capture server)', () => {
     capture.received.length = 0;
     const run = await runAgent(
       'openai',
-      { openai: openai.baseURL, sessions: [{ id: 'sess-1', conversation: 'conv-1', turns: [[{ tool: 'run_python', error: "KeyError: 'results'" }, { chat: 'rate_limit' }, { chat: 'ok' }]] }] },
+      {
+        openai: openai.baseURL,
+        sessions: [
+          { id: 'sess-1', conversation: 'conv-1', turns: [[{ tool: 'run_python', error: "KeyError: 'results'" }, { chat: 'rate_limit' }, { chat: 'ok' }]] },
+        ],
+      },
       { endpoint: capture.url, protocol: 'http/protobuf' },
     );
     assert.equal(run.code, 0, run.stderr);
@@ -72,14 +85,19 @@ describe('test agents (real SDKs against a capture server)', () => {
     assert.equal(chatLog.spanId, root.spanId, 'logged in the root span, after the chat span ended');
     const toolLog = logs.find((l) => l.body.stringValue.includes("KeyError: 'results'"));
     assert.equal(toolLog.spanId, tool.spanId, 'logged inside the tool span');
-    assert.deepEqual(openai.requests.map((r) => r.scenario), ['rate_limit', 'ok']);
+    assert.deepEqual(
+      openai.requests.map((r) => r.scenario),
+      ['rate_limit', 'ok'],
+    );
   });
 
   test('AI SDK agent: session only in telemetry metadata, a 429 fails doGenerate and generateText, a tool failure is ai.toolCall', async () => {
     capture.received.length = 0;
     const run = await runAgent(
       'ai-sdk',
-      { sessions: [{ id: 'sess-ai', turns: [[{ tool: 'read_json', error: "SyntaxError: Unexpected token '}' in JSON at position 17" }], [{ chat: 'rate_limit' }]] }] },
+      {
+        sessions: [{ id: 'sess-ai', turns: [[{ tool: 'read_json', error: "SyntaxError: Unexpected token '}' in JSON at position 17" }], [{ chat: 'rate_limit' }]] }],
+      },
       { endpoint: capture.url, protocol: 'http/json' },
     );
     assert.equal(run.code, 0, run.stderr);
@@ -90,7 +108,10 @@ describe('test agents (real SDKs against a capture server)', () => {
     assert.equal(toolSpan.attrs['ai.toolCall.name'], 'read_json');
     assert.equal(toolSpan.attrs['ai.telemetry.metadata.sessionId'], 'sess-ai');
     assert.equal(toolSpan.status.code, 2);
-    const failedCalls = spans.filter((s) => s.status?.code === 2 && s.traceId === run.turns[1]!.traceId).map((s) => s.name).sort();
+    const failedCalls = spans
+      .filter((s) => s.status?.code === 2 && s.traceId === run.turns[1]!.traceId)
+      .map((s) => s.name)
+      .sort();
     assert.deepEqual(failedCalls, ['ai.generateText', 'ai.generateText.doGenerate']);
     const doGenerate = spans.find((s) => s.name === 'ai.generateText.doGenerate' && s.status?.code === 2);
     assert.equal(attrs(doGenerate.events[0].attributes)['exception.type'], 'AI_APICallError');

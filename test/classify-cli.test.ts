@@ -72,11 +72,7 @@ describe('classifyLine: raw text', () => {
       { text: 'ValueError: retried', exit_code: 0 },
       { classification: 'RecoveredError', signature: 'ValueError: retried', fingerprint: fingerprint('ValueError: retried') },
     ],
-    [
-      'exit_code absent: warning on stderr',
-      { text: 'warning: deprecated flag' },
-      { classification: 'StderrWarning', signature: null, fingerprint: null },
-    ],
+    ['exit_code absent: warning on stderr', { text: 'warning: deprecated flag' }, { classification: 'StderrWarning', signature: null, fingerprint: null }],
     ['exit_code null counts as absent', { text: 'progress 10%', exit_code: null }, { classification: 'Uncertain', signature: null, fingerprint: null }],
     ['empty text, success → NormalOutput', { text: '' }, { classification: 'NormalOutput', signature: null, fingerprint: null }],
   ];
@@ -130,7 +126,13 @@ describe('runClassify: JSONL streams', () => {
     out.on('data', (c: Buffer) => parts.push(c));
     const code = await runClassify(Readable.from(chunks), out);
     out.end();
-    return { code, lines: Buffer.concat(parts).toString('utf8').split('\n').filter((l) => l !== '') };
+    return {
+      code,
+      lines: Buffer.concat(parts)
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    };
   };
 
   test('one result per line, in order; malformed lines get an error and the stream goes on', async () => {

@@ -27,7 +27,10 @@ describe('corpus', () => {
       assert.ok(withVariants >= 0.9 * perFailure.size, `${name}: ${withVariants} of ${perFailure.size} failures have several variants`);
     }
     for (const tool of ['python3', 'node', 'java', 'gcc', 'rustc', 'bash', 'git', 'npm', 'make', 'perl', 'valgrind', 'tar']) {
-      assert.ok(whole.some((c) => c.tool === tool), `no case from ${tool}`);
+      assert.ok(
+        whole.some((c) => c.tool === tool),
+        `no case from ${tool}`,
+      );
     }
   });
 

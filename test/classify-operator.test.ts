@@ -29,7 +29,12 @@ const skipped = (reason: string) => entry('tool.result', { type: 'tool_result', 
 /** A payload whose `state` getter throws: diagnosing it throws inside the operator. */
 function throwingEntry(): LogEntry {
   const payload = {};
-  Object.defineProperty(payload, 'state', { enumerable: false, get: () => { throw new Error('hostile payload'); } });
+  Object.defineProperty(payload, 'state', {
+    enumerable: false,
+    get: () => {
+      throw new Error('hostile payload');
+    },
+  });
   return entry('execution.completed', payload);
 }
 
@@ -86,7 +91,14 @@ describe('classify operator (marble tests, virtual time)', () => {
 
   test('a throwing onItemError hook does not fail the page', () => {
     const p = newWorkPage('logs', 's', [throwingEntry()]);
-    const op = classify({ rules: 'reference' }, { onItemError: () => { throw new Error('hook'); } });
+    const op = classify(
+      { rules: 'reference' },
+      {
+        onItemError: () => {
+          throw new Error('hook');
+        },
+      },
+    );
     newScheduler().run(({ cold, expectObservable }) => {
       expectObservable(cold('a|', { a: p }).pipe(op)).toBe('x|', { x: diagnosed(p, [{ ...UNDIAGNOSABLE }]) });
     });
@@ -166,7 +178,10 @@ describe('classifyFactory', () => {
 
   test('create returns the operator; undiagnosable items are logged', async () => {
     const logger = memoryLogger();
-    const op = classifyFactory.create({ id: 'classify', logger, pipeline: 'traces', store: {} as StateStore, state: stateClient({} as StateStore, 'classify', { owner: 'classify' }) }, { rules: 'vigil' });
+    const op = classifyFactory.create(
+      { id: 'classify', logger, pipeline: 'traces', store: {} as StateStore, state: stateClient({} as StateStore, 'classify', { owner: 'classify' }) },
+      { rules: 'vigil' },
+    );
     const page = newWorkPage('traces', 's1', [failedRun('E: x'), throwingEntry()]);
     const out = await lastValueFrom(of(page).pipe(op));
     assert.equal(out.items[0]!.diagnosis!.classification, 'ExecutionFailure');

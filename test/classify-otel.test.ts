@@ -123,7 +123,17 @@ describe('spans', () => {
   test('status ERROR with an `exception` event (Node err.stack) = the raw uncaught error node printed', () => {
     const e = spanEvent({
       status: { code: 2, message: "Cannot read properties of undefined (reading 'email')" },
-      events: [{ name: 'exception', timeUnixNano: NANOS, attributes: attrs({ 'exception.type': 'TypeError', 'exception.message': "Cannot read properties of undefined (reading 'email')", 'exception.stacktrace': NODE_STACK }) }],
+      events: [
+        {
+          name: 'exception',
+          timeUnixNano: NANOS,
+          attributes: attrs({
+            'exception.type': 'TypeError',
+            'exception.message': "Cannot read properties of undefined (reading 'email')",
+            'exception.stacktrace': NODE_STACK,
+          }),
+        },
+      ],
     });
     assertSame(e, raw(NODE_UNCAUGHT), "TypeError: Cannot read properties of undefined (reading 'email')");
   });
@@ -131,7 +141,9 @@ describe('spans', () => {
   test('status ERROR with an `exception` event (Java printStackTrace) = the raw uncaught exception java printed', () => {
     const e = spanEvent({
       status: { code: 2 },
-      events: [{ name: 'exception', timeUnixNano: NANOS, attributes: attrs({ 'exception.type': 'java.lang.RuntimeException', 'exception.stacktrace': JAVA_STACK }) }],
+      events: [
+        { name: 'exception', timeUnixNano: NANOS, attributes: attrs({ 'exception.type': 'java.lang.RuntimeException', 'exception.stacktrace': JAVA_STACK }) },
+      ],
     });
     assertSame(e, raw(`Exception in thread "main" ${JAVA_STACK}`), 'java.io.FileNotFoundException: /srv/cfg/config-6189.yml (No such file or directory)');
   });

@@ -39,9 +39,7 @@ const fragment = fc.oneof(
     '😀',
   ),
 );
-const text = fc.array(fragment, { maxLength: 12 }).chain((parts) =>
-  fc.constantFrom('\n', '\r\n', '', ' ', ':').map((sep) => parts.join(sep)),
-);
+const text = fc.array(fragment, { maxLength: 12 }).chain((parts) => fc.constantFrom('\n', '\r\n', '', ' ', ':').map((sep) => parts.join(sep)));
 const anyText = fc.oneof(fc.string({ unit: 'binary' }), text);
 
 const kind = fc.oneof(fc.constantFrom('execution.completed', 'tool.result', 'scratchpad', 'execution.started'), fc.string());
@@ -58,10 +56,7 @@ const payload = fc.oneof(
   fc.record(
     {
       state: fc.oneof(fc.constantFrom('error', 'ok'), json),
-      outcome: fc.oneof(
-        fc.record({ error: textish, output: fc.oneof(fc.array(outputItem, { maxLength: 4 }), json) }, { requiredKeys: [] }),
-        json,
-      ),
+      outcome: fc.oneof(fc.record({ error: textish, output: fc.oneof(fc.array(outputItem, { maxLength: 4 }), json) }, { requiredKeys: [] }), json),
       type: fc.oneof(fc.constant('tool_result'), json),
       status: fc.oneof(fc.constantFrom('skipped', 'error', 'ok'), json),
       reason: fc.oneof(anyText, json),
@@ -101,7 +96,10 @@ describe('properties: never throw, always a valid answer', () => {
   });
 
   test('isReferenceWarning: a boolean', () => {
-    fc.assert(fc.property(anyText, (t) => typeof isReferenceWarning(t) === 'boolean'), { numRuns: NUM_RUNS });
+    fc.assert(
+      fc.property(anyText, (t) => typeof isReferenceWarning(t) === 'boolean'),
+      { numRuns: NUM_RUNS },
+    );
   });
 
   test('fingerprint: v1 and 16 hex digits; masking is idempotent', () => {
@@ -290,7 +288,41 @@ describe('properties of the vigil rules', () => {
 describe('large inputs finish (vigil: linear-time detection and masking)', () => {
   const MB = 1_000_000;
   const big = (unit: string) => unit.repeat(Math.ceil(MB / unit.length)).slice(0, MB);
-  const units = ['a', '1', '/', "'", '"', '`', '‘', '/a', '0x', '1.', '1:', 'a:', '::', '<a', '-1', 'a-1', '~/', 'C:\\', '1 ', '12:', 'Jan 1', 'f1', '1e', 'Error: ', ' at ', 'at (', '((', '[', 'x: error: ', '\x1b[', '\t', '==1==', 'npm error '];
+  const units = [
+    'a',
+    '1',
+    '/',
+    "'",
+    '"',
+    '`',
+    '‘',
+    '/a',
+    '0x',
+    '1.',
+    '1:',
+    'a:',
+    '::',
+    '<a',
+    '-1',
+    'a-1',
+    '~/',
+    'C:\\',
+    '1 ',
+    '12:',
+    'Jan 1',
+    'f1',
+    '1e',
+    'Error: ',
+    ' at ',
+    'at (',
+    '((',
+    '[',
+    'x: error: ',
+    '\x1b[',
+    '\t',
+    '==1==',
+    'npm error ',
+  ];
   for (const unit of units) {
     test(`1 MB single line of ${JSON.stringify(unit)}`, { timeout: 5000 }, () => {
       const text = big(unit);
@@ -299,7 +331,11 @@ describe('large inputs finish (vigil: linear-time detection and masking)', () =>
     });
   }
   test('10,000-line stacks and noise', { timeout: 10000 }, () => {
-    const py = ['Traceback (most recent call last):', ...Array.from({ length: 10_000 }, (_, i) => `  File "/app/m${i % 50}.py", line ${i}, in f${i % 7}\n    f(x)`), 'RecursionError: maximum recursion depth exceeded'].join('\n');
+    const py = [
+      'Traceback (most recent call last):',
+      ...Array.from({ length: 10_000 }, (_, i) => `  File "/app/m${i % 50}.py", line ${i}, in f${i % 7}\n    f(x)`),
+      'RecursionError: maximum recursion depth exceeded',
+    ].join('\n');
     const v8 = ['TypeError: x is not a function', ...Array.from({ length: 10_000 }, (_, i) => `    at f${i % 9} (/app/m${i % 40}.js:${i}:7)`)].join('\n');
     const jvm = ['Exception in thread "main" java.lang.StackOverflowError', ...Array.from({ length: 10_000 }, () => '\tat Main.recurse(Main.java:5)')].join('\n');
     const noise = Array.from({ length: 10_000 }, (_, i) => `progress ${i}: 0 errors`).join('\n');

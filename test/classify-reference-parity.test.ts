@@ -93,7 +93,13 @@ const outputItem = fc.record({
 const executionPayload = fc.record({
   state: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('error', 'ok') }, { weight: 1, arbitrary: fc.constantFrom<unknown>('ERROR', '', undefined, 1) }),
   outcome: fc.oneof(
-    { weight: 8, arbitrary: fc.record({ error: textField, output: fc.oneof({ weight: 5, arbitrary: fc.array(outputItem, { maxLength: 4 }) }, { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, 'x', {}) }) }) },
+    {
+      weight: 8,
+      arbitrary: fc.record({
+        error: textField,
+        output: fc.oneof({ weight: 5, arbitrary: fc.array(outputItem, { maxLength: 4 }) }, { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, 'x', {}) }),
+      }),
+    },
     { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, 'oops', []) },
   ),
   workspace: mostly(fc.constantFrom('/w', '')),
@@ -109,7 +115,13 @@ const toolPayload = fc.record({
 
 const event = fc.oneof(
   fc.record({ kind: fc.constant('execution.completed'), payload: executionPayload }),
-  fc.record({ kind: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('tool.result', 'scratchpad') }, { weight: 1, arbitrary: fc.constantFrom('tool.call', 'execution.started') }), payload: toolPayload }),
+  fc.record({
+    kind: fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom('tool.result', 'scratchpad') },
+      { weight: 1, arbitrary: fc.constantFrom('tool.call', 'execution.started') },
+    ),
+    payload: toolPayload,
+  }),
 );
 
 function agentEvent(kind: string, payload: Record<string, unknown>): AgentEvent {

@@ -14,7 +14,11 @@ test('vigil classify answers every line in order, with per-line errors for malfo
   ].join('\n');
   const v = spawnVigil(['classify'], { input: input + '\n' });
   assert.equal(await v.exited, 0, v.stderr());
-  const out = v.stdout().trim().split('\n').map((l) => JSON.parse(l));
+  const out = v
+    .stdout()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(out.length, 6);
   assert.equal(out[0].classification, 'ExecutionFailure');
   assert.equal(out[0].signature, 'ZeroDivisionError: division by zero');
@@ -35,13 +39,21 @@ test('vigil classify --rules reference answers as DESIGN 3.1 exactly; a wrong va
   ].join('\n');
   const reference = spawnVigil(['classify', '--rules', 'reference'], { input: input + '\n' });
   assert.equal(await reference.exited, 0, reference.stderr());
-  const ref = reference.stdout().trim().split('\n').map((l) => JSON.parse(l));
+  const ref = reference
+    .stdout()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(ref[0].signature, 'ToolError');
   assert.match(ref[0].fingerprint, /^v1:/);
   assert.equal(ref[1].signature, 'Error');
   const vigil = spawnVigil(['classify'], { input: input + '\n' });
   assert.equal(await vigil.exited, 0, vigil.stderr());
-  const vig = vigil.stdout().trim().split('\n').map((l) => JSON.parse(l));
+  const vig = vigil
+    .stdout()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(vig[0].signature, "KeyError: 'results'");
   assert.match(vig[0].fingerprint, /^v3:/);
 

@@ -98,14 +98,24 @@ describe('every registered processor, with a page', () => {
   const rawPage = (): WorkPage =>
     newWorkPage('logs', 'session-1', [
       { id: '1', event: event({ id: 'e1', time: Date.UTC(2026, 0, 1), payload: { state: 'error', outcome: { error: TRACEBACK } } }) },
-      { id: '2', event: event({ id: 'e2', time: Date.UTC(2026, 0, 1, 0, 0, 1), payload: { state: 'ok', outcome: { output: [{ output_type: 'stream', name: 'stderr', text: 'UserWarning: x' }] } } }) },
+      {
+        id: '2',
+        event: event({
+          id: 'e2',
+          time: Date.UTC(2026, 0, 1, 0, 0, 1),
+          payload: { state: 'ok', outcome: { output: [{ output_type: 'stream', name: 'stderr', text: 'UserWarning: x' }] } },
+        }),
+      },
       { id: '3', event: event({ id: 'e3', time: Date.UTC(2026, 0, 1, 0, 0, 2), payload: { state: 'ok', outcome: { output: [] } } }) },
     ]);
   const processors = [...registry.processors.values()];
   const create = (factory: ProcessorFactory, store: MemoryStore): OperatorFunction<WorkPage, WorkPage> => {
     const ctx = new ParseContext();
     const cfg = factory.schema.parse({}, ['processors', factory.type], ctx);
-    return factory.create({ id: factory.type, logger: memoryLogger(), pipeline: 'logs', store, state: stateClient(store, factory.type, { owner: factory.type }) }, cfg);
+    return factory.create(
+      { id: factory.type, logger: memoryLogger(), pipeline: 'logs', store, state: stateClient(store, factory.type, { owner: factory.type }) },
+      cfg,
+    );
   };
 
   for (const [i, factory] of processors.entries()) {
@@ -133,7 +143,9 @@ describe('every registered processor, with a page', () => {
     test(`processors/${factory.type}: a timer page of timers it does not own passes through unchanged`, async () => {
       const store = new MemoryStore();
       await store.open();
-      const page = newTimerPage('logs', 'session-1', [{ id: 'watchdog-retry:r1', owner: 'someone/else', partition: 'session-1', due: 1, payload: { run: 'r1' }, version: 1 }]);
+      const page = newTimerPage('logs', 'session-1', [
+        { id: 'watchdog-retry:r1', owner: 'someone/else', partition: 'session-1', due: 1, payload: { run: 'r1' }, version: 1 },
+      ]);
       const snapshot = structuredClone(page);
       const out = await lastValueFrom(of(page).pipe(create(factory, store)));
       assert.equal(out, page);

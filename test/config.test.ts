@@ -27,27 +27,34 @@ const notUsed = (): never => {
 function registry(opts: { sqlite?: boolean } = {}): Registry {
   return makeRegistry({
     receivers: [
-      { type: 'otlp', signals: ['traces', 'logs'], create: notUsed, schema: s.object({
-        protocols: s.object({ http: s.object({ endpoint: s.endpoint().default('127.0.0.1:4318') }) }),
-      }) },
+      {
+        type: 'otlp',
+        signals: ['traces', 'logs'],
+        create: notUsed,
+        schema: s.object({
+          protocols: s.object({ http: s.object({ endpoint: s.endpoint().default('127.0.0.1:4318') }) }),
+        }),
+      },
       { type: 'jsonl', signals: ['logs'], create: notUsed, schema: s.object({ include: s.array(s.string()).default([]) }) },
     ],
     processors: [
       { type: 'classify', create: notUsed, schema: s.object({}) },
-      { type: 'recurrence', create: notUsed, schema: s.object({
-        min_recurrence: s.int({ min: 1 }).default(2),
-        grouping_window: s.duration().default(60_000),
-        flush_after: s.duration().default(500),
-        scope: s.enumOf(['service', 'session']).default('service'),
-      }) },
+      {
+        type: 'recurrence',
+        create: notUsed,
+        schema: s.object({
+          min_recurrence: s.int({ min: 1 }).default(2),
+          grouping_window: s.duration().default(60_000),
+          flush_after: s.duration().default(500),
+          scope: s.enumOf(['service', 'session']).default('service'),
+        }),
+      },
     ],
     exporters: [
       { type: 'debug', create: notUsed, schema: s.object({ tag: new RawSchema().optional() }) },
       { type: 'file', create: notUsed, schema: s.object({ path: s.string({ minLength: 1 }) }) },
     ],
-    extensions: [
-      { type: 'health_check', create: notUsed, schema: s.object({ endpoint: s.endpoint().default('127.0.0.1:13133') }) },
-    ],
+    extensions: [{ type: 'health_check', create: notUsed, schema: s.object({ endpoint: s.endpoint().default('127.0.0.1:13133') }) }],
     stores: [
       { type: 'memory', create: notUsed, schema: s.object({}) },
       ...(opts.sqlite === false ? [] : [{ type: 'sqlite', create: notUsed, schema: s.object({ path: s.string().default('.vigil/state.db') }) }]),
@@ -104,7 +111,8 @@ describe('loadConfigText: valid configs', () => {
   });
 
   test('a full config: named components, named pipelines, state, extensions, telemetry', () => {
-    const cfg = load(y(`
+    const cfg = load(
+      y(`
 receivers:
   otlp:
   jsonl/agent: { include: [./agent.jsonl] }
@@ -123,7 +131,8 @@ service:
   pipelines:
     traces: { receivers: [otlp], processors: [classify, recurrence], exporters: [file/work] }
     logs/agent: { receivers: [jsonl/agent], exporters: [file/work] }
-`));
+`),
+    );
     assert.deepEqual(cfg.receivers.get('jsonl/agent'), { id: 'jsonl/agent', type: 'jsonl', name: 'agent', config: { include: ['./agent.jsonl'] } });
     assert.deepEqual(cfg.processors.get('recurrence')?.config, { min_recurrence: 3, grouping_window: 60_000, flush_after: 500, scope: 'session' });
     assert.deepEqual(cfg.extensions.get('health_check')?.config, { endpoint: '127.0.0.1:13133' });
@@ -135,7 +144,8 @@ service:
   });
 
   test('a component defined but used by no pipeline is a warning, not an error', () => {
-    const cfg = load(y(`
+    const cfg = load(
+      y(`
 receivers:
   otlp:
 exporters:
@@ -146,7 +156,8 @@ extensions:
 service:
   pipelines:
     traces: { receivers: [otlp], exporters: [debug] }
-`));
+`),
+    );
     assert.deepEqual(cfg.warnings.map(formatDiagnostic), [
       "pipeline.yaml:5:3: warning: exporter 'file/unused' is defined but is not used by any pipeline; it will not be started (add it to a pipeline or remove it)",
       "pipeline.yaml:7:3: warning: extension 'health_check' is defined but is not listed in service.extensions; it will not be started (add it there or remove it)",
@@ -193,7 +204,9 @@ service:
   });
 
   test('every unset variable is reported, and only ${env:...} references are accepted', () => {
-    assert.deepEqual(problems(y(`
+    assert.deepEqual(
+      problems(
+        y(`
 receivers:
   otlp: { protocols: { http: { endpoint: "\${PORT}" } } }
 exporters:
@@ -202,10 +215,13 @@ exporters:
 service:
   pipelines:
     traces: { receivers: [otlp], exporters: [debug] }
-`)), [
-      "pipeline.yaml:2:42: 'receivers.otlp.protocols.http.endpoint': unsupported reference '${PORT}': only ${env:VAR} and ${env:VAR:-default} are supported; write $$ for a literal $",
-      "pipeline.yaml:5:10: 'exporters.debug.tag': environment variable A is not set: set A or write ${env:A:-default}; environment variable B is not set: set B or write ${env:B:-default}",
-    ]);
+`),
+      ),
+      [
+        "pipeline.yaml:2:42: 'receivers.otlp.protocols.http.endpoint': unsupported reference '${PORT}': only ${env:VAR} and ${env:VAR:-default} are supported; write $$ for a literal $",
+        "pipeline.yaml:5:10: 'exporters.debug.tag': environment variable A is not set: set A or write ${env:A:-default}; environment variable B is not set: set B or write ${env:B:-default}",
+      ],
+    );
   });
 
   test('expandString', () => {
@@ -221,7 +237,8 @@ service:
 });
 
 describe('loadConfigText: component configs', () => {
-  const withRecurrence = (body: string): string => y(`
+  const withRecurrence = (body: string): string =>
+    y(`
 receivers:
   otlp:
 processors:
@@ -259,7 +276,9 @@ service:
   });
 
   test('a missing required key is reported at the component that lacks it', () => {
-    assert.deepEqual(problems(y(`
+    assert.deepEqual(
+      problems(
+        y(`
 receivers:
   otlp:
 exporters:
@@ -267,11 +286,16 @@ exporters:
 service:
   pipelines:
     traces: { receivers: [otlp], exporters: [file/work] }
-`)), ["pipeline.yaml:4:3: 'exporters.file/work.path' is required: expected a string"]);
+`),
+      ),
+      ["pipeline.yaml:4:3: 'exporters.file/work.path' is required: expected a string"],
+    );
   });
 
   test('an unknown component type is an error at its key naming the valid types', () => {
-    assert.deepEqual(problems(y(`
+    assert.deepEqual(
+      problems(
+        y(`
 receivers:
   otpl:
 exporters:
@@ -279,7 +303,10 @@ exporters:
 service:
   pipelines:
     traces: { receivers: [otpl], exporters: [debug] }
-`)), ["pipeline.yaml:2:3: unknown receiver type 'otpl' in 'receivers.otpl' (did you mean 'otlp'?); valid types: otlp, jsonl"]);
+`),
+      ),
+      ["pipeline.yaml:2:3: unknown receiver type 'otpl' in 'receivers.otpl' (did you mean 'otlp'?); valid types: otlp, jsonl"],
+    );
   });
 
   test('an unknown store type is an error at its key', () => {
@@ -289,7 +316,9 @@ service:
   });
 
   test('an invalid component id and a state naming two stores', () => {
-    assert.deepEqual(problems(y(`
+    assert.deepEqual(
+      problems(
+        y(`
 receivers:
   otlp:
 exporters:
@@ -300,10 +329,13 @@ state:
 service:
   pipelines:
     traces: { receivers: [otlp], exporters: [debug/] }
-`)), [
-      "pipeline.yaml:4:3: invalid exporter id 'debug/' in 'exporters': write type or type/name, where the name is non-empty letters, digits, '_', '.' or '-'",
-      "pipeline.yaml:7:3: 'state' must name exactly one store, got memory, sqlite; keep one of them",
-    ]);
+`),
+      ),
+      [
+        "pipeline.yaml:4:3: invalid exporter id 'debug/' in 'exporters': write type or type/name, where the name is non-empty letters, digits, '_', '.' or '-'",
+        "pipeline.yaml:7:3: 'state' must name exactly one store, got memory, sqlite; keep one of them",
+      ],
+    );
   });
 });
 
@@ -315,7 +347,9 @@ describe('loadConfigText: document and service structure', () => {
   });
 
   test('an undefined pipeline component is an error at the list item', () => {
-    assert.deepEqual(problems(y(`
+    assert.deepEqual(
+      problems(
+        y(`
 receivers:
   otlp:
 exporters:
@@ -326,15 +360,20 @@ service:
     traces:
       receivers: [otlp]
       exporters: [debug, file/wrok]
-`)), [
-      // The misspelled reference also leaves 'file/work' unused, which is worth a warning.
-      "pipeline.yaml:5:3: warning: exporter 'file/work' is defined but is not used by any pipeline; it will not be started (add it to a pipeline or remove it)",
-      "pipeline.yaml:10:26: service.pipelines.traces.exporters: 'file/wrok' is not defined under 'exporters'; defined: debug, file/work (did you mean 'file/work'?)",
-    ]);
+`),
+      ),
+      [
+        // The misspelled reference also leaves 'file/work' unused, which is worth a warning.
+        "pipeline.yaml:5:3: warning: exporter 'file/work' is defined but is not used by any pipeline; it will not be started (add it to a pipeline or remove it)",
+        "pipeline.yaml:10:26: service.pipelines.traces.exporters: 'file/wrok' is not defined under 'exporters'; defined: debug, file/work (did you mean 'file/work'?)",
+      ],
+    );
   });
 
   test('an unknown pipeline signal, a duplicate, a wrong signal and an empty list', () => {
-    assert.deepEqual(problems(y(`
+    assert.deepEqual(
+      problems(
+        y(`
 receivers:
   otlp:
   jsonl:
@@ -346,17 +385,20 @@ service:
     traces:
       receivers: [otlp, jsonl, otlp]
       exporters: []
-`)), [
-      "pipeline.yaml:8:5: unknown pipeline signal 'metrics' in 'service.pipelines.metrics'; valid pipeline ids: traces, logs, traces/<name>, logs/<name>",
-      "pipeline.yaml:10:25: service.pipelines.traces.receivers: receiver 'jsonl' does not handle traces (it handles: logs); remove it from this pipeline",
-      "pipeline.yaml:10:32: service.pipelines.traces.receivers: 'otlp' is listed more than once; list each receiver once",
-      "pipeline.yaml:11:18: 'service.pipelines.traces.exporters' must list at least one exporter",
-    ]);
+`),
+      ),
+      [
+        "pipeline.yaml:8:5: unknown pipeline signal 'metrics' in 'service.pipelines.metrics'; valid pipeline ids: traces, logs, traces/<name>, logs/<name>",
+        "pipeline.yaml:10:25: service.pipelines.traces.receivers: receiver 'jsonl' does not handle traces (it handles: logs); remove it from this pipeline",
+        "pipeline.yaml:10:32: service.pipelines.traces.receivers: 'otlp' is listed more than once; list each receiver once",
+        "pipeline.yaml:11:18: 'service.pipelines.traces.exporters' must list at least one exporter",
+      ],
+    );
   });
 
   test('no pipelines at all is an error', () => {
     assert.deepEqual(problems('receivers:\n  otlp:\n'), [
-      "pipeline.yaml:1:1: no pipelines are defined: add service.pipelines with at least one of traces, logs, traces/<name>, logs/<name>, e.g. traces: { receivers: [otlp], exporters: [debug] }",
+      'pipeline.yaml:1:1: no pipelines are defined: add service.pipelines with at least one of traces, logs, traces/<name>, logs/<name>, e.g. traces: { receivers: [otlp], exporters: [debug] }',
       "pipeline.yaml:2:3: warning: receiver 'otlp' is defined but is not used by any pipeline; it will not be started (add it to a pipeline or remove it)",
     ]);
   });
@@ -381,7 +423,8 @@ service:
   });
 
   test('several errors are reported together, in file order', () => {
-    const lines = problems(y(`
+    const lines = problems(
+      y(`
 receivers:
   otlp:
     protocol: {}
@@ -396,7 +439,8 @@ service:
   telemetry: { logs: { level: loud } }
   pipelines:
     logs: { receivers: [otlp], processors: [recurrence, classify], exporters: [debug] }
-`));
+`),
+    );
     assert.deepEqual(lines, [
       "pipeline.yaml:3:5: unknown key 'protocol' in 'receivers.otlp' (did you mean 'protocols'?); valid keys: protocols",
       "pipeline.yaml:5:33: 'processors.recurrence.min_recurrence' must be an integer >= 1, got 0",

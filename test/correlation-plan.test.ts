@@ -193,7 +193,11 @@ describe('one failure, one occurrence', () => {
     assert.deepEqual(log.event.correlation, { anchor: idOf(turn.chat), counted: idOf(turn.chat) });
     assert.equal(chat.event.correlation!.anchor, idOf(turn.chat));
     assert.equal(chat.event.correlation!.counted, idOf(turn.chat));
-    assert.deepEqual(chat.event.correlation!.related?.map((r) => r.eventId), [log.event.eventId], 'the counted record lists the log as evidence');
+    assert.deepEqual(
+      chat.event.correlation!.related?.map((r) => r.eventId),
+      [log.event.eventId],
+      'the counted record lists the log as evidence',
+    );
     assert.equal(log.event.partition, 'sess-1');
     assert.equal(chat.event.partition, 'sess-1');
   });
@@ -235,7 +239,11 @@ describe('one failure, one occurrence', () => {
       sim.at(T0 + 20_000);
       assert.equal(sim.delivered.length, 3, `order ${order.join(',')}`);
       for (const d of sim.delivered) {
-        assert.deepEqual({ anchor: d.event.correlation?.anchor, counted: d.event.correlation?.counted }, { anchor: idOf(turn.doGenerate), counted: idOf(turn.doGenerate) }, `order ${order.join(',')}: ${d.event.eventId}`);
+        assert.deepEqual(
+          { anchor: d.event.correlation?.anchor, counted: d.event.correlation?.counted },
+          { anchor: idOf(turn.doGenerate), counted: idOf(turn.doGenerate) },
+          `order ${order.join(',')}: ${d.event.eventId}`,
+        );
         assert.equal(d.event.partition, 'sess-ai');
       }
     }
@@ -286,7 +294,7 @@ describe('one failure, one occurrence', () => {
     assert.equal(new Set(expected.map((d) => d.anchor)).size, 2, 'two failures: the tool call and the 429');
   });
 
-  test('property: whatever the order and grouping of a turn\'s requests within failure_wait, the same records get the same session and anchor', () => {
+  test("property: whatever the order and grouping of a turn's requests within failure_wait, the same records get the same session and anchor", () => {
     const canonical = run(openaiTurn(T0, 'sess-p', 777), 256, (turn, sim) => sim.send(turn.all));
     const ai = run(aiSdkTurn(T0, 'sess-q', { rootErrors: true }, 778), 256, (turn, sim) => sim.send(turn.all));
     checkProperty(
@@ -305,10 +313,12 @@ describe('one failure, one occurrence', () => {
           assert.deepEqual(got, canonical);
           const gotAi = run(aiSdkTurn(T0, 'sess-q', { rootErrors: true }, 778), pageSize, (turn, sim) => {
             let t = T0;
-            order.filter((i) => i < 3).forEach((i, k) => {
-              t += gaps[k]!;
-              sim.at(t).send([turn.all[i]!]);
-            });
+            order
+              .filter((i) => i < 3)
+              .forEach((i, k) => {
+                t += gaps[k]!;
+                sim.at(t).send([turn.all[i]!]);
+              });
           });
           assert.deepEqual(gotAi, ai);
         },
@@ -324,7 +334,13 @@ function run<T>(turn: T, pageSize: number, send: (turn: T, sim: Sim) => void) {
   send(turn, sim);
   sim.at(sim.now + 60_000);
   return sim.delivered
-    .map((d) => ({ id: d.event.eventId, partition: d.event.partition, anchor: d.event.correlation?.anchor, counted: d.event.correlation?.counted, related: d.event.correlation?.related?.map((r) => r.eventId).sort() }))
+    .map((d) => ({
+      id: d.event.eventId,
+      partition: d.event.partition,
+      anchor: d.event.correlation?.anchor,
+      counted: d.event.correlation?.counted,
+      related: d.event.correlation?.related?.map((r) => r.eventId).sort(),
+    }))
     .sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
@@ -351,7 +367,16 @@ describe('the same failure once type prefixes and wrappers are set aside', () =>
 });
 
 describe('correlation at ingest', () => {
-  const event = (over: Partial<AgentEvent>): AgentEvent => ({ eventId: 'e', kind: 'execution.completed', payload: { state: 'error' }, partition: 'p', time: 0, service: 's', source: 'otlp.logs', ...over });
+  const event = (over: Partial<AgentEvent>): AgentEvent => ({
+    eventId: 'e',
+    kind: 'execution.completed',
+    payload: { state: 'error' },
+    partition: 'p',
+    time: 0,
+    service: 's',
+    source: 'otlp.logs',
+    ...over,
+  });
 
   test('records of a trace wait; others only while the log holds records; forward-only records never', () => {
     const traced = event({ traceId: 't1' });
@@ -363,7 +388,10 @@ describe('correlation at ingest', () => {
   });
 
   test('a batch tells the sessions its receiver found and those its records name; a record that awaits its session tells none', () => {
-    const facts = sessionFacts([event({ traceId: 't1', partition: 's1' }), event({ traceId: 't2', partition: 'fallback', awaitsSession: true })], new Map([['t3', 's3']]));
+    const facts = sessionFacts(
+      [event({ traceId: 't1', partition: 's1' }), event({ traceId: 't2', partition: 'fallback', awaitsSession: true })],
+      new Map([['t3', 's3']]),
+    );
     assert.deepEqual([...facts].sort(), [
       ['t1', 's1'],
       ['t3', 's3'],
@@ -374,12 +402,23 @@ describe('correlation at ingest', () => {
     const written = new WrittenFacts(DEFAULT_CORRELATION, 2);
     const facts = new Map([['t1', 's1']]);
     const first = written.writes(facts, 0);
-    assert.deepEqual(first, [{ namespace: TRACE_SESSION_NAMESPACE, key: 't1', value: 's1', ttlMs: DEFAULT_CORRELATION.traceTtl, maxEntries: DEFAULT_CORRELATION.maxTraces }]);
+    assert.deepEqual(first, [
+      { namespace: TRACE_SESSION_NAMESPACE, key: 't1', value: 's1', ttlMs: DEFAULT_CORRELATION.traceTtl, maxEntries: DEFAULT_CORRELATION.maxTraces },
+    ]);
     written.note(first, 0);
     assert.deepEqual(written.writes(facts, 1000), []);
     assert.equal(written.writes(new Map([['t1', 's2']]), 1000).length, 1);
     assert.equal(written.writes(facts, DEFAULT_CORRELATION.traceTtl / 2).length, 1);
-    written.note(written.writes(new Map([['t2', 'x'], ['t3', 'y']]), 5), 5);
+    written.note(
+      written.writes(
+        new Map([
+          ['t2', 'x'],
+          ['t3', 'y'],
+        ]),
+        5,
+      ),
+      5,
+    );
     assert.equal(written.writes(facts, 1000).length, 1, 'bounded: the oldest is forgotten');
   });
 });

@@ -67,7 +67,9 @@ function readWork(file: string): WorkEvent[] {
 async function settled(service: Service, file: string, n: number): Promise<WorkEvent[]> {
   await waitFor(() => (readWork(file).filter((e) => e.type === 'dev.vigil.work.created').length >= n ? true : undefined), `${n} work items in ${file}`, 15_000);
   await waitFor(async () => {
-    const st = (await service.status()) as { store: { pipelines: Array<{ partitions: Array<{ pending: number }>; outbox: { exporters: Array<{ lag: number }> } }> } };
+    const st = (await service.status()) as {
+      store: { pipelines: Array<{ partitions: Array<{ pending: number }>; outbox: { exporters: Array<{ lag: number }> } }> };
+    };
     return st.store.pipelines.every((p) => p.partitions.every((x) => x.pending === 0) && p.outbox.exporters.every((e) => e.lag === 0)) ? true : undefined;
   }, 'an idle vigil');
   await new Promise((r) => setTimeout(r, 600));
@@ -86,8 +88,20 @@ describe('trace-aware sessions and one failure, one occurrence, through a runnin
   const orderings: Array<[string, (t: ReturnType<typeof openaiTurn>) => AgentRecord[][]]> = [
     ['child before root (the root arrives after the waits began)', (t) => [[t.tool, t.chat], [t.toolLog, t.chatLog], [t.root]]],
     ['root before child', (t) => [[t.root], [t.tool, t.chat], [t.toolLog, t.chatLog]]],
-    ['log before span', (t) => [[t.toolLog, t.chatLog], [t.tool, t.chat, t.root]]],
-    ['span before log', (t) => [[t.tool, t.chat, t.root], [t.toolLog, t.chatLog]]],
+    [
+      'log before span',
+      (t) => [
+        [t.toolLog, t.chatLog],
+        [t.tool, t.chat, t.root],
+      ],
+    ],
+    [
+      'span before log',
+      (t) => [
+        [t.tool, t.chat, t.root],
+        [t.toolLog, t.chatLog],
+      ],
+    ],
     ['one record per request, in export order', (t) => t.all.map((r) => [r])],
   ];
 
@@ -128,7 +142,10 @@ describe('trace-aware sessions and one failure, one occurrence, through a runnin
     // The same two failures twice in one session: two groups, each with one work item.
     assert.equal(items.length, 2);
     const all = readWork(v.work);
-    assert.deepEqual(all.filter((e) => e.type === 'dev.vigil.work.updated').map((e) => e.data.count), [2, 2]);
+    assert.deepEqual(
+      all.filter((e) => e.type === 'dev.vigil.work.updated').map((e) => e.data.count),
+      [2, 2],
+    );
     assert.ok(all.every((e) => e.data.partition === 'sess-pages'));
   });
 
@@ -168,7 +185,14 @@ describe('trace-aware sessions and one failure, one occurrence, through a runnin
     });
     services.push(v.service);
     // Records outside a trace, one session: the correlation log is not involved.
-    const log = (time: number, uid: string) => ({ kind: 'log' as const, traceId: '', spanId: '', time, body: 'ValueError: bad row 7', attributes: { 'session.id': 'sess-two', 'log.record.uid': uid } });
+    const log = (time: number, uid: string) => ({
+      kind: 'log' as const,
+      traceId: '',
+      spanId: '',
+      time,
+      body: 'ValueError: bad row 7',
+      attributes: { 'session.id': 'sess-two', 'log.record.uid': uid },
+    });
     await send(v.base, [log(T0, 'r1')]);
     await send(v.base, [log(T0 + 1000, 'r2')]);
     await send(v.base, [log(T0 + 2000, 'r3')]);

@@ -63,8 +63,10 @@ async function kill(child: VigilChild): Promise<void> {
 async function send(s: Setup, records: readonly AgentRecord[]): Promise<void> {
   const spans = records.filter((r) => r.kind === 'span');
   const logs = records.filter((r) => r.kind === 'log');
-  if (spans.length) assert.equal((await fetch(`${s.otlp}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: tracesBody(spans) })).status, 200);
-  if (logs.length) assert.equal((await fetch(`${s.otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: logsBody(logs) })).status, 200);
+  if (spans.length)
+    assert.equal((await fetch(`${s.otlp}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: tracesBody(spans) })).status, 200);
+  if (logs.length)
+    assert.equal((await fetch(`${s.otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: logsBody(logs) })).status, 200);
 }
 
 /** Records waiting in the correlation log, as /status tells. */

@@ -29,9 +29,7 @@ async function scenario(store: 'sqlite' | 'redis', log: (m: string) => void): Pr
   const [otlp, health] = [await freePort(), await freePort()];
   const work = join(dir, 'work.jsonl');
   const redis = store === 'redis' ? await RedisServer.start({ durable: true }) : undefined;
-  const state = redis
-    ? `redis: { url: ${redis.url}, key_prefix: "${uniquePrefix('timers')}" }`
-    : `sqlite: { path: ${join(dir, 'state.db')} }`;
+  const state = redis ? `redis: { url: ${redis.url}, key_prefix: "${uniquePrefix('timers')}" }` : `sqlite: { path: ${join(dir, 'state.db')} }`;
   const cfg = writeConfig(
     dir,
     `receivers:
@@ -53,11 +51,17 @@ service:
   );
   const start = async (): Promise<VigilChild> => {
     const v = spawnVigil([cfg], { entry: ENTRY });
-    await waitFor(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined), `vigil (${store}) to be ready\n${v.stderr()}`, 30_000);
+    await waitFor(
+      async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined),
+      `vigil (${store}) to be ready\n${v.stderr()}`,
+      30_000,
+    );
     return v;
   };
   const timers = async () => {
-    const body = (await (await fetch(`http://127.0.0.1:${health}/status`)).json()) as { store: { pipelines: Array<{ pipeline: string; timers: { pending: number } }> } };
+    const body = (await (await fetch(`http://127.0.0.1:${health}/status`)).json()) as {
+      store: { pipelines: Array<{ pipeline: string; timers: { pending: number } }> };
+    };
     return body.store.pipelines.find((p) => p.pipeline === 'logs')?.timers.pending;
   };
   const firedEvents = (): Fired[] =>

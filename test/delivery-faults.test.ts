@@ -18,7 +18,9 @@ const TRACE = (n: number) => `Traceback (most recent call last):\n  File "/tmp/j
 
 function logs(session: string, signatureVariant: number, times: number[]): string {
   const body =
-    signatureVariant === 0 ? TRACE(0) : `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nKeyError${'E'.repeat(signatureVariant)}: missing`;
+    signatureVariant === 0
+      ? TRACE(0)
+      : `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nKeyError${'E'.repeat(signatureVariant)}: missing`;
   return otlpLogs(times.map((time) => ({ time, body, session })));
 }
 
@@ -69,7 +71,10 @@ service:
   const vigil = spawnVigil(['run', '-c', config]);
   children.push(vigil);
   const otlp = `http://127.0.0.1:${otlpPort}/v1/logs`;
-  await waitFor(async () => ((await fetch(otlp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200 ? true : undefined), 'vigil to listen');
+  await waitFor(
+    async () => ((await fetch(otlp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200 ? true : undefined),
+    'vigil to listen',
+  );
 
   const statuses: number[] = [];
   const send = async (session: string, variant: number, times: number[]) => {

@@ -122,7 +122,11 @@ describe('detectors on traces from the real OpenTelemetry JS SDK, over OTLP', ()
             id: 'sess-detect',
             turns: [
               [{ tool: 'read_file', args: { path: 3 } }, { chat: 'ok' }],
-              [{ tool: 'run_python', error: "KeyError: 'results'" }, { tool: 'run_python', error: "KeyError: 'results'" }, { tool: 'run_python', error: "KeyError: 'results'" }],
+              [
+                { tool: 'run_python', error: "KeyError: 'results'" },
+                { tool: 'run_python', error: "KeyError: 'results'" },
+                { tool: 'run_python', error: "KeyError: 'results'" },
+              ],
               [{ chat: 'server_error' }, { chat: 'overloaded' }, { chat: 'server_error' }],
             ],
           },
@@ -141,7 +145,10 @@ describe('detectors on traces from the real OpenTelemetry JS SDK, over OTLP', ()
     const i = invalid[0].data;
     assert.equal(invalid[0].type, 'dev.vigil.work.created');
     assert.match(i.signature, /^invalid_tool_args: /);
-    assert.deepEqual([i.severity, i.detected_by, i.operation, i.partition, i.trace_id, i.span_id], [2, 'vigil/detect', 'invalid_tool_args', 'sess-detect', t1!.traceId, t1!.steps![0]!.spanId]);
+    assert.deepEqual(
+      [i.severity, i.detected_by, i.operation, i.partition, i.trace_id, i.span_id],
+      [2, 'vigil/detect', 'invalid_tool_args', 'sess-detect', t1!.traceId, t1!.steps![0]!.spanId],
+    );
     assert.match(i.evidence.excerpt, /ZodError/);
     // The zod failure is the kind, not also a plain tool failure.
     assert.equal(events.filter((e) => e.data.trace_id === t1!.traceId).length, 1);
@@ -164,10 +171,18 @@ describe('detectors on traces from the real OpenTelemetry JS SDK, over OTLP', ()
 
   test('AI SDK 5 agent: a tool failing three times alike in one generateText turn', async () => {
     const fail = { tool: 'read_file', error: 'ENOENT: no such file or directory, open data.json' };
-    const run = await runAgent('ai-sdk', { sessions: [{ id: 'sess-ai', turns: [[fail, fail, fail]] }] }, { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/json', serviceName: 'demo-ai-agent' });
+    const run = await runAgent(
+      'ai-sdk',
+      { sessions: [{ id: 'sess-ai', turns: [[fail, fail, fail]] }] },
+      { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/json', serviceName: 'demo-ai-agent' },
+    );
     assert.equal(run.code, 0, run.stderr);
     const trace = run.turns[0]!.traceId;
-    const found = await waitFor(() => byKind(vigil.events(), 'repeated_identical_tool_error').find((e) => e.data.trace_id === trace), 'the repeated tool error of the AI SDK turn', 20_000);
+    const found = await waitFor(
+      () => byKind(vigil.events(), 'repeated_identical_tool_error').find((e) => e.data.trace_id === trace),
+      'the repeated tool error of the AI SDK turn',
+      20_000,
+    );
     assert.match(found.data.signature, /^repeated_identical_tool_error: .*ENOENT/);
     assert.equal(found.source, 'vigil/demo-ai-agent');
   });
@@ -210,7 +225,14 @@ describe('a journal case and the same failure detected from a trace in the same 
           turn_id: turn.traceId,
           session_id: 'sess-one',
           occurred_at_ms: Date.now(),
-          observation: { expected_behavior: 'valid arguments', actual_behavior: 'The tool executor rejected the tool call.', evidence: compactEvidence(zodMessage), recoverability: 'tool_error_returned_to_model', retry_count: 0, terminal_status: null },
+          observation: {
+            expected_behavior: 'valid arguments',
+            actual_behavior: 'The tool executor rejected the tool call.',
+            evidence: compactEvidence(zodMessage),
+            recoverability: 'tool_error_returned_to_model',
+            retry_count: 0,
+            terminal_status: null,
+          },
         }),
       ),
     ]);
@@ -223,7 +245,11 @@ describe('a journal case and the same failure detected from a trace in the same 
     assert.equal(status.receivers.journal.cases, 1);
     const events = vigil.events();
     const kinds = events.filter((e) => e.data.error_kind === 'invalid_tool_args');
-    assert.deepEqual(kinds.map((e) => e.type), ['dev.vigil.work.created'], 'one work item, never updated: one occurrence');
+    assert.deepEqual(
+      kinds.map((e) => e.type),
+      ['dev.vigil.work.created'],
+      'one work item, never updated: one occurrence',
+    );
     assert.equal(kinds[0].data.count, 1);
     assert.equal(new Set(kinds.map((e) => e.data.group_key)).size, 1);
     assert.equal(status.store.groups, 1, 'one group in the store');
@@ -249,31 +275,55 @@ describe('detectors that read the activity markers kept at ingest (real SDK trac
         openai: openai.baseURL,
         sessionOn: 'all',
         logFailures: false,
-        sessions: [{ id: 'sess-markers', turns: [[{ chat: 'ok' }, { span: 'context.compaction' }, { chat: 'context_length' }], [{ chat: 'empty' }], [{ chat: 'context_length' }]] }],
+        sessions: [
+          {
+            id: 'sess-markers',
+            turns: [[{ chat: 'ok' }, { span: 'context.compaction' }, { chat: 'context_length' }], [{ chat: 'empty' }], [{ chat: 'context_length' }]],
+          },
+        ],
       },
       { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/protobuf', serviceName: 'demo-openai-agent' },
     );
     assert.equal(run.code, 0, run.stderr);
     const [t1, t2, t3] = run.turns;
-    await waitFor(() => (byKind(vigil.events(), 'model_empty_reasoning_output').length && byKind(vigil.events(), 'context_overflow_after_recovery').length ? true : undefined), 'the marker cases', 20_000);
+    await waitFor(
+      () => (byKind(vigil.events(), 'model_empty_reasoning_output').length && byKind(vigil.events(), 'context_overflow_after_recovery').length ? true : undefined),
+      'the marker cases',
+      20_000,
+    );
     await drained(vigil);
     const events = vigil.events();
     const overflow = byKind(events, 'context_overflow_after_recovery');
-    assert.deepEqual(overflow.map((e) => e.data.trace_id), [t1!.traceId], 'only the turn that compacted first');
+    assert.deepEqual(
+      overflow.map((e) => e.data.trace_id),
+      [t1!.traceId],
+      'only the turn that compacted first',
+    );
     assert.equal(overflow[0].data.severity, 3);
     assert.match(overflow[0].data.signature, /^context_overflow_after_recovery: .*maximum context length/);
     // The failure itself is still an ordinary provider failure, in both turns.
     assert.ok(events.some((e) => e.data.trace_id === t3!.traceId && !e.data.error_kind));
     const empty = byKind(events, 'model_empty_reasoning_output');
-    assert.deepEqual(empty.map((e) => e.data.trace_id), [t2!.traceId]);
+    assert.deepEqual(
+      empty.map((e) => e.data.trace_id),
+      [t2!.traceId],
+    );
     assert.match(empty[0].data.signature, /^model_empty_reasoning_output: empty model output from openai/);
   });
 
   test('AI SDK 5 agent: a successful generation with an empty text', async () => {
-    const run = await runAgent('ai-sdk', { sessions: [{ id: 'sess-ai-empty', turns: [[{ chat: 'empty' }]] }] }, { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/json', serviceName: 'demo-ai-agent' });
+    const run = await runAgent(
+      'ai-sdk',
+      { sessions: [{ id: 'sess-ai-empty', turns: [[{ chat: 'empty' }]] }] },
+      { tracesEndpoint: `${vigil.otlp}/v1/traces`, protocol: 'http/json', serviceName: 'demo-ai-agent' },
+    );
     assert.equal(run.code, 0, run.stderr);
     const trace = run.turns[0]!.traceId;
-    const found = await waitFor(() => byKind(vigil.events(), 'model_empty_reasoning_output').find((e) => e.data.trace_id === trace), 'the empty output of the AI SDK turn', 20_000);
+    const found = await waitFor(
+      () => byKind(vigil.events(), 'model_empty_reasoning_output').find((e) => e.data.trace_id === trace),
+      'the empty output of the AI SDK turn',
+      20_000,
+    );
     assert.equal(found.source, 'vigil/demo-ai-agent');
   });
 });

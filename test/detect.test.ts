@@ -39,7 +39,12 @@ function detectState() {
 }
 
 let entrySeq = 0;
-const page = (events: AgentEvent[], partition = 'sess-1', pipeline = 'traces'): WorkPage => newWorkPage(pipeline, partition, events.map((event) => ({ id: String(++entrySeq), event })));
+const page = (events: AgentEvent[], partition = 'sess-1', pipeline = 'traces'): WorkPage =>
+  newWorkPage(
+    pipeline,
+    partition,
+    events.map((event) => ({ id: String(++entrySeq), event })),
+  );
 
 /** classify → detect → recurrence, committing state between pages, as a pipeline does. */
 function pipeline(opts: Partial<DetectOptions> = {}, minRecurrence = 1) {
@@ -49,11 +54,14 @@ function pipeline(opts: Partial<DetectOptions> = {}, minRecurrence = 1) {
     p$.pipe(
       classify({ rules: 'vigil' }),
       detect({ ...defaults, ...opts }, dstate),
-      recurrence({ minRecurrence, groupingWindow: 60_000, maxPerTurn: 100, scope: 'service' }, {
-        loadGroups: (keys) => of(rstate.pick(rstate.groups, keys)),
-        loadTurns: (_p, ids) => of(rstate.pick(rstate.turns, ids)),
-        lookupRevisions: (ids) => of(rstate.pick(rstate.revisions, ids)),
-      }),
+      recurrence(
+        { minRecurrence, groupingWindow: 60_000, maxPerTurn: 100, scope: 'service' },
+        {
+          loadGroups: (keys) => of(rstate.pick(rstate.groups, keys)),
+          loadTurns: (_p, ids) => of(rstate.pick(rstate.turns, ids)),
+          lookupRevisions: (ids) => of(rstate.pick(rstate.revisions, ids)),
+        },
+      ),
     );
   return {
     dstate,
@@ -75,11 +83,20 @@ describe('argument problems of a failed tool call', () => {
     ['a zod validation error (ZodError with its issues)', toolSpanFailure('read_file', ZOD_ISSUES, { type: 'ZodError' }), 'invalid_tool_args'],
     [
       'MCP invalid params (-32602)',
-      toolSpanFailure('get_weather', 'MCP error -32602: Invalid arguments for tool get_weather: [{"path":["city"],"message":"Required"}]', { type: 'McpError', errorType: '-32602' }),
+      toolSpanFailure('get_weather', 'MCP error -32602: Invalid arguments for tool get_weather: [{"path":["city"],"message":"Required"}]', {
+        type: 'McpError',
+        errorType: '-32602',
+      }),
       'invalid_tool_args',
     ],
     ['a JSON-schema validation text (ajv)', toolSpanFailure('search', "data must have required property 'query'", { type: 'ValidationError' }), 'invalid_tool_args'],
-    ['a pydantic validation error', toolSpanFailure('search', '1 validation error for SearchArgs\nquery\n  Field required [type=missing, input_value={}, input_type=dict]', { type: 'ValidationError' }), 'invalid_tool_args'],
+    [
+      'a pydantic validation error',
+      toolSpanFailure('search', '1 validation error for SearchArgs\nquery\n  Field required [type=missing, input_value={}, input_type=dict]', {
+        type: 'ValidationError',
+      }),
+      'invalid_tool_args',
+    ],
     ['serde: missing field', toolSpanFailure('write_file', 'missing field `content` at line 1 column 24', { type: 'Error' }), 'invalid_tool_args'],
     [
       'AI SDK: invalid input for a tool',
@@ -88,11 +105,21 @@ describe('argument problems of a failed tool call', () => {
     ],
     [
       'AI SDK: tool input that did not parse',
-      toolSpanFailure('read_file', 'Invalid input for tool read_file: JSON parsing failed: Text: {"path": .\nError message: Unexpected end of JSON input', { type: 'AI_InvalidToolInputError' }),
+      toolSpanFailure('read_file', 'Invalid input for tool read_file: JSON parsing failed: Text: {"path": .\nError message: Unexpected end of JSON input', {
+        type: 'AI_InvalidToolInputError',
+      }),
       'tool_schema_error',
     ],
-    ['AI SDK: no such tool', toolSpanFailure('nope', "Model tried to call unavailable tool 'nope'. Available tools: read_file.", { type: 'AI_NoSuchToolError' }), 'tool_schema_error'],
-    ['Python json: arguments that did not parse', toolSpanFailure('run', 'Expecting value: line 1 column 9 (char 8)', { type: 'JSONDecodeError' }), 'tool_schema_error'],
+    [
+      'AI SDK: no such tool',
+      toolSpanFailure('nope', "Model tried to call unavailable tool 'nope'. Available tools: read_file.", { type: 'AI_NoSuchToolError' }),
+      'tool_schema_error',
+    ],
+    [
+      'Python json: arguments that did not parse',
+      toolSpanFailure('run', 'Expecting value: line 1 column 9 (char 8)', { type: 'JSONDecodeError' }),
+      'tool_schema_error',
+    ],
     ['a plain tool failure', toolSpanFailure('read_file', "KeyError: 'results'", { type: 'KeyError' }), undefined],
     ['EINVAL from the OS is no argument problem', toolSpanFailure('write_file', "OSError: [Errno 22] Invalid argument: '/dev/x'", { type: 'OSError' }), undefined],
   ];
@@ -117,7 +144,13 @@ describe('argument problems of a failed tool call', () => {
     const e: AgentEvent = {
       eventId: 'gem-1',
       kind: 'tool.result',
-      payload: { type: 'tool_result', status: 'error', error: "params must have required property 'file_path'", error_type: 'invalid_tool_params', tool_name: 'read_file' },
+      payload: {
+        type: 'tool_result',
+        status: 'error',
+        error: "params must have required property 'file_path'",
+        error_type: 'invalid_tool_params',
+        tool_name: 'read_file',
+      },
       partition: 'g',
       time: 1,
       service: 'gemini-cli',
@@ -155,9 +188,14 @@ describe('repeated_identical_tool_error', () => {
   test('counts carry over pages (from the store), per turn, per tool and fingerprint', async () => {
     const p = pipeline();
     // Errors of one type thrown at one place are one fingerprint (v3: the stack outweighs the message); these differ by type.
-    const f = (trace: string, tool: string, message: string) => toolSpanFailure(tool, message, { trace, type: message.startsWith('ENOENT') ? 'FileNotFoundError' : 'PermissionError' });
+    const f = (trace: string, tool: string, message: string) =>
+      toolSpanFailure(tool, message, { trace, type: message.startsWith('ENOENT') ? 'FileNotFoundError' : 'PermissionError' });
     await p.run([f(TRACE_A, 'read_file', 'ENOENT: no such file'), f(TRACE_A, 'read_file', 'EACCES: permission denied')]);
-    await p.run([f(TRACE_A, 'read_file', 'ENOENT: no such file'), f(TRACE_B, 'read_file', 'ENOENT: no such file'), f(TRACE_A, 'write_file', 'ENOENT: no such file')]);
+    await p.run([
+      f(TRACE_A, 'read_file', 'ENOENT: no such file'),
+      f(TRACE_B, 'read_file', 'ENOENT: no such file'),
+      f(TRACE_A, 'write_file', 'ENOENT: no such file'),
+    ]);
     const third = await p.run([f(TRACE_A, 'read_file', 'ENOENT: no such file')]);
     assert.deepEqual(kinds(third), ['ExecutionFailure', 'repeated_identical_tool_error']);
     assert.equal(p.dstate.entries.get(stateKey(TRACE_A))!.version, 3, 'one write per page that touched the turn');
@@ -177,7 +215,11 @@ describe('repeated_identical_tool_error', () => {
 
 describe('model_request_repeated_failure', () => {
   test('the third failed model request of a turn, whatever its error', async () => {
-    const out = await pipeline().run([chatFailure('429 Rate limit reached', { errorType: 'RateLimitError', status: 429 }), chatFailure('500 The server had an error'), chatFailure('503 overloaded')]);
+    const out = await pipeline().run([
+      chatFailure('429 Rate limit reached', { errorType: 'RateLimitError', status: 429 }),
+      chatFailure('500 The server had an error'),
+      chatFailure('503 overloaded'),
+    ]);
     assert.deepEqual(kinds(out), ['ExecutionFailure', 'ExecutionFailure', 'ExecutionFailure', 'model_request_repeated_failure']);
     assert.equal(out.items[3]!.diagnosis!.errorKind!.severity, 3);
     assert.match(out.items[3]!.diagnosis!.signature!, /^model_request_repeated_failure: /);
@@ -205,7 +247,11 @@ describe('context_overflow_after_recovery', () => {
 
   test('no compaction, a compaction after the failure, or another turn: nothing', async () => {
     const p = pipeline();
-    const none = await p.run([chatFailure(CONTEXT_LENGTH_400, { time: 20 }), marker('compaction', {}, { time: 30 }), marker('compaction', {}, { time: 5, trace: TRACE_B })]);
+    const none = await p.run([
+      chatFailure(CONTEXT_LENGTH_400, { time: 20 }),
+      marker('compaction', {}, { time: 30 }),
+      marker('compaction', {}, { time: 5, trace: TRACE_B }),
+    ]);
     assert.deepEqual(kinds(none), ['ExecutionFailure', 'NormalOutput', 'NormalOutput']);
   });
 
@@ -289,7 +335,15 @@ describe('bounds and the operator', () => {
   });
 
   test('records without a turn and records that are no evidence pass untouched, without a state write', async () => {
-    const noTurn: AgentEvent = { eventId: 'x', kind: 'execution.completed', payload: { state: 'error', outcome: { error: 'boom' } }, partition: 'p', time: 1, service: 's', source: 'jsonl' };
+    const noTurn: AgentEvent = {
+      eventId: 'x',
+      kind: 'execution.completed',
+      payload: { state: 'error', outcome: { error: 'boom' } },
+      partition: 'p',
+      time: 1,
+      service: 's',
+      source: 'jsonl',
+    };
     const out = await pipeline().run([noTurn, marker('tool.ok', { tool_name: 'x' })]);
     assert.deepEqual(kinds(out), ['ExecutionFailure', 'NormalOutput']);
     assert.equal(out.commit.state, undefined);
@@ -302,17 +356,24 @@ describe('bounds and the operator', () => {
       const delays = ['---', '-'];
       let call = 0;
       const op = detect(defaults, {
-        load: (keys): Observable<Map<string, StateEntry>> => cold(`${delays[call++ % 2]}(a|)`, { a: new Map(keys.filter((k) => entries.has(k)).map((k) => [k, entries.get(k)!])) }),
+        load: (keys): Observable<Map<string, StateEntry>> =>
+          cold(`${delays[call++ % 2]}(a|)`, { a: new Map(keys.filter((k) => entries.has(k)).map((k) => [k, entries.get(k)!])) }),
         put: (key, value, o) => ({ namespace: 'detect', key, value, ...o }),
       });
-      const diagnosed = (e: AgentEvent): PageItem => ({ entry: { id: 'e', event: e }, diagnosis: { classification: 'ExecutionFailure', signature: 'boom', fingerprint: 'fp' } });
+      const diagnosed = (e: AgentEvent): PageItem => ({
+        entry: { id: 'e', event: e },
+        diagnosis: { classification: 'ExecutionFailure', signature: 'boom', fingerprint: 'fp' },
+      });
       const p1 = { ...page([]), items: [diagnosed(toolSpanFailure('t', 'boom'))] };
       const p2 = { ...page([]), items: [diagnosed(toolSpanFailure('t', ZOD_ISSUES, { type: 'ZodError' }))] };
       const timer = newTimerPage('traces', 'sess-1', [{ id: 't1', owner: 'other', partition: 'sess-1', due: 1, payload: null, version: 1 }]);
       const source = hot('-a-b-t', { a: p1, b: p2, t: timer });
       // concatMap: b waits behind a's 3-frame load, then its own 1-frame one; the timer page waits
       // behind b and passes as it is.
-      const out = source.pipe(op, map((p) => (p === timer ? 'timer' : kinds(p).join(','))));
+      const out = source.pipe(
+        op,
+        map((p) => (p === timer ? 'timer' : kinds(p).join(','))),
+      );
       expectObservable(out).toBe('----a(bt)', { a: 'ExecutionFailure', b: 'invalid_tool_args', t: 'timer' });
     });
   });

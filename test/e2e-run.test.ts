@@ -21,7 +21,10 @@ const TRACEBACK = [
 const DEMO_RESOURCE = { 'service.name': 'demo-agent', 'service.version': '1.4.2' };
 
 function logsRequest(records: Array<{ body: string; severity: number; time: number }>, session = 'sess-demo'): string {
-  return otlpLogs(records.map((r) => ({ ...r, session })), DEMO_RESOURCE);
+  return otlpLogs(
+    records.map((r) => ({ ...r, session })),
+    DEMO_RESOURCE,
+  );
 }
 
 async function startVigil(extra = ''): Promise<{ vigil: VigilChild; otlp: string; health: string; workFile: string; dir: string }> {
@@ -117,11 +120,14 @@ describe('vigil run, end to end', () => {
     const t0 = Date.UTC(2026, 10, 30, 13, 0, 0);
     const res = await post(
       `${otlp}/v1/logs`,
-      logsRequest([
-        { body: TRACEBACK, severity: 17, time: t0 },
-        { body: TRACEBACK, severity: 17, time: t0 + 1000 },
-        { body: TRACEBACK, severity: 17, time: t0 + 2000 },
-      ], 'sess-drain'),
+      logsRequest(
+        [
+          { body: TRACEBACK, severity: 17, time: t0 },
+          { body: TRACEBACK, severity: 17, time: t0 + 1000 },
+          { body: TRACEBACK, severity: 17, time: t0 + 2000 },
+        ],
+        'sess-drain',
+      ),
     );
     assert.equal(res.status, 200);
     const status = spawnVigil(['status', '-c', join(dir, 'pipeline.yaml')]);
@@ -130,10 +136,13 @@ describe('vigil run, end to end', () => {
     vigil.child.kill('SIGTERM');
     assert.equal(await vigil.exited, 0, vigil.stderr());
     const events = readWorkEvents(workFile);
-    assert.deepEqual(events.map((e) => [e.type, e.data.count]), [
-      ['dev.vigil.work.created', 2],
-      ['dev.vigil.work.updated', 3],
-    ]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.count]),
+      [
+        ['dev.vigil.work.created', 2],
+        ['dev.vigil.work.updated', 3],
+      ],
+    );
     assert.equal(new Set(events.map((e) => e.data.work_id)).size, 1, 'one work item');
   });
 

@@ -18,7 +18,8 @@ import { isOccurrenceEvent, type OccurrenceOutboxItem, type WorkOutboxItem } fro
 import { journalCase } from './helpers/detect-events.ts';
 import { mapState } from './helpers/pages.ts';
 
-const evidence = (text: string, over: Record<string, unknown> = {}) => journalCase({ observation: { evidence: text, actual_behavior: 'The tool executor rejected the tool call.' }, ...over });
+const evidence = (text: string, over: Record<string, unknown> = {}) =>
+  journalCase({ observation: { evidence: text, actual_behavior: 'The tool executor rejected the tool call.' }, ...over });
 
 describe('the diagnosis of a case', () => {
   test('ExecutionFailure named "<kind>: <telling line of the evidence>", with a v3 fingerprint and the kind', () => {
@@ -32,7 +33,8 @@ describe('the diagnosis of a case', () => {
   });
 
   test('the telling line is what the vigil rules name in the evidence (a traceback names its exception)', () => {
-    const tb = 'Traceback (most recent call last):\n  File "/srv/tools/fs.py", line 12, in read\n    return open(p).read()\nFileNotFoundError: [Errno 2] No such file or directory: \'/tmp/x.json\'';
+    const tb =
+      'Traceback (most recent call last):\n  File "/srv/tools/fs.py", line 12, in read\n    return open(p).read()\nFileNotFoundError: [Errno 2] No such file or directory: \'/tmp/x.json\'';
     assert.equal(diagnose(evidence(tb)).signature, "invalid_tool_args: FileNotFoundError: [Errno 2] No such file or directory: '/tmp/x.json'");
   });
 
@@ -90,7 +92,10 @@ describe('kind and severity travel with the occurrence', () => {
     assert.ok(isOccurrenceEvent(work.event));
     const d = work.event.data;
     assert.equal(work.event.type, 'dev.vigil.work.created');
-    assert.deepEqual([d.error_kind, d.severity, d.detected_by, d.operation, d.classification], ['invalid_tool_args', 3, 'runtime_tool_executor', 'invalid_tool_args', 'ExecutionFailure']);
+    assert.deepEqual(
+      [d.error_kind, d.severity, d.detected_by, d.operation, d.classification],
+      ['invalid_tool_args', 3, 'runtime_tool_executor', 'invalid_tool_args', 'ExecutionFailure'],
+    );
     assert.equal(d.evidence.kind, 'runtime.error_case');
     assert.equal(d.evidence.source, 'journal');
     assert.equal(d.evidence.event_id, '9b2f7c1e-4d7a-4f0e-9a51-2c3d4e5f6a7b', 'the case id');
@@ -110,11 +115,27 @@ describe('kind and severity travel with the occurrence', () => {
   });
 
   test('other failures have no error_kind, severity or detected_by at all', async () => {
-    const page = newWorkPage('logs', 's', [{ id: '1', event: { eventId: 'x', kind: 'execution.completed', payload: { state: 'error', outcome: { error: 'KeyError: 1' } }, partition: 's', time: 1, service: 'a', source: 'jsonl' } }]);
+    const page = newWorkPage('logs', 's', [
+      {
+        id: '1',
+        event: {
+          eventId: 'x',
+          kind: 'execution.completed',
+          payload: { state: 'error', outcome: { error: 'KeyError: 1' } },
+          partition: 's',
+          time: 1,
+          service: 'a',
+          source: 'jsonl',
+        },
+      },
+    ]);
     const out = await lastValueFrom(
       of(page).pipe(
         classify({ rules: 'vigil' }),
-        recurrence({ minRecurrence: 1, groupingWindow: 1, maxPerTurn: 5, scope: 'service' }, { loadGroups: () => of(new Map()), loadTurns: () => of(new Map()), lookupRevisions: () => of(new Map()) }),
+        recurrence(
+          { minRecurrence: 1, groupingWindow: 1, maxPerTurn: 5, scope: 'service' },
+          { loadGroups: () => of(new Map()), loadTurns: () => of(new Map()), lookupRevisions: () => of(new Map()) },
+        ),
       ),
     );
     const event = (out.commit.outbox[0] as WorkOutboxItem).event;

@@ -55,7 +55,13 @@ service:
   const start = async () => {
     const v = spawnVigil(['run', '-c', config]);
     children.push(v);
-    await waitFor(async () => ((await fetch(`http://127.0.0.1:${otlpPort}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200 ? true : undefined), `vigil to listen\n${v.stderr()}`);
+    await waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${otlpPort}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200
+          ? true
+          : undefined,
+      `vigil to listen\n${v.stderr()}`,
+    );
     return v;
   };
   const first = await start();
@@ -81,5 +87,8 @@ service:
   for (const id of repeated) assert.equal(id, beforeKill[beforeKill.length - 1], 'only the last request before the kill may repeat');
   // And nothing confirmed before the kill was sent again after it.
   const afterKill = ids.slice(beforeKill.length);
-  assert.deepEqual(afterKill.filter((id) => beforeKill.includes(id)), repeated);
+  assert.deepEqual(
+    afterKill.filter((id) => beforeKill.includes(id)),
+    repeated,
+  );
 });

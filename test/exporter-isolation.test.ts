@@ -38,11 +38,15 @@ service:
     const res = await postLogs(`http://127.0.0.1:${otlpPort}/v1/logs`, body(1000 + i * 1000));
     assert.equal(res.status, 200);
   }
-  const lines = await waitFor(() => {
-    if (!existsSync(file)) return undefined;
-    const l = readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
-    return l.length >= 2 ? l : undefined;
-  }, 'the file exporter to deliver while the webhook fails', 5000);
+  const lines = await waitFor(
+    () => {
+      if (!existsSync(file)) return undefined;
+      const l = readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
+      return l.length >= 2 ? l : undefined;
+    },
+    'the file exporter to deliver while the webhook fails',
+    5000,
+  );
   assert.equal(JSON.parse(lines[0]!).type, 'dev.vigil.work.created');
   const st = (await service.status()) as { pipelines: Record<string, { exporters: Record<string, { exported: number; failedAttempts: number }> }> };
   assert.equal(st.pipelines.logs!.exporters.webhook!.exported, 0);

@@ -74,7 +74,12 @@ describe('exporter runner', () => {
     assert.deepEqual(delays, [1000, 2000, 4000]);
     assert.equal(await r.deliverBatch(), 'delivered');
     assert.equal((await store.readOutbox('logs', 'x', 10)).length, 0);
-    assert.deepEqual(calls, [['a', 'b'], ['a', 'b'], ['a', 'b'], ['a', 'b']]);
+    assert.deepEqual(calls, [
+      ['a', 'b'],
+      ['a', 'b'],
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
     assert.equal(r.stats.exported, 2);
   });
 
@@ -121,7 +126,10 @@ describe('exporter runner', () => {
     ]);
     const r = runner(store, exporter, fakeClock(), delivery());
     assert.equal(await r.deliverBatch(), 'dead');
-    assert.deepEqual((await store.listDeadLetters(10)).map((d) => d.entry.id), ['b']);
+    assert.deepEqual(
+      (await store.listDeadLetters(10)).map((d) => d.entry.id),
+      ['b'],
+    );
     assert.equal(await r.deliverBatch(), 'delivered');
     assert.deepEqual(calls, [['a', 'b', 'c'], ['c']]);
     assert.equal(r.stats.exported, 2);
@@ -146,7 +154,11 @@ describe('exporter runner', () => {
     };
     const r = runner(store, exporter, fakeClock(), delivery());
     assert.equal(await r.deliverBatch(), 'retry');
-    assert.deepEqual((await store.readOutbox('logs', 'x', 10)).map((e) => e.id), ['c'], 'a and b were confirmed as they went');
+    assert.deepEqual(
+      (await store.readOutbox('logs', 'x', 10)).map((e) => e.id),
+      ['c'],
+      'a and b were confirmed as they went',
+    );
     assert.equal(await r.deliverBatch(), 'delivered');
     assert.deepEqual(calls, [['a', 'b', 'c'], ['c']]);
     assert.equal(r.stats.exported, 3);
@@ -155,7 +167,11 @@ describe('exporter runner', () => {
   test('retries forever when max_elapsed_time is 0', async () => {
     const store = await storeWith(['a']);
     const clock = fakeClock();
-    const { exporter } = scripted(Array.from({ length: 50 }, () => () => { throw new ExportError('down'); }));
+    const { exporter } = scripted(
+      Array.from({ length: 50 }, () => () => {
+        throw new ExportError('down');
+      }),
+    );
     const r = runner(store, exporter, clock, delivery({ max_elapsed_time: 0 }));
     for (let i = 0; i < 50; i++) {
       assert.equal(await r.deliverBatch(), 'retry');

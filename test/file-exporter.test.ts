@@ -12,7 +12,16 @@ const entry = (seq: number): OutboxEntry => ({
   kind: 'work',
   seq,
   id: `id-${seq}`,
-  event: { specversion: '1.0', id: `id-${seq}`, source: 'vigil/t', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: { count: seq } as never },
+  event: {
+    specversion: '1.0',
+    id: `id-${seq}`,
+    source: 'vigil/t',
+    type: 'dev.vigil.work.created',
+    time: new Date(0).toISOString(),
+    subject: 'g',
+    datacontenttype: 'application/json',
+    data: { count: seq } as never,
+  },
 });
 
 test('file exporter writes one CloudEvent per line and rotates by size', async () => {
@@ -22,13 +31,31 @@ test('file exporter writes one CloudEvent per line and rotates by size', async (
   await exporter.start();
   for (let i = 1; i <= 6; i++) await exporter.export([entry(i)]);
   await exporter.shutdown();
-  const current = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  const backup = readFileSync(`${path}.1`, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const current = readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  const backup = readFileSync(`${path}.1`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.ok(current.length >= 1 && backup.length >= 1);
   assert.ok(readFileSync(path).length <= 600);
   // Newest lines are in the current file; ids run on without gaps across the rotation.
-  const ids = [...(existsSync(`${path}.2`) ? readFileSync(`${path}.2`, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : []), ...backup, ...current].map((e) => e.id);
-  assert.deepEqual(ids, ids.slice().sort((a, b) => Number(a.slice(3)) - Number(b.slice(3))));
+  const ids = [
+    ...(existsSync(`${path}.2`)
+      ? readFileSync(`${path}.2`, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
+      : []),
+    ...backup,
+    ...current,
+  ].map((e) => e.id);
+  assert.deepEqual(
+    ids,
+    ids.slice().sort((a, b) => Number(a.slice(3)) - Number(b.slice(3))),
+  );
   assert.equal(ids[ids.length - 1], 'id-6');
   assert.ok(!existsSync(`${path}.3`), 'at most max_backups rotated files');
 });

@@ -57,7 +57,11 @@ describe('fingerprint: different failures differ', () => {
 
 describe('normalizeSignature', () => {
   const rows: Array<[name: string, input: string, expected: string]> = [
-    ['identifiers survive', 'utf-8 x86_64 sha256 E0308 ERR_MODULE_NOT_FOUND int64 v2 worker-3 base64', 'utf-8 x86_64 sha256 E0308 ERR_MODULE_NOT_FOUND int64 v2 worker-3 base64'],
+    [
+      'identifiers survive',
+      'utf-8 x86_64 sha256 E0308 ERR_MODULE_NOT_FOUND int64 v2 worker-3 base64',
+      'utf-8 x86_64 sha256 E0308 ERR_MODULE_NOT_FOUND int64 v2 worker-3 base64',
+    ],
     ['words made of hex letters survive', 'deadbeef facade accepted', 'deadbeef facade accepted'],
     ['C++ and Ruby scopes are not IPv6', 'std::vector::at Class::method', 'std::vector::at Class::method'],
     ['relative paths keep their name, numbers go', 'src/app.ts:12:5', 'src/app.ts:<num>:<num>'],

@@ -45,8 +45,14 @@ service:
   closers.push(() => service.shutdown());
 
   const resource = resourceFromAttributes({ 'service.name': 'sdk-agent', 'session.id': 'sess-fwd' });
-  const tracerProvider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `http://127.0.0.1:${otlpPort}/v1/traces` }))] });
-  const loggerProvider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter: new OTLPLogExporter({ url: `http://127.0.0.1:${otlpPort}/v1/logs` }) })] });
+  const tracerProvider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `http://127.0.0.1:${otlpPort}/v1/traces` }))],
+  });
+  const loggerProvider = new LoggerProvider({
+    resource,
+    processors: [new BatchLogRecordProcessor({ exporter: new OTLPLogExporter({ url: `http://127.0.0.1:${otlpPort}/v1/logs` }) })],
+  });
   const tracer = tracerProvider.getTracer('agent');
   const ok = tracer.startSpan('execute_tool list_files', { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'list_files' } });
   ok.end();
@@ -65,7 +71,11 @@ service:
   const spans = () =>
     downstream.received
       .filter((r) => r.path === '/v1/traces')
-      .flatMap((r) => decodeTraceRequest(r.body).resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ ...s, resource: attrs(rs.resource.attributes) })))));
+      .flatMap((r) =>
+        decodeTraceRequest(r.body).resourceSpans.flatMap((rs: any) =>
+          rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ ...s, resource: attrs(rs.resource.attributes) }))),
+        ),
+      );
   const logs = () =>
     downstream.received
       .filter((r) => r.path === '/v1/logs')

@@ -12,8 +12,20 @@ const rec = (name: string): ForwardRecord => ({
   resource: { 'service.name': 'agent' },
   scope: { name: 's', version: '', attributes: {} },
   span: {
-    traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), parentSpanId: undefined, traceState: '', name, kind: 1,
-    startTimeUnixNano: '1', startTimeMs: 0, endTimeUnixNano: '2', endTimeMs: 0, attributes: {}, events: [], links: [], status: { code: 0, message: '' },
+    traceId: 'a'.repeat(32),
+    spanId: 'b'.repeat(16),
+    parentSpanId: undefined,
+    traceState: '',
+    name,
+    kind: 1,
+    startTimeUnixNano: '1',
+    startTimeMs: 0,
+    endTimeUnixNano: '2',
+    endTimeMs: 0,
+    attributes: {},
+    events: [],
+    links: [],
+    status: { code: 0, message: '' },
   },
 });
 
@@ -32,7 +44,13 @@ test('forwardRecords puts every carried record in the outbox, enriching only tho
     const out = cold('a-b|', { a: page(), b: diagnosedPage([{ time: 5 }]) }).pipe(
       forwardRecords(),
       map((p) =>
-        p.commit.outbox.map((o) => (o.kind === 'forward' ? `${(o.record as ForwardRecord & { signal: 'traces' }).span.name}:${JSON.stringify((o.record as { enrichment?: object }).enrichment ?? null)}` : o.kind)).join(' '),
+        p.commit.outbox
+          .map((o) =>
+            o.kind === 'forward'
+              ? `${(o.record as ForwardRecord & { signal: 'traces' }).span.name}:${JSON.stringify((o.record as { enrichment?: object }).enrichment ?? null)}`
+              : o.kind,
+          )
+          .join(' '),
       ),
     );
     expectObservable(out).toBe('a-b|', {
@@ -48,7 +66,11 @@ test('forward item ids are stable per received record', () => {
   b.items[0]!.entry.event.eventId = a.items[0]!.entry.event.eventId;
   const collect = (p: WorkPage) => {
     let r: WorkPage | undefined;
-    new TestScheduler(() => undefined).run(({ cold }) => cold('a|', { a: p }).pipe(forwardRecords()).subscribe((x) => (r = x)));
+    new TestScheduler(() => undefined).run(({ cold }) =>
+      cold('a|', { a: p })
+        .pipe(forwardRecords())
+        .subscribe((x) => (r = x)),
+    );
     return r!.commit.outbox.map((o) => o.id);
   };
   assert.equal(collect(a)[0], collect(b)[0], 'the same received record, the same id');

@@ -176,11 +176,18 @@ service:
   }
   const events = [...byId.values()];
   const updated = events.filter((e) => e.type === 'dev.vigil.work.updated');
-  assert.deepEqual(updated.map((e) => e.data.evidence.event_id), [], 'no case was counted twice');
+  assert.deepEqual(
+    updated.map((e) => e.data.evidence.event_id),
+    [],
+    'no case was counted twice',
+  );
   const perCase = new Map<string, number>();
   for (const e of events) perCase.set(e.data.evidence.event_id, (perCase.get(e.data.evidence.event_id) ?? 0) + 1);
   assert.deepEqual([...perCase.keys()].sort(), [...written].sort(), 'every case, and nothing else');
-  assert.ok([...perCase.values()].every((c) => c === 1), 'one work item per case');
+  assert.ok(
+    [...perCase.values()].every((c) => c === 1),
+    'one work item per case',
+  );
   assert.ok(events.every((e) => e.data.count === 1 && e.data.error_kind === 'invalid_tool_args'));
   // No errors logged, but those of the store while the SIGKILLed Redis was down (they name it).
   const errors = stderr

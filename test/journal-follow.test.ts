@@ -152,7 +152,10 @@ describe('following one journal', () => {
     await f.release();
     assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'replaced' });
     const r = await readAll(f);
-    assert.deepEqual(r.lines.map((l) => l.bytes.toString()), [row(4).trimEnd()]);
+    assert.deepEqual(
+      r.lines.map((l) => l.bytes.toString()),
+      [row(4).trimEnd()],
+    );
     await f.release();
   });
 

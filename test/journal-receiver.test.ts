@@ -47,7 +47,12 @@ async function receiver(store: StateStore, config: Record<string, unknown>, id =
   const r = journalReceiverFactory.create(
     { id, logger, consumers: { logs: (events, opts) => store.append('logs', events, opts ?? {}) }, state: stateClient(store, id, { owner: id }) },
     cfg!,
-  ) as unknown as { start(): Promise<void>; shutdown(): Promise<void>; stats(): JournalStats; metrics(): Array<{ name: string; labels: Record<string, string>; value: number }> };
+  ) as unknown as {
+    start(): Promise<void>;
+    shutdown(): Promise<void>;
+    stats(): JournalStats;
+    metrics(): Array<{ name: string; labels: Record<string, string>; value: number }>;
+  };
   await r.start();
   return { r, logger, stats: () => r.stats() };
 }
@@ -104,10 +109,26 @@ describe('journal receiver: reading a journal as a runtime writes it', () => {
       assert.equal(st.lines, 12, 'blank lines are not counted');
       assert.equal(st.duplicates, 0);
       const warnings = logger.entries.filter((e) => e.level === 'warn').map((e) => String(e.msg));
-      assert.ok(warnings.includes(`${path}: byte ${before}: skipped: not valid JSON (Unexpected token 'h', "this is not json" is not valid JSON); each line must be one JSON object, a runtime error case`), warnings.join('\n'));
-      assert.ok(warnings.some((m) => m.startsWith(`${path}: byte ${before + garbage.length}: skipped: unknown error_kind "invalid_tool_arguments"`)), warnings.join('\n'));
-      assert.ok(warnings.some((m) => m.startsWith(`${path}: byte ${before + garbage.length + unknownKind.length + 1}: skipped: 'case_id' must be a non-empty string`)), warnings.join('\n'));
-      assert.ok(warnings.includes(`${path}: byte ${before + garbage.length + unknownKind.length + 1 + notACase.length}: skipped: line longer than 2048 bytes (max_line_size)`), warnings.join('\n'));
+      assert.ok(
+        warnings.includes(
+          `${path}: byte ${before}: skipped: not valid JSON (Unexpected token 'h', "this is not json" is not valid JSON); each line must be one JSON object, a runtime error case`,
+        ),
+        warnings.join('\n'),
+      );
+      assert.ok(
+        warnings.some((m) => m.startsWith(`${path}: byte ${before + garbage.length}: skipped: unknown error_kind "invalid_tool_arguments"`)),
+        warnings.join('\n'),
+      );
+      assert.ok(
+        warnings.some((m) => m.startsWith(`${path}: byte ${before + garbage.length + unknownKind.length + 1}: skipped: 'case_id' must be a non-empty string`)),
+        warnings.join('\n'),
+      );
+      assert.ok(
+        warnings.includes(
+          `${path}: byte ${before + garbage.length + unknownKind.length + 1 + notACase.length}: skipped: line longer than 2048 bytes (max_line_size)`,
+        ),
+        warnings.join('\n'),
+      );
     } finally {
       await r.shutdown();
     }

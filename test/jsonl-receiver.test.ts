@@ -13,7 +13,11 @@ const line = (o: unknown) => JSON.stringify(o) + '\n';
 
 describe('jsonl receiver', () => {
   test('parses reference events and reports malformed lines precisely', () => {
-    const ok = parseReferenceLine(line({ kind: 'execution.completed', payload: { state: 'error' }, partition: 's1', time: '2026-01-01T00:00:00Z' }), { source: 'f', lineNo: 1 }, () => 0);
+    const ok = parseReferenceLine(
+      line({ kind: 'execution.completed', payload: { state: 'error' }, partition: 's1', time: '2026-01-01T00:00:00Z' }),
+      { source: 'f', lineNo: 1 },
+      () => 0,
+    );
     assert.ok(ok.ok);
     assert.equal(ok.ok && ok.event.time, Date.parse('2026-01-01T00:00:00Z'));
     assert.equal(ok.ok && ok.event.partition, 's1');
@@ -58,7 +62,10 @@ describe('jsonl receiver', () => {
     await receiver.start();
     try {
       await waitFor(() => (got.length === 2 ? true : undefined), 'two events');
-      assert.deepEqual(got.map((e) => e.eventId), ['a', 'b']);
+      assert.deepEqual(
+        got.map((e) => e.eventId),
+        ['a', 'b'],
+      );
       const warning = logger.entries.find((e) => String(e.msg).includes(`${file}:2: skipped: not valid JSON`));
       assert.ok(warning, JSON.stringify(logger.entries));
       appendFileSync(file, ev('c'));

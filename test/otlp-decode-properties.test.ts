@@ -31,7 +31,19 @@ const LogsRequest = otlp.collector.logs.v1.ExportLogsServiceRequest;
 // Valid requests in their OTLP/JSON form.
 
 const hexId = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'));
-const text = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.constantFrom('', 'exception', 'error.type', 'event.name', 'session.id', 'ai.telemetry.metadata.sessionId', 'Traceback (most recent call last):\nValueError: x', '{"kind":"tool.result"}'));
+const text = fc.oneof(
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.constantFrom(
+    '',
+    'exception',
+    'error.type',
+    'event.name',
+    'session.id',
+    'ai.telemetry.metadata.sessionId',
+    'Traceback (most recent call last):\nValueError: x',
+    '{"kind":"tool.result"}',
+  ),
+);
 const nanos = fc.oneof(fc.constant('0'), fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }).map(String));
 const double = fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => (Object.is(d, -0) ? 0 : d));
 const anyValue: fc.Arbitrary<Record<string, unknown>> = fc.letrec((tie) => ({
@@ -47,14 +59,30 @@ const anyValue: fc.Arbitrary<Record<string, unknown>> = fc.letrec((tie) => ({
   ),
 })).value as fc.Arbitrary<Record<string, unknown>>;
 /** Keys the relevance test and the activity markers read, with values of the shapes they take. */
-const markerKey = fc.constantFrom('gen_ai.operation.name', 'gen_ai.tool.name', 'gen_ai.tool.call.id', 'session.id', 'gen_ai.usage.output_tokens', 'gen_ai.response.finish_reasons', 'ai.response.text', 'gen_ai.system', 'run.end_reason', 'detail');
+const markerKey = fc.constantFrom(
+  'gen_ai.operation.name',
+  'gen_ai.tool.name',
+  'gen_ai.tool.call.id',
+  'session.id',
+  'gen_ai.usage.output_tokens',
+  'gen_ai.response.finish_reasons',
+  'ai.response.text',
+  'gen_ai.system',
+  'run.end_reason',
+  'detail',
+);
 const markerValue = fc.oneof(
-  fc.constantFrom('chat', 'execute_tool', 'invoke_agent', 'stop', 'length', '', 'model_error', '{"version":1,"attempts":{}}').map((stringValue) => ({ stringValue })),
+  fc
+    .constantFrom('chat', 'execute_tool', 'invoke_agent', 'stop', 'length', '', 'model_error', '{"version":1,"attempts":{}}')
+    .map((stringValue) => ({ stringValue })),
   fc.integer({ min: 0, max: 3 }).map((v) => ({ intValue: String(v) })),
   fc.constant({ arrayValue: { values: [{ stringValue: 'stop' }] } }),
 );
 const attributes = fc.array(fc.oneof(fc.record({ key: text, value: anyValue }), fc.record({ key: markerKey, value: markerValue })), { maxLength: 4 });
-const spanName = fc.oneof(text, fc.constantFrom('chat gpt-4o', 'execute_tool read_file', 'invoke_agent coder', 'ai.generateText.doGenerate', 'ai.generateText', 'embeddings x', 'compact history'));
+const spanName = fc.oneof(
+  text,
+  fc.constantFrom('chat gpt-4o', 'execute_tool read_file', 'invoke_agent coder', 'ai.generateText.doGenerate', 'ai.generateText', 'embeddings x', 'compact history'),
+);
 const resource = fc.record({ attributes });
 const scope = fc.record({ name: text, version: text, attributes });
 
@@ -68,11 +96,16 @@ const span = fc.record({
   startTimeUnixNano: nanos,
   endTimeUnixNano: nanos,
   attributes,
-  events: fc.array(fc.record({ timeUnixNano: nanos, name: fc.oneof(text, fc.constantFrom('exception', 'provider.retry.checkpoint', 'context.recovery')), attributes }), { maxLength: 2 }),
+  events: fc.array(
+    fc.record({ timeUnixNano: nanos, name: fc.oneof(text, fc.constantFrom('exception', 'provider.retry.checkpoint', 'context.recovery')), attributes }),
+    { maxLength: 2 },
+  ),
   links: fc.array(fc.record({ traceId: hexId(16), spanId: hexId(8), attributes }), { maxLength: 2 }),
   status: fc.record({ code: fc.integer({ min: 0, max: 2 }), message: text }),
 });
-const traces = fc.array(fc.record({ resource, scopeSpans: fc.array(fc.record({ scope, spans: fc.array(span, { maxLength: 4 }) }), { maxLength: 2 }) }), { maxLength: 2 }).map((resourceSpans) => ({ resourceSpans }));
+const traces = fc
+  .array(fc.record({ resource, scopeSpans: fc.array(fc.record({ scope, spans: fc.array(span, { maxLength: 4 }) }), { maxLength: 2 }) }), { maxLength: 2 })
+  .map((resourceSpans) => ({ resourceSpans }));
 
 const log = fc.record({
   timeUnixNano: nanos,
@@ -86,7 +119,9 @@ const log = fc.record({
   eventName: fc.oneof(text, fc.constantFrom('', 'tool.result')),
   flags: fc.nat({ max: 0xffffffff }),
 });
-const logs = fc.array(fc.record({ resource, scopeLogs: fc.array(fc.record({ scope, logRecords: fc.array(log, { maxLength: 4 }) }), { maxLength: 2 }) }), { maxLength: 2 }).map((resourceLogs) => ({ resourceLogs }));
+const logs = fc
+  .array(fc.record({ resource, scopeLogs: fc.array(fc.record({ scope, logRecords: fc.array(log, { maxLength: 4 }) }), { maxLength: 2 }) }), { maxLength: 2 })
+  .map((resourceLogs) => ({ resourceLogs }));
 
 /** The protobufjs object of an OTLP/JSON request: hex ids and base64 bytes become bytes. */
 function toProtobufObject(v: unknown, key = ''): unknown {
@@ -111,7 +146,12 @@ function byId<T extends { eventId: string }>(events: T[]): T[] {
 }
 
 /** With skipIrrelevant, exactly the records the test keeps are built, with the same stats. */
-function assertSkipping<R>(full: { groups: Array<Record<string, unknown>>; stats: unknown; skipped: number }, skipping: typeof full, records: string, keep: (r: R) => boolean): void {
+function assertSkipping<R>(
+  full: { groups: Array<Record<string, unknown>>; stats: unknown; skipped: number },
+  skipping: typeof full,
+  records: string,
+  keep: (r: R) => boolean,
+): void {
   assert.deepEqual(skipping.stats, full.stats);
   assert.deepEqual(
     skipping.groups.map((g) => g[records]),
@@ -169,7 +209,10 @@ describe('OTLP/JSON and OTLP/protobuf decode generated requests alike', () => {
 
 describe('the JSON reader refuses exactly what is not JSON', () => {
   test('mutated bodies: refused whenever JSON.parse throws; "not valid JSON" only when it does', () => {
-    const edits = fc.array(fc.tuple(fc.nat(), fc.constantFrom(...'{}[]",:\\ 0-.eEtfnu\n\t\u0001\u001fx'.split('').map((c) => c.charCodeAt(0)), 0xff)), { minLength: 1, maxLength: 3 });
+    const edits = fc.array(fc.tuple(fc.nat(), fc.constantFrom(...'{}[]",:\\ 0-.eEtfnu\n\t\u0001\u001fx'.split('').map((c) => c.charCodeAt(0)), 0xff)), {
+      minLength: 1,
+      maxLength: 3,
+    });
     checkProperty(
       fc.property(fc.oneof(traces, logs), edits, fc.boolean(), (request, changes, pretty) => {
         const bytes = Buffer.from(JSON.stringify(request, null, pretty ? 1 : undefined));
@@ -220,7 +263,10 @@ describe('the sessions skipped records name', () => {
             {
               spans: [
                 sp(T1, 1, []),
-                sp(T1, 2, [['gen_ai.conversation.id', 'conv-1'], ['session.id', 'sess-1']]),
+                sp(T1, 2, [
+                  ['gen_ai.conversation.id', 'conv-1'],
+                  ['session.id', 'sess-1'],
+                ]),
                 sp(T1, 3, [['session.id', 'sess-1']]),
                 sp(T2, 4, [['ai.telemetry.metadata.sessionId', 'sess-2']]),
                 sp(T1, 5, [['session.id', 'sess-1']]),
@@ -228,7 +274,10 @@ describe('the sessions skipped records name', () => {
             },
           ],
         },
-        { resource: { attributes: [{ key: 'session.id', value: { stringValue: 'sess-res' } }] }, scopeSpans: [{ spans: [sp('33333333333333333333333333333333', 6, [])] }] },
+        {
+          resource: { attributes: [{ key: 'session.id', value: { stringValue: 'sess-res' } }] },
+          scopeSpans: [{ spans: [sp('33333333333333333333333333333333', 6, [])] }],
+        },
       ],
     };
     const json = JSON.stringify(request);
@@ -238,7 +287,11 @@ describe('the sessions skipped records name', () => {
       [T2, 'sess-2'],
       ['33333333333333333333333333333333', 'sess-res'],
     ];
-    assert.deepEqual([...decodeTracesJson(json, { skipIrrelevant: true }).sessions], expected, 'session.id before gen_ai.conversation.id; the resource when the span names none');
+    assert.deepEqual(
+      [...decodeTracesJson(json, { skipIrrelevant: true }).sessions],
+      expected,
+      'session.id before gen_ai.conversation.id; the resource when the span names none',
+    );
     assert.deepEqual([...decodeTracesProtobuf(bytes, { skipIrrelevant: true }).sessions], expected);
     assert.deepEqual([...mapTraces(decodeTracesJson(json).groups).traceSessions], expected, 'as the mapping of the built spans finds them');
   });

@@ -42,12 +42,32 @@ const errorSpan = (id: string, message = 'ValueError: bad input') => ({
   status: { code: 2, message },
 });
 const tracesRequest = (spans: object[]) =>
-  Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] }, scopeSpans: [{ spans }] }] })).finish());
+  Buffer.from(
+    TraceRequest.encode(
+      TraceRequest.fromObject({
+        resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] }, scopeSpans: [{ spans }] }],
+      }),
+    ).finish(),
+  );
 const logsRequest = (body: string, severityNumber = 17) =>
-  Buffer.from(LogsRequest.encode(LogsRequest.fromObject({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: '1700000000000000000', severityNumber, body: { stringValue: body } }] }] }] })).finish());
+  Buffer.from(
+    LogsRequest.encode(
+      LogsRequest.fromObject({
+        resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: '1700000000000000000', severityNumber, body: { stringValue: body } }] }] }],
+      }),
+    ).finish(),
+  );
 
 const identity = (b: Buffer) => b;
-const method = (path: string) => ({ path, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity });
+const method = (path: string) => ({
+  path,
+  requestStream: false,
+  responseStream: false,
+  requestSerialize: identity,
+  requestDeserialize: identity,
+  responseSerialize: identity,
+  responseDeserialize: identity,
+});
 const Client = makeGenericClientConstructor({ traces: method(EXPORT_METHODS.traces), logs: method(EXPORT_METHODS.logs) }, 'OtlpExport');
 
 interface Harness {
@@ -57,17 +77,23 @@ interface Harness {
   stop: () => Promise<void>;
 }
 
-const collecting = (events: AgentEvent[]): IngestConsumer => async (batch) => {
-  events.push(...batch);
-  return { appended: batch.length, duplicates: 0 };
-};
+const collecting =
+  (events: AgentEvent[]): IngestConsumer =>
+  async (batch) => {
+    events.push(...batch);
+    return { appended: batch.length, duplicates: 0 };
+  };
 
 async function startReceiver(opts: { config?: Partial<OtlpReceiverConfig>; consumers?: Partial<Record<Signal, IngestConsumer>> } = {}): Promise<Harness> {
   const events: AgentEvent[] = [];
   const config: OtlpReceiverConfig = { protocols: { grpc: { endpoint: '127.0.0.1:0' } }, max_request_body_size: 1024 * 1024, ...opts.config };
-  const receiver = createOtlpReceiver({ id: 'otlp', logger: memoryLogger(), consumers: opts.consumers ?? { traces: collecting(events), logs: collecting(events) } }, config, {
-    shutdownGraceMs: 1000,
-  });
+  const receiver = createOtlpReceiver(
+    { id: 'otlp', logger: memoryLogger(), consumers: opts.consumers ?? { traces: collecting(events), logs: collecting(events) } },
+    config,
+    {
+      shutdownGraceMs: 1000,
+    },
+  );
   await receiver.start();
   const target = `127.0.0.1:${receiver.grpcAddress()!.port}`;
   const plain = new Client(target, credentials.createInsecure()) as any;

@@ -28,7 +28,13 @@ const TRACES_WITH_BAD_SPAN = JSON.stringify({
       scopeSpans: [
         {
           spans: [
-            { traceId: TRACE_ID, spanId: '0000000000000001', name: 'execute_tool bash', endTimeUnixNano: '1700000000000000000', status: { code: 2, message: 'exit 1' } },
+            {
+              traceId: TRACE_ID,
+              spanId: '0000000000000001',
+              name: 'execute_tool bash',
+              endTimeUnixNano: '1700000000000000000',
+              status: { code: 2, message: 'exit 1' },
+            },
             { traceId: TRACE_ID, spanId: '0000000000000002', name: 'chat gpt', status: { code: 1 } },
             { traceId: TRACE_ID, spanId: '0000000000000003', name: 5 },
           ],
@@ -50,10 +56,12 @@ interface Harness {
   stop: () => Promise<void>;
 }
 
-const collecting = (events: AgentEvent[]): IngestConsumer => async (batch) => {
-  events.push(...batch);
-  return { appended: batch.length, duplicates: 0 };
-};
+const collecting =
+  (events: AgentEvent[]): IngestConsumer =>
+  async (batch) => {
+    events.push(...batch);
+    return { appended: batch.length, duplicates: 0 };
+  };
 
 async function startReceiver(
   opts: {
@@ -129,7 +137,11 @@ describe('OTLP/HTTP receiver: accepting', () => {
 
   test('the official examples are accepted with 200 {}', async () => {
     h = await startReceiver();
-    for (const [p, file] of [['/v1/traces', 'trace.json'], ['/v1/logs', 'logs.json'], ['/v1/logs', 'events.json']] as const) {
+    for (const [p, file] of [
+      ['/v1/traces', 'trace.json'],
+      ['/v1/logs', 'logs.json'],
+      ['/v1/logs', 'events.json'],
+    ] as const) {
       const res = await post(h.url(p), example(file));
       assert.equal(res.status, 200, file);
       assert.equal(res.headers.get('content-type'), 'application/json');
@@ -484,8 +496,20 @@ describe('OTLP/HTTP receiver: protobuf bodies', () => {
   }).lookupType('Status');
 
   const encodeTraces = (spans: object[]) =>
-    Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] }, scopeSpans: [{ spans }] }] })).finish());
-  const errorSpan = (id: string) => ({ traceId: hex(TRACE_ID), spanId: hex(id), name: 'run job', endTimeUnixNano: '1700000000000000000', status: { code: 2, message: 'ValueError: bad input' } });
+    Buffer.from(
+      TraceRequest.encode(
+        TraceRequest.fromObject({
+          resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'agent' } }] }, scopeSpans: [{ spans }] }],
+        }),
+      ).finish(),
+    );
+  const errorSpan = (id: string) => ({
+    traceId: hex(TRACE_ID),
+    spanId: hex(id),
+    name: 'run job',
+    endTimeUnixNano: '1700000000000000000',
+    status: { code: 2, message: 'ValueError: bad input' },
+  });
   const postProto = (url: string, body: Buffer, headers: Record<string, string> = {}) => post(url, body, { 'content-type': 'application/x-protobuf', ...headers });
 
   async function protoStatus(res: Response): Promise<{ code: number; message: string }> {
@@ -506,11 +530,19 @@ describe('OTLP/HTTP receiver: protobuf bodies', () => {
     const gz = await postProto(h.url('/v1/traces'), gzipSync(encodeTraces([errorSpan('0000000000000003')])), { ...auth, 'content-encoding': 'gzip' });
     assert.equal(gz.status, 200);
     await gz.body?.cancel();
-    assert.deepEqual(h.events.map((e) => e.eventId), [`${TRACE_ID}:0000000000000001`, `${TRACE_ID}:0000000000000003`]);
+    assert.deepEqual(
+      h.events.map((e) => e.eventId),
+      [`${TRACE_ID}:0000000000000001`, `${TRACE_ID}:0000000000000003`],
+    );
     assert.deepEqual(h.events[0]!.payload, { state: 'error', outcome: { error: 'ValueError: bad input', output: [] } });
     const stats = h.receiver.stats().traces;
     assert.deepEqual(
-      [stats.protocols['http-protobuf'].requests, stats.protocols['http-protobuf'].accepted, stats.protocols['http-protobuf'].irrelevant, stats.protocols['http-json'].requests],
+      [
+        stats.protocols['http-protobuf'].requests,
+        stats.protocols['http-protobuf'].accepted,
+        stats.protocols['http-protobuf'].irrelevant,
+        stats.protocols['http-json'].requests,
+      ],
       [2, 3, 1, 0],
     );
   });
@@ -528,7 +560,10 @@ describe('OTLP/HTTP receiver: protobuf bodies', () => {
     const decoded = otlp.collector.trace.v1.ExportTraceServiceResponse.decode(new Uint8Array(await res.arrayBuffer()));
     assert.equal(Number(decoded.partialSuccess.rejectedSpans), 1);
     assert.match(decoded.partialSuccess.errorMessage, /resourceSpans\[1\]\.scopeSpans\[0\]\.spans\[0\]\.name: wire type VARINT, expected LEN/);
-    assert.deepEqual(h.events.slice(before).map((e) => e.spanId), ['0000000000000004']);
+    assert.deepEqual(
+      h.events.slice(before).map((e) => e.spanId),
+      ['0000000000000004'],
+    );
   });
 
   test('a truncated protobuf → 400 with a protobuf google.rpc.Status', async () => {

@@ -260,7 +260,10 @@ describe('OTLP/JSON decoding: whole-request errors', () => {
   test('structure above the records that is not the expected one names its path', () => {
     assert.match(payloadError(() => decodeTracesJson('{"resourceSpans": {}}')).message, /^resourceSpans must be an array, got an object/);
     assert.match(payloadError(() => decodeTracesJson('{"resourceSpans": [{"scopeSpans": 3}]}')).message, /^resourceSpans\[0\]\.scopeSpans must be an array/);
-    assert.match(payloadError(() => decodeLogsJson('{"resourceLogs": [{"scopeLogs": [{"logRecords": "x"}]}]}')).message, /^resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords must be an array/);
+    assert.match(
+      payloadError(() => decodeLogsJson('{"resourceLogs": [{"scopeLogs": [{"logRecords": "x"}]}]}')).message,
+      /^resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords must be an array/,
+    );
   });
 
   test('a body that is not UTF-8', () => {
@@ -329,7 +332,10 @@ describe('OTLP/JSON decoding: bounds', () => {
 describe('OTLP/JSON decoding: nesting is bounded', () => {
   test(`nesting deeper than ${MAX_JSON_DEPTH} levels refuses the request where it is crossed`, () => {
     const deep = '['.repeat(1_000_000) + ']'.repeat(1_000_000);
-    assert.equal(payloadError(() => decodeTracesJson(deep)).message, `request body is not valid JSON: nested deeper than ${MAX_JSON_DEPTH} levels at byte ${MAX_JSON_DEPTH}`);
+    assert.equal(
+      payloadError(() => decodeTracesJson(deep)).message,
+      `request body is not valid JSON: nested deeper than ${MAX_JSON_DEPTH} levels at byte ${MAX_JSON_DEPTH}`,
+    );
     const inUnknownField = `{"x":${'{"a":'.repeat(300)}1${'}'.repeat(300)}}`;
     assert.match(payloadError(() => decodeLogsJson(inUnknownField)).message, /nested deeper than 256 levels at byte \d+$/);
   });

@@ -8,8 +8,7 @@ import type { Attributes, NormalizedLog, NormalizedLogs, NormalizedSpan, Normali
 
 const EXAMPLES = path.resolve(import.meta.dirname, 'fixtures/otlp-examples');
 
-const TRACEBACK =
-  'Traceback (most recent call last):\n  File "/tmp/x.py", line 1, in <module>\n    1/0\n    ~^~\nZeroDivisionError: division by zero';
+const TRACEBACK = 'Traceback (most recent call last):\n  File "/tmp/x.py", line 1, in <module>\n    1/0\n    ~^~\nZeroDivisionError: division by zero';
 const TRACE_ID = '5b8efff798038103d269b633813fc60c';
 const SPAN_ID = 'eee19b7ec3c1b174';
 const T0 = 1_700_000_000_000;
@@ -103,7 +102,12 @@ describe('OTLP mapping: log records', () => {
         log({
           severityNumber: 13,
           body: 'gen_ai.client.operation.exception',
-          attributes: { 'exception.type': 'ZeroDivisionError', 'exception.message': 'division by zero', 'exception.stacktrace': TRACEBACK, 'error.type': 'ZeroDivisionError' },
+          attributes: {
+            'exception.type': 'ZeroDivisionError',
+            'exception.message': 'division by zero',
+            'exception.stacktrace': TRACEBACK,
+            'error.type': 'ZeroDivisionError',
+          },
         }),
       ]),
     );
@@ -137,7 +141,12 @@ describe('OTLP mapping: log records', () => {
 
   test('a reference event carried in the body passes through', () => {
     const payload = { state: 'error', outcome: { error: 'boom', output: [] }, execution_id: 'x1' };
-    const r = mapLogs(logsOf([log({ body: { kind: 'execution.completed', payload } }), log({ body: JSON.stringify({ kind: 'scratchpad', payload: { type: 'tool_result', status: 'skipped' } }) })]));
+    const r = mapLogs(
+      logsOf([
+        log({ body: { kind: 'execution.completed', payload } }),
+        log({ body: JSON.stringify({ kind: 'scratchpad', payload: { type: 'tool_result', status: 'skipped' } }) }),
+      ]),
+    );
     assert.equal(r.events[0]!.kind, 'execution.completed');
     assert.deepEqual(r.events[0]!.payload, payload);
     assert.equal(r.events[1]!.kind, 'scratchpad');
@@ -167,7 +176,10 @@ describe('OTLP mapping: log records', () => {
       ]),
       { now: () => 42 },
     );
-    assert.deepEqual(r.events.map((e) => e.time), [T0 + 5, 42]);
+    assert.deepEqual(
+      r.events.map((e) => e.time),
+      [T0 + 5, 42],
+    );
   });
 
   test('the official logs.json (INFO text without a failure marker) and events.json examples are irrelevant', () => {
@@ -251,7 +263,14 @@ describe('OTLP mapping: spans', () => {
       tracesOf([
         span({
           status: { code: 2, message: '' },
-          events: [{ name: 'exception', timeUnixNano: '0', timeMs: undefined, attributes: { 'exception.type': 'RateLimitError', 'exception.message': '429 Rate limit reached' } }],
+          events: [
+            {
+              name: 'exception',
+              timeUnixNano: '0',
+              timeMs: undefined,
+              attributes: { 'exception.type': 'RateLimitError', 'exception.message': '429 Rate limit reached' },
+            },
+          ],
         }),
       ]),
     );
@@ -281,7 +300,11 @@ describe('OTLP mapping: spans', () => {
 
   test('a successful span with an exception event is a recovered error: stderr of a successful execution', () => {
     const r = mapTraces(
-      tracesOf([span({ events: [{ name: 'exception', timeUnixNano: '0', timeMs: undefined, attributes: { 'exception.type': 'ValueError', 'exception.message': 'retrying' } }] })]),
+      tracesOf([
+        span({
+          events: [{ name: 'exception', timeUnixNano: '0', timeMs: undefined, attributes: { 'exception.type': 'ValueError', 'exception.message': 'retrying' } }],
+        }),
+      ]),
     );
     assert.deepEqual(r.events[0]!.payload, { state: 'ok', outcome: { output: [{ name: 'stderr', text: 'ValueError: retrying' }] } });
   });
@@ -351,11 +374,28 @@ describe('OTLP mapping: GenAI spans', () => {
   test('tool name from the span name, the deprecated gen_ai.tool.call_id, the result as content; status message or error.type as the error', () => {
     const r = mapTraces(
       tracesOf([
-        span({ spanId: '0000000000000001', name: 'execute_tool grep', status: { code: 2, message: 'exit status 2' }, attributes: { 'gen_ai.tool.call_id': 'c-9', 'gen_ai.tool.call.result': 'grep: x: No such file' } }),
-        span({ spanId: '0000000000000002', name: 'tool', status: { code: 2, message: '' }, attributes: { 'gen_ai.operation.name': 'execute_tool', 'error.type': 'tool_error' } }),
+        span({
+          spanId: '0000000000000001',
+          name: 'execute_tool grep',
+          status: { code: 2, message: 'exit status 2' },
+          attributes: { 'gen_ai.tool.call_id': 'c-9', 'gen_ai.tool.call.result': 'grep: x: No such file' },
+        }),
+        span({
+          spanId: '0000000000000002',
+          name: 'tool',
+          status: { code: 2, message: '' },
+          attributes: { 'gen_ai.operation.name': 'execute_tool', 'error.type': 'tool_error' },
+        }),
       ]),
     );
-    assert.deepEqual(r.events[0]!.payload, { type: 'tool_result', status: 'error', error: 'exit status 2', content: 'grep: x: No such file', tool_name: 'grep', call_id: 'c-9' });
+    assert.deepEqual(r.events[0]!.payload, {
+      type: 'tool_result',
+      status: 'error',
+      error: 'exit status 2',
+      content: 'grep: x: No such file',
+      tool_name: 'grep',
+      call_id: 'c-9',
+    });
     assert.deepEqual(r.events[1]!.payload, { type: 'tool_result', status: 'error', error: 'tool_error' });
   });
 
@@ -364,8 +404,18 @@ describe('OTLP mapping: GenAI spans', () => {
       tracesOf([
         span({ spanId: '0000000000000001', name: 'execute_tool bash', status: { code: 1, message: '' } }),
         span({ spanId: '0000000000000002', name: 'execute_tool bash', events: [exceptionEvent('CalledProcessError', 'exit 1')] }),
-        span({ spanId: '0000000000000003', name: 'ai.toolCall', status: { code: 2, message: 'boom' }, attributes: { 'ai.toolCall.name': 'search', 'ai.toolCall.id': 't-1' } }),
-        span({ spanId: '0000000000000004', name: 'lookup', status: { code: 2, message: 'boom' }, attributes: { 'openinference.span.kind': 'TOOL', 'tool.name': 'lookup' } }),
+        span({
+          spanId: '0000000000000003',
+          name: 'ai.toolCall',
+          status: { code: 2, message: 'boom' },
+          attributes: { 'ai.toolCall.name': 'search', 'ai.toolCall.id': 't-1' },
+        }),
+        span({
+          spanId: '0000000000000004',
+          name: 'lookup',
+          status: { code: 2, message: 'boom' },
+          attributes: { 'openinference.span.kind': 'TOOL', 'tool.name': 'lookup' },
+        }),
       ]),
     );
     assert.deepEqual([r.relevant, r.irrelevant], [3, 1]);
@@ -399,15 +449,29 @@ describe('OTLP mapping: GenAI spans', () => {
   test('model operations: error.type alone marks a failure; gen_ai.provider.name wins; HTTP status from the attribute or the Python SDK text', () => {
     const r = mapTraces(
       tracesOf([
-        span({ spanId: '0000000000000001', name: 'embeddings text-embedding-3', attributes: { 'error.type': 'timeout', 'gen_ai.provider.name': 'azure.ai.openai', 'gen_ai.system': 'openai' } }),
+        span({
+          spanId: '0000000000000001',
+          name: 'embeddings text-embedding-3',
+          attributes: { 'error.type': 'timeout', 'gen_ai.provider.name': 'azure.ai.openai', 'gen_ai.system': 'openai' },
+        }),
         span({
           spanId: '0000000000000002',
           name: 'generate_content gemini-2.0',
           status: { code: 2, message: 'model overloaded' },
           attributes: { 'gen_ai.provider.name': 'gcp.gemini', 'http.response.status_code': 503, 'gen_ai.response.model': 'gemini-2.0-flash' },
         }),
-        span({ spanId: '0000000000000003', name: 'text_completion claude', status: { code: 2, message: "Error code: 529 - {'type': 'error', 'error': {'type': 'overloaded_error'}}" } }),
-        span({ spanId: '0000000000000004', name: 'ai.generateText.doGenerate', status: { code: 2, message: 'Connection error.' }, events: [exceptionEvent('AI_APICallError', 'Connection error.')], attributes: { 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini' } }),
+        span({
+          spanId: '0000000000000003',
+          name: 'text_completion claude',
+          status: { code: 2, message: "Error code: 529 - {'type': 'error', 'error': {'type': 'overloaded_error'}}" },
+        }),
+        span({
+          spanId: '0000000000000004',
+          name: 'ai.generateText.doGenerate',
+          status: { code: 2, message: 'Connection error.' },
+          events: [exceptionEvent('AI_APICallError', 'Connection error.')],
+          attributes: { 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini' },
+        }),
       ]),
     );
     const requests = r.events.map((e) => e.payload.model_request);
@@ -445,7 +509,12 @@ describe('OTLP mapping: GenAI spans', () => {
 
 describe('OTLP mapping: agent CLI events', () => {
   const claude = (eventName: string, attributes: Attributes) =>
-    log({ traceId: undefined, spanId: undefined, body: `claude_code.${eventName}`, attributes: { 'event.name': eventName, 'session.id': 'cc-session', 'prompt.id': 'prompt-7', ...attributes } });
+    log({
+      traceId: undefined,
+      spanId: undefined,
+      body: `claude_code.${eventName}`,
+      attributes: { 'event.name': eventName, 'session.id': 'cc-session', 'prompt.id': 'prompt-7', ...attributes },
+    });
 
   test('Claude Code api_error → model-request failure; the prompt is the turn', () => {
     const r = mapLogs(
@@ -468,26 +537,44 @@ describe('OTLP mapping: agent CLI events', () => {
   test('Claude Code tool_result: success "false" → tool error (error, else error_type); "true" → irrelevant', () => {
     const r = mapLogs(
       logsOf([
-        claude('tool_result', { tool_name: 'Bash', tool_use_id: 'toolu_1', success: 'false', error: 'Exit code 127\nbash: foo: command not found', error_type: 'ShellError' }),
+        claude('tool_result', {
+          tool_name: 'Bash',
+          tool_use_id: 'toolu_1',
+          success: 'false',
+          error: 'Exit code 127\nbash: foo: command not found',
+          error_type: 'ShellError',
+        }),
         claude('tool_result', { tool_name: 'Read', success: 'false', error_type: 'Error:ENOENT' }),
         claude('tool_result', { tool_name: 'Read', success: 'true' }),
       ]),
     );
     assert.deepEqual([r.relevant, r.irrelevant], [2, 1]);
-    assert.deepEqual(r.events[0]!.payload, { type: 'tool_result', status: 'error', error: 'Exit code 127\nbash: foo: command not found', tool_name: 'Bash', call_id: 'toolu_1' });
+    assert.deepEqual(r.events[0]!.payload, {
+      type: 'tool_result',
+      status: 'error',
+      error: 'Exit code 127\nbash: foo: command not found',
+      tool_name: 'Bash',
+      call_id: 'toolu_1',
+    });
     assert.equal(r.events[0]!.kind, 'tool.result');
     assert.equal(r.events[0]!.operation, 'Bash');
     assert.deepEqual(r.events[1]!.payload, { type: 'tool_result', status: 'error', error: 'Error:ENOENT', tool_name: 'Read' });
   });
 
   test('Claude Code tool_decision reject → skipped with the source as reason; accept → irrelevant', () => {
-    const r = mapLogs(logsOf([claude('tool_decision', { tool_name: 'Edit', decision: 'reject', source: 'user_reject' }), claude('tool_decision', { tool_name: 'Edit', decision: 'accept', source: 'config' })]));
+    const r = mapLogs(
+      logsOf([
+        claude('tool_decision', { tool_name: 'Edit', decision: 'reject', source: 'user_reject' }),
+        claude('tool_decision', { tool_name: 'Edit', decision: 'accept', source: 'config' }),
+      ]),
+    );
     assert.deepEqual([r.relevant, r.irrelevant], [1, 1]);
     assert.deepEqual(r.events[0]!.payload, { type: 'tool_result', status: 'skipped', reason: 'user_reject', tool_name: 'Edit' });
   });
 
   test('Codex events: failed API requests and SSE streams, failed tool results, denied tool calls; conversation.id is the session', () => {
-    const codex = (name: string, attributes: Attributes) => log({ eventName: '', attributes: { 'event.name': name, 'conversation.id': 'codex-conv', model: 'gpt-5-codex', ...attributes } });
+    const codex = (name: string, attributes: Attributes) =>
+      log({ eventName: '', attributes: { 'event.name': name, 'conversation.id': 'codex-conv', model: 'gpt-5-codex', ...attributes } });
     const r = mapLogs(
       logsOf(
         [
@@ -505,9 +592,25 @@ describe('OTLP mapping: agent CLI events', () => {
       ),
     );
     assert.deepEqual([r.relevant, r.irrelevant], [5, 4]);
-    assert.deepEqual(r.events.map((e) => e.partition), Array(5).fill('codex-conv'));
-    assert.deepEqual(r.events[0]!.payload.model_request, { provider: 'openai', model: 'gpt-5-codex', error_type: null, http_status: 500, error: 'Internal server error', attempt: 2 });
-    assert.deepEqual(r.events[1]!.payload.model_request, { provider: 'openai', model: 'gpt-5-codex', error_type: 'response.failed', http_status: null, error: 'Rate limit reached for gpt-5' });
+    assert.deepEqual(
+      r.events.map((e) => e.partition),
+      Array(5).fill('codex-conv'),
+    );
+    assert.deepEqual(r.events[0]!.payload.model_request, {
+      provider: 'openai',
+      model: 'gpt-5-codex',
+      error_type: null,
+      http_status: 500,
+      error: 'Internal server error',
+      attempt: 2,
+    });
+    assert.deepEqual(r.events[1]!.payload.model_request, {
+      provider: 'openai',
+      model: 'gpt-5-codex',
+      error_type: 'response.failed',
+      http_status: null,
+      error: 'Rate limit reached for gpt-5',
+    });
     assert.equal((r.events[2]!.payload.outcome as { error: string }).error, 'idle timeout waiting for SSE');
     assert.deepEqual(r.events[3]!.payload, { type: 'tool_result', status: 'error', error: 'error: could not compile `app`', tool_name: 'shell', call_id: 'call_9' });
     assert.deepEqual(r.events[4]!.payload, { type: 'tool_result', status: 'skipped', reason: 'denied (user)', tool_name: 'shell', call_id: 'call_7' });
@@ -517,7 +620,12 @@ describe('OTLP mapping: agent CLI events', () => {
     const gemini = (name: string, attributes: Attributes) => log({ eventName: name, attributes: { 'session.id': 'gem-1', ...attributes } });
     const r = mapLogs(
       logsOf([
-        gemini('gemini_cli.api_error', { 'error.message': 'Resource has been exhausted (e.g. check quota).', error_type: 'RESOURCE_EXHAUSTED', status_code: 429, model: 'gemini-2.5-pro' }),
+        gemini('gemini_cli.api_error', {
+          'error.message': 'Resource has been exhausted (e.g. check quota).',
+          error_type: 'RESOURCE_EXHAUSTED',
+          status_code: 429,
+          model: 'gemini-2.5-pro',
+        }),
         gemini('gemini_cli.tool_call', { function_name: 'read_file', success: false, error_type: 'file_not_found', 'gen_ai.tool.call_id': 'g-1' }),
         gemini('gemini_cli.tool_call', { function_name: 'run_shell_command', success: false, decision: 'reject' }),
         gemini('gemini_cli.tool_call', { function_name: 'read_file', success: true, decision: 'auto_accept' }),
@@ -541,18 +649,37 @@ describe('OTLP mapping: agent CLI events', () => {
         log({
           severityNumber: 13,
           eventName: 'gen_ai.client.operation.exception',
-          attributes: { 'exception.type': 'RateLimitError', 'exception.message': 'Error code: 429 - rate_limit_exceeded', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o' },
+          attributes: {
+            'exception.type': 'RateLimitError',
+            'exception.message': 'Error code: 429 - rate_limit_exceeded',
+            'gen_ai.provider.name': 'openai',
+            'gen_ai.request.model': 'gpt-4o',
+          },
         }),
       ]),
     );
-    assert.deepEqual(r.events[0]!.payload.model_request, { provider: 'openai', model: 'gpt-4o', error_type: 'RateLimitError', http_status: 429, error: 'Error code: 429 - rate_limit_exceeded' });
+    assert.deepEqual(r.events[0]!.payload.model_request, {
+      provider: 'openai',
+      model: 'gpt-4o',
+      error_type: 'RateLimitError',
+      http_status: 429,
+      error: 'Error code: 429 - rate_limit_exceeded',
+    });
     assert.equal(r.events[0]!.evidence?.exceptionType, 'RateLimitError');
   });
 });
 
 describe('OTLP mapping: the relevance of text below ERROR', () => {
   test('text without a failure or warning marker is irrelevant; with one it is stderr of a successful execution', () => {
-    const bodies = ['server listening on :3000', 'Compiled 12 modules', 'npm ERR! code ELIFECYCLE', 'bash: jq: command not found', 'Request FAILED, retrying', 'WARN deprecated option', 'Permission denied (publickey)'];
+    const bodies = [
+      'server listening on :3000',
+      'Compiled 12 modules',
+      'npm ERR! code ELIFECYCLE',
+      'bash: jq: command not found',
+      'Request FAILED, retrying',
+      'WARN deprecated option',
+      'Permission denied (publickey)',
+    ];
     const r = mapLogs(logsOf(bodies.map((body) => log({ body }))));
     assert.deepEqual([r.relevant, r.irrelevant], [5, 2]);
     assert.deepEqual(
@@ -625,7 +752,14 @@ describe('OTLP mapping: the Vercel AI SDK', () => {
           name: 'ai.toolCall',
           status: { code: 2, message: "SyntaxError: Unexpected token '}'" },
           attributes: { ...metadata, 'ai.toolCall.name': 'read_json', 'ai.toolCall.id': 'call_1' },
-          events: [{ name: 'exception', timeUnixNano: '0', timeMs: undefined, attributes: { 'exception.type': 'Error', 'exception.message': "SyntaxError: Unexpected token '}'" } }],
+          events: [
+            {
+              name: 'exception',
+              timeUnixNano: '0',
+              timeMs: undefined,
+              attributes: { 'exception.type': 'Error', 'exception.message': "SyntaxError: Unexpected token '}'" },
+            },
+          ],
         }),
       ]),
     );
@@ -638,7 +772,15 @@ describe('OTLP mapping: the Vercel AI SDK', () => {
 
   test('ai.generateText.doGenerate and ai.streamText.doStream are model requests: provider and model from ai.model.*', () => {
     for (const name of ['ai.generateText.doGenerate', 'ai.streamText.doStream']) {
-      const r = mapTraces(tracesOf([span({ name, status: { code: 2, message: 'Rate limit reached' }, attributes: { ...metadata, 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini' } })]));
+      const r = mapTraces(
+        tracesOf([
+          span({
+            name,
+            status: { code: 2, message: 'Rate limit reached' },
+            attributes: { ...metadata, 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini' },
+          }),
+        ]),
+      );
       const mr = r.events[0]!.payload.model_request as Record<string, unknown>;
       assert.equal(mr.provider, 'openai.chat', name);
       assert.equal(mr.model, 'gpt-4o-mini', name);

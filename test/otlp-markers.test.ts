@@ -39,13 +39,25 @@ function span(name: string, endMs: number, attrs: Attributes = {}, overrides: Pa
     ...overrides,
   };
 }
-const tracesOf = (spans: NormalizedSpan[]): NormalizedTraces[] => [{ resource: { 'service.name': 'agent', 'session.id': 'sess-1' }, scope: { name: '', version: '', attributes: {} }, spans }];
-const chat = (endMs: number, attrs: Attributes = {}) => span('chat gpt-4o', endMs, { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.response.finish_reasons': ['stop'], 'gen_ai.usage.output_tokens': 42, ...attrs });
-const tool = (endMs: number, name = 'read_file') => span(`execute_tool ${name}`, endMs, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': `call_${endMs}` });
+const tracesOf = (spans: NormalizedSpan[]): NormalizedTraces[] => [
+  { resource: { 'service.name': 'agent', 'session.id': 'sess-1' }, scope: { name: '', version: '', attributes: {} }, spans },
+];
+const chat = (endMs: number, attrs: Attributes = {}) =>
+  span('chat gpt-4o', endMs, {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': 'gpt-4o',
+    'gen_ai.response.finish_reasons': ['stop'],
+    'gen_ai.usage.output_tokens': 42,
+    ...attrs,
+  });
+const tool = (endMs: number, name = 'read_file') =>
+  span(`execute_tool ${name}`, endMs, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': `call_${endMs}` });
 const agent = (endMs: number, attrs: Attributes = {}) => span('invoke_agent coder', endMs, { 'gen_ai.operation.name': 'invoke_agent', ...attrs });
 const failedChat = (endMs: number) => ({ ...chat(endMs, { 'error.type': 'InternalServerError' }), status: { code: 2, message: '500 The server had an error' } });
 
-const markers = (events: AgentEvent[]): Array<Record<string, unknown>> => events.filter((e) => e.kind === ACTIVITY_KIND).map((e) => ({ ...e.payload, time: e.time - T0 }));
+const markers = (events: AgentEvent[]): Array<Record<string, unknown>> =>
+  events.filter((e) => e.kind === ACTIVITY_KIND).map((e) => ({ ...e.payload, time: e.time - T0 }));
 
 describe('the relevance test with activity markers', () => {
   const facts = (name: string, attributes: Attributes = {}, statusCode = 0, eventNames: string[] = []) => ({ name, attributes, statusCode, eventNames });
@@ -77,9 +89,33 @@ describe('decoding with markers: successful spans are checked, kept as marks, ne
         scopeSpans: [
           {
             spans: [
-              { traceId: TRACE, spanId: '00000000000000a1', name: 'chat gpt-4o', startTimeUnixNano: `${T0 - 500}000000`, endTimeUnixNano: `${T0}123456`, attributes: [str('gen_ai.operation.name', 'chat'), str('gen_ai.system', 'openai'), str('session.id', 's1'), str('http.url', 'https://x')], status: {} },
-              { traceId: TRACE, spanId: '00000000000000a2', name: 'retrieval docs', startTimeUnixNano: `${T0}000000`, endTimeUnixNano: `${T0 + 1}000000`, attributes: [str('gen_ai.operation.name', 'retrieval')], status: {} },
-              { traceId: TRACE, spanId: '00000000000000a3', name: 'execute_tool ls', startTimeUnixNano: `${T0}000000`, endTimeUnixNano: `${T0 + 2}000000`, attributes: [str('gen_ai.tool.name', 'ls')], status: { code: 1 } },
+              {
+                traceId: TRACE,
+                spanId: '00000000000000a1',
+                name: 'chat gpt-4o',
+                startTimeUnixNano: `${T0 - 500}000000`,
+                endTimeUnixNano: `${T0}123456`,
+                attributes: [str('gen_ai.operation.name', 'chat'), str('gen_ai.system', 'openai'), str('session.id', 's1'), str('http.url', 'https://x')],
+                status: {},
+              },
+              {
+                traceId: TRACE,
+                spanId: '00000000000000a2',
+                name: 'retrieval docs',
+                startTimeUnixNano: `${T0}000000`,
+                endTimeUnixNano: `${T0 + 1}000000`,
+                attributes: [str('gen_ai.operation.name', 'retrieval')],
+                status: {},
+              },
+              {
+                traceId: TRACE,
+                spanId: '00000000000000a3',
+                name: 'execute_tool ls',
+                startTimeUnixNano: `${T0}000000`,
+                endTimeUnixNano: `${T0 + 2}000000`,
+                attributes: [str('gen_ai.tool.name', 'ls')],
+                status: { code: 1 },
+              },
             ],
           },
         ],
@@ -121,21 +157,45 @@ describe('decoding with markers: successful spans are checked, kept as marks, ne
 
 describe('markers from spans', () => {
   test('a turn without a failure: its routine markers fold into its turn.end', () => {
-    const r = mapTraces(tracesOf([tool(T0 + 1), chat(T0 + 2), tool(T0 + 3, 'bash'), chat(T0 + 4), agent(T0 + 5, { 'gen_ai.conversation.title': 'Fix the build' })]), { markers: true });
+    const r = mapTraces(
+      tracesOf([tool(T0 + 1), chat(T0 + 2), tool(T0 + 3, 'bash'), chat(T0 + 4), agent(T0 + 5, { 'gen_ai.conversation.title': 'Fix the build' })]),
+      { markers: true },
+    );
     assert.deepEqual(markers(r.events), [
-      { activity: 'turn.end', status: 'ok', title: 'Fix the build', last_tool: 'bash', last_tool_call_id: `call_${T0 + 3}`, last_tool_ms: T0 + 3, activity_count: 4, last_activity_ms: T0 + 4, time: 5 },
+      {
+        activity: 'turn.end',
+        status: 'ok',
+        title: 'Fix the build',
+        last_tool: 'bash',
+        last_tool_call_id: `call_${T0 + 3}`,
+        last_tool_ms: T0 + 3,
+        activity_count: 4,
+        last_activity_ms: T0 + 4,
+        time: 5,
+      },
     ]);
-    assert.equal(r.events[0]!.eventId, `${TRACE}:${(spanSeq).toString(16).padStart(16, '0')}`, "the marker has its span's event id");
+    assert.equal(r.events[0]!.eventId, `${TRACE}:${spanSeq.toString(16).padStart(16, '0')}`, "the marker has its span's event id");
     assert.equal(r.events[0]!.partition, 'sess-1');
     assert.deepEqual([r.relevant, r.irrelevant], [1, 4]);
   });
 
   test('a turn with a failure: the last tool call before it; what follows folded into the turn.end', () => {
-    const r = mapTraces(tracesOf([tool(T0 + 1), chat(T0 + 2), tool(T0 + 3, 'bash'), failedChat(T0 + 4), chat(T0 + 5), chat(T0 + 6), tool(T0 + 7), agent(T0 + 8)]), { markers: true });
+    const r = mapTraces(tracesOf([tool(T0 + 1), chat(T0 + 2), tool(T0 + 3, 'bash'), failedChat(T0 + 4), chat(T0 + 5), chat(T0 + 6), tool(T0 + 7), agent(T0 + 8)]), {
+      markers: true,
+    });
     assert.equal(r.events.filter((e) => e.kind !== ACTIVITY_KIND).length, 1, 'the failure');
     assert.deepEqual(markers(r.events), [
       { activity: 'tool.ok', tool_name: 'bash', call_id: `call_${T0 + 3}`, count: 2, time: 3 },
-      { activity: 'turn.end', status: 'ok', last_tool: 'read_file', last_tool_call_id: `call_${T0 + 7}`, last_tool_ms: T0 + 7, activity_count: 3, last_activity_ms: T0 + 7, time: 8 },
+      {
+        activity: 'turn.end',
+        status: 'ok',
+        last_tool: 'read_file',
+        last_tool_call_id: `call_${T0 + 7}`,
+        last_tool_ms: T0 + 7,
+        activity_count: 3,
+        last_activity_ms: T0 + 7,
+        time: 8,
+      },
     ]);
   });
 
@@ -154,7 +214,13 @@ describe('markers from spans', () => {
       tracesOf([
         chat(T0 + 1, { 'gen_ai.usage.output_tokens': 0 }),
         chat(T0 + 2, { 'gen_ai.response.finish_reasons': ['length'] }),
-        span('ai.generateText.doGenerate', T0 + 3, { 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini', 'ai.response.text': '', 'ai.response.finishReason': 'stop', 'ai.usage.outputTokens': 3 }),
+        span('ai.generateText.doGenerate', T0 + 3, {
+          'ai.model.provider': 'openai.chat',
+          'ai.model.id': 'gpt-4o-mini',
+          'ai.response.text': '',
+          'ai.response.finishReason': 'stop',
+          'ai.usage.outputTokens': 3,
+        }),
         span('ai.generateText.doGenerate', T0 + 4, { 'ai.response.text': '', 'ai.response.toolCalls': '[{"toolCallType":"function","toolName":"ls"}]' }),
         chat(T0 + 5, { 'gen_ai.usage.output_tokens': undefined as never, 'gen_ai.output.messages': '[{"role":"assistant","parts":[]}]' }),
       ]),
@@ -260,7 +326,10 @@ describe("markers from the agent CLIs' log events", () => {
         { activity: 'compaction', trigger: 'auto' },
       ],
     );
-    assert.deepEqual(r.events.map((e) => e.turnId), ['p-1', 'p-1', 'p-1', 'p-1', 'p-2', 'p-3', 'p-1', 'p-1']);
+    assert.deepEqual(
+      r.events.map((e) => e.turnId),
+      ['p-1', 'p-1', 'p-1', 'p-1', 'p-2', 'p-3', 'p-1', 'p-1'],
+    );
     assert.ok(r.events.every((e) => e.partition === 'cc-1'));
   });
 

@@ -38,7 +38,17 @@ const nestedGroups = Buffer.alloc(2 * MIB, 15 * 8 + 3);
 
 const identity = (b: Buffer) => b;
 const Client = makeGenericClientConstructor(
-  { traces: { path: EXPORT_METHODS.traces, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity } },
+  {
+    traces: {
+      path: EXPORT_METHODS.traces,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  },
   'OtlpExport',
 );
 
@@ -139,7 +149,9 @@ describe('deep nesting is refused at once, and vigil stays live', () => {
   });
 
   test('OTLP/protobuf over HTTP: 2M nested start-group tags → 400 naming the bound, not 500', async () => {
-    const { result, longestMs } = await whileProbingLiveness(() => Promise.all(Array.from({ length: CONCURRENT }, () => post(nestedGroups, 'application/x-protobuf'))));
+    const { result, longestMs } = await whileProbingLiveness(() =>
+      Promise.all(Array.from({ length: CONCURRENT }, () => post(nestedGroups, 'application/x-protobuf'))),
+    );
     for (const { status, text } of result) {
       assert.equal(status, 400, text);
       assert.match(text, new RegExp(`groups nested deeper than ${MAX_GROUP_DEPTH} levels`));
@@ -159,7 +171,15 @@ describe('deep nesting is refused at once, and vigil stays live', () => {
 
   test('afterwards vigil takes a good request as usual', async () => {
     const good = Buffer.from(
-      JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: '5b8efff798038103d269b633813fc60c', spanId: 'eee19b7ec3c1b174', name: 'job', status: { code: 2, message: 'boom' } }] }] }] }),
+      JSON.stringify({
+        resourceSpans: [
+          {
+            scopeSpans: [
+              { spans: [{ traceId: '5b8efff798038103d269b633813fc60c', spanId: 'eee19b7ec3c1b174', name: 'job', status: { code: 2, message: 'boom' } }] },
+            ],
+          },
+        ],
+      }),
     );
     const { status, text } = await post(good, 'application/json');
     assert.equal(status, 200, text);

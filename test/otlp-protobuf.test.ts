@@ -19,7 +19,14 @@ import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { isVigilError } from '../src/errors.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH } from '../src/receivers/otlp/normalized.ts';
-import { MAX_GROUP_DEPTH, RETRY_INFO_TYPE_URL, decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from '../src/receivers/otlp/protobuf.ts';
+import {
+  MAX_GROUP_DEPTH,
+  RETRY_INFO_TYPE_URL,
+  decodeLogsProtobuf,
+  decodeTracesProtobuf,
+  encodeExportResponse,
+  encodeStatus,
+} from '../src/receivers/otlp/protobuf.ts';
 import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import { checkProperty } from './helpers/random.ts';
@@ -39,7 +46,14 @@ function encodeTraces(spans: object[], resourceAttributes: object[] = []): Buffe
 }
 
 function span(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { traceId: hex(TRACE_ID), spanId: hex(SPAN_ID), name: 'execute_tool bash', startTimeUnixNano: '1544712660000000000', endTimeUnixNano: '1544712661500000000', ...overrides };
+  return {
+    traceId: hex(TRACE_ID),
+    spanId: hex(SPAN_ID),
+    name: 'execute_tool bash',
+    startTimeUnixNano: '1544712660000000000',
+    endTimeUnixNano: '1544712661500000000',
+    ...overrides,
+  };
 }
 
 // A minimal protobuf writer for hand-made (and malformed) messages.
@@ -116,8 +130,17 @@ async function sdkLogs() {
   const exporter = new InMemoryLogRecordExporter();
   const provider = new LoggerProvider({ resource: resourceFromAttributes({ 'service.name': 'agent' }), processors: [new SimpleLogRecordProcessor({ exporter })] });
   const logger = provider.getLogger('vigil-test', '0.1.0');
-  logger.emit({ severityNumber: SeverityNumber.ERROR, severityText: 'ERROR', body: 'Traceback (most recent call last):\nZeroDivisionError: division by zero', attributes: { 'session.id': 's-1' } });
-  logger.emit({ eventName: 'claude_code.tool_result', body: { tool: 'Read', success: false, sizes: [1, 2] }, attributes: { 'event.name': 'tool_result', success: 'false' } });
+  logger.emit({
+    severityNumber: SeverityNumber.ERROR,
+    severityText: 'ERROR',
+    body: 'Traceback (most recent call last):\nZeroDivisionError: division by zero',
+    attributes: { 'session.id': 's-1' },
+  });
+  logger.emit({
+    eventName: 'claude_code.tool_result',
+    body: { tool: 'Read', success: false, sizes: [1, 2] },
+    attributes: { 'event.name': 'tool_result', success: 'false' },
+  });
   logger.emit({ severityNumber: SeverityNumber.INFO, body: 'ok', timestamp: 1_700_000_000_123 });
   await provider.forceFlush();
   return exporter.getFinishedLogRecords();
@@ -131,7 +154,15 @@ describe('OTLP/protobuf decoding: the same records as OTLP/JSON', () => {
     assert.deepEqual(fromProtobuf, fromJson);
     assert.equal(fromProtobuf.stats.rejected, 0);
     const tool = fromProtobuf.groups[0]!.spans.find((s) => s.name === 'execute_tool bash')!;
-    assert.deepEqual(tool.attributes, { 'gen_ai.tool.name': 'bash', 'gen_ai.tool.call.id': 'call_1', n: -7, ratio: 0.25, ok: false, tags: ['a', 'b'], nums: [1, 2, 3] });
+    assert.deepEqual(tool.attributes, {
+      'gen_ai.tool.name': 'bash',
+      'gen_ai.tool.call.id': 'call_1',
+      n: -7,
+      ratio: 0.25,
+      ok: false,
+      tags: ['a', 'b'],
+      nums: [1, 2, 3],
+    });
     assert.deepEqual(tool.status, { code: 2, message: 'exit status 1' });
     assert.equal(tool.events[0]!.name, 'exception');
     assert.equal(tool.events[0]!.attributes['exception.message'], "ENOENT: no such file or directory, open '/tmp/x'");
@@ -172,7 +203,15 @@ describe('OTLP/protobuf decoding: the same records as OTLP/JSON', () => {
                           key: 'k',
                           value: {
                             arrayValue: {
-                              values: [{ intValue: '-5' }, { intValue: '9223372036854775807' }, { doubleValue: NaN }, { doubleValue: -Infinity }, { bytesValue: Buffer.from('hi') }, { boolValue: true }, {}],
+                              values: [
+                                { intValue: '-5' },
+                                { intValue: '9223372036854775807' },
+                                { doubleValue: NaN },
+                                { doubleValue: -Infinity },
+                                { bytesValue: Buffer.from('hi') },
+                                { boolValue: true },
+                                {},
+                              ],
                             },
                           },
                         },
@@ -248,7 +287,12 @@ describe('OTLP/protobuf decoding: protobuf rules', () => {
     ]);
     const body = Buffer.concat([
       unknown,
-      pb.len(1, unknown, pb.len(1, unknown, pb.len(1, pb.str(1, 'service.name'), pb.len(2, pb.str(1, 'agent')))), pb.len(2, unknown, pb.len(2, rawSpan(unknown, pb.str(5, 'n'))))),
+      pb.len(
+        1,
+        unknown,
+        pb.len(1, unknown, pb.len(1, pb.str(1, 'service.name'), pb.len(2, pb.str(1, 'agent')))),
+        pb.len(2, unknown, pb.len(2, rawSpan(unknown, pb.str(5, 'n')))),
+      ),
     ]);
     const { groups, stats } = decodeTracesProtobuf(body);
     assert.equal(stats.rejected, 0, stats.messages.join('\n'));
@@ -280,7 +324,10 @@ describe('OTLP/protobuf decoding: protobuf rules', () => {
     const a = encodeTraces([span({ spanId: hex('0000000000000001') })]);
     const b = encodeTraces([span({ spanId: hex('0000000000000002') })]);
     const { groups } = decodeTracesProtobuf(Buffer.concat([a, b]));
-    assert.deepEqual(groups.map((g) => g.spans[0]!.spanId), ['0000000000000001', '0000000000000002']);
+    assert.deepEqual(
+      groups.map((g) => g.spans[0]!.spanId),
+      ['0000000000000001', '0000000000000002'],
+    );
   });
 });
 
@@ -288,8 +335,14 @@ describe('OTLP/protobuf decoding: whole-request errors (400)', () => {
   const valid = encodeTraces([span({ attributes: [{ key: 'k', value: { stringValue: 'v' } }] }), span({ spanId: hex('aaaaaaaaaaaaaaaa') })]);
 
   test('a truncated request', () => {
-    assert.match(payloadError(() => decodeTracesProtobuf(valid.subarray(0, valid.length - 3))), /^request body is not a valid protobuf ExportTraceServiceRequest: truncated/);
-    assert.match(payloadError(() => decodeLogsProtobuf(Buffer.from([0x0a, 0x05, 0x01]))), /ExportLogsServiceRequest: truncated message: a field of 5 bytes/);
+    assert.match(
+      payloadError(() => decodeTracesProtobuf(valid.subarray(0, valid.length - 3))),
+      /^request body is not a valid protobuf ExportTraceServiceRequest: truncated/,
+    );
+    assert.match(
+      payloadError(() => decodeLogsProtobuf(Buffer.from([0x0a, 0x05, 0x01]))),
+      /ExportLogsServiceRequest: truncated message: a field of 5 bytes/,
+    );
   });
 
   test('every prefix of a valid request either decodes or is refused as invalid, never anything else', () => {
@@ -316,23 +369,45 @@ describe('OTLP/protobuf decoding: whole-request errors (400)', () => {
       [pb.tag(100, 4), /unexpected end-group tag/],
       [Buffer.from('{"resourceSpans":[]}'), /not a valid protobuf/],
     ];
-    for (const [bytes, expected] of cases) assert.match(payloadError(() => decodeTracesProtobuf(bytes)), expected);
+    for (const [bytes, expected] of cases)
+      assert.match(
+        payloadError(() => decodeTracesProtobuf(bytes)),
+        expected,
+      );
   });
 
   test(`groups nested up to ${MAX_GROUP_DEPTH} levels are skipped; deeper ones refuse the request without exhausting the stack`, () => {
     const groups = (depth: number) => Buffer.concat([Buffer.alloc(depth, 15 * 8 + 3), Buffer.alloc(depth, 15 * 8 + 4)]);
     assert.deepEqual(decodeTracesProtobuf(groups(MAX_GROUP_DEPTH)).groups, []);
-    assert.match(payloadError(() => decodeTracesProtobuf(groups(MAX_GROUP_DEPTH + 1))), new RegExp(`groups nested deeper than ${MAX_GROUP_DEPTH} levels$`));
+    assert.match(
+      payloadError(() => decodeTracesProtobuf(groups(MAX_GROUP_DEPTH + 1))),
+      new RegExp(`groups nested deeper than ${MAX_GROUP_DEPTH} levels$`),
+    );
     // Inside a span (an unknown field of a record), 2M levels: the whole request is refused the same way.
     const inSpan = rawTraces(rawSpan(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3)));
-    assert.match(payloadError(() => decodeTracesProtobuf(inSpan, { skipIrrelevant: true })), /groups nested deeper than/);
-    assert.match(payloadError(() => decodeLogsProtobuf(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3))), /ExportLogsServiceRequest: groups nested deeper than/);
+    assert.match(
+      payloadError(() => decodeTracesProtobuf(inSpan, { skipIrrelevant: true })),
+      /groups nested deeper than/,
+    );
+    assert.match(
+      payloadError(() => decodeLogsProtobuf(Buffer.alloc(2 * 1024 * 1024, 15 * 8 + 3))),
+      /ExportLogsServiceRequest: groups nested deeper than/,
+    );
   });
 
   test('a wrong wire type above the records refuses the request, naming the field', () => {
-    assert.match(payloadError(() => decodeTracesProtobuf(pb.int(1, 5))), /resourceSpans\[0\]: wire type VARINT, expected LEN/);
-    assert.match(payloadError(() => decodeTracesProtobuf(pb.len(1, pb.int(2, 1)))), /resourceSpans\[0\]\.scopeSpans\[0\]: wire type VARINT/);
-    assert.match(payloadError(() => decodeLogsProtobuf(pb.len(1, pb.len(2, pb.fixed32(2, 1))))), /resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]: wire type I32/);
+    assert.match(
+      payloadError(() => decodeTracesProtobuf(pb.int(1, 5))),
+      /resourceSpans\[0\]: wire type VARINT, expected LEN/,
+    );
+    assert.match(
+      payloadError(() => decodeTracesProtobuf(pb.len(1, pb.int(2, 1)))),
+      /resourceSpans\[0\]\.scopeSpans\[0\]: wire type VARINT/,
+    );
+    assert.match(
+      payloadError(() => decodeLogsProtobuf(pb.len(1, pb.len(2, pb.fixed32(2, 1))))),
+      /resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]: wire type I32/,
+    );
   });
 
   test('random bytes never throw anything but VIGIL_PAYLOAD_INVALID', () => {
@@ -370,7 +445,10 @@ describe('OTLP/protobuf decoding: per-record rejection (partial success)', () =>
     const body = rawTraces(rawSpan(pb.str(5, 'ok-1')), rawSpan(pb.int(5, 7)), rawSpan(pb.str(5, 'ok-2')));
     const { groups, stats } = decodeTracesProtobuf(body);
     assert.equal(stats.rejected, 1);
-    assert.deepEqual(groups[0]!.spans.map((s) => s.name), ['ok-1', 'ok-2']);
+    assert.deepEqual(
+      groups[0]!.spans.map((s) => s.name),
+      ['ok-1', 'ok-2'],
+    );
     assert.equal(stats.messages[0], 'resourceSpans[0].scopeSpans[0].spans[1].name: wire type VARINT, expected LEN (record rejected)');
   });
 
@@ -383,7 +461,10 @@ describe('OTLP/protobuf decoding: per-record rejection (partial success)', () =>
       [rawSpan(pb.int(6, -1)), /kind: must be a non-negative enum value, got -1/],
       [rawSpan(pb.str(5, Buffer.from([0x61, 0xff, 0x62]))), /spans\[0\]\.name: must be valid UTF-8/],
       [rawSpan(pb.len(9, pb.str(1, 'k'), pb.len(2, pb.str(1, Buffer.from([0xc3]))))), /spans\[0\]\.attributes\[0\]\.value\.stringValue: must be valid UTF-8/],
-      [rawSpan(pb.len(9, pb.str(1, 'k'), pb.len(2, pb.len(5, pb.len(1, pb.int(1, 3)))))), /attributes\[0\]\.value\.arrayValue\.values\[0\]\.stringValue: wire type VARINT/],
+      [
+        rawSpan(pb.len(9, pb.str(1, 'k'), pb.len(2, pb.len(5, pb.len(1, pb.int(1, 3)))))),
+        /attributes\[0\]\.value\.arrayValue\.values\[0\]\.stringValue: wire type VARINT/,
+      ],
       [rawSpan(pb.len(11, pb.int(1, 5))), /spans\[0\]\.events\[0\]\.timeUnixNano: wire type VARINT, expected I64/],
       [rawSpan(pb.len(13, pb.str(1, hex(TRACE_ID)))), /spans\[0\]\.links\[0\]\.spanId: is required/],
       [rawSpan(pb.len(15, pb.str(3, 'x'))), /spans\[0\]\.status\.code: wire type LEN, expected VARINT/],
@@ -392,7 +473,10 @@ describe('OTLP/protobuf decoding: per-record rejection (partial success)', () =>
     for (const [bad, expected] of cases) {
       const { groups, stats } = decodeTracesProtobuf(rawTraces(bad, rawSpan(pb.str(5, 'good'))));
       assert.equal(stats.rejected, 1, `${expected}: ${stats.messages.join('; ')}`);
-      assert.deepEqual(groups[0]!.spans.map((s) => s.name), ['good']);
+      assert.deepEqual(
+        groups[0]!.spans.map((s) => s.name),
+        ['good'],
+      );
       assert.match(stats.messages[0]!, expected);
     }
   });
@@ -431,7 +515,28 @@ describe('OTLP/protobuf decoding: bounds', () => {
     const keys = [...Array.from({ length: MAX_ATTRIBUTES }, (_, i) => `k${i}`), 'k5', 'extra', 'k6'];
     const attributes = keys.map((key, i) => ({ key, value: { intValue: i } }));
     const fromProtobuf = decodeTracesProtobuf(encodeTraces([span({ attributes })]));
-    const fromJson = decodeTracesJson(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: TRACE_ID, spanId: SPAN_ID, name: 'execute_tool bash', startTimeUnixNano: '1544712660000000000', endTimeUnixNano: '1544712661500000000', attributes }] }] }] }));
+    const fromJson = decodeTracesJson(
+      JSON.stringify({
+        resourceSpans: [
+          {
+            scopeSpans: [
+              {
+                spans: [
+                  {
+                    traceId: TRACE_ID,
+                    spanId: SPAN_ID,
+                    name: 'execute_tool bash',
+                    startTimeUnixNano: '1544712660000000000',
+                    endTimeUnixNano: '1544712661500000000',
+                    attributes,
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
     for (const decoded of [fromProtobuf, fromJson]) {
       const attrs = decoded.groups[0]!.spans[0]!.attributes;
       assert.equal(Object.keys(attrs).length, MAX_ATTRIBUTES);
@@ -448,7 +553,13 @@ describe('OTLP/protobuf decoding: bounds', () => {
     assert.ok(Buffer.byteLength(value) <= MAX_STRING_BYTES);
     assert.ok(value.startsWith('Traceback') && value.endsWith('division by zero'));
     assert.equal(stats.truncatedValues, 1);
-    const json = decodeTracesJson(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: TRACE_ID, spanId: SPAN_ID, attributes: [{ key: 'exception.stacktrace', value: { stringValue: long } }] }] }] }] }));
+    const json = decodeTracesJson(
+      JSON.stringify({
+        resourceSpans: [
+          { scopeSpans: [{ spans: [{ traceId: TRACE_ID, spanId: SPAN_ID, attributes: [{ key: 'exception.stacktrace', value: { stringValue: long } }] }] }] },
+        ],
+      }),
+    );
     assert.equal(json.groups[0]!.spans[0]!.attributes['exception.stacktrace'], value);
   });
 
@@ -617,7 +728,10 @@ describe('skipIrrelevant: spans the relevance test lets go are checked, not buil
         startTimeUnixNano: fc.oneof(fc.constant('1544712660000000000'), fc.constant('x'), junk),
         attributes: fc.oneof(fc.array(attribute, { maxLength: 4 }), junk),
         events: fc.oneof(fc.array(fc.record({ name: fc.oneof(fc.constantFrom('exception', 'log'), junk) }, { requiredKeys: [] }), { maxLength: 2 }), junk),
-        status: fc.oneof(fc.record({ code: fc.oneof(fc.constantFrom(0, 1, 2), junk), message: fc.oneof(fc.string({ maxLength: 4 }), junk) }, { requiredKeys: [] }), junk),
+        status: fc.oneof(
+          fc.record({ code: fc.oneof(fc.constantFrom(0, 1, 2), junk), message: fc.oneof(fc.string({ maxLength: 4 }), junk) }, { requiredKeys: [] }),
+          junk,
+        ),
       },
       { requiredKeys: [] },
     );
@@ -627,7 +741,10 @@ describe('skipIrrelevant: spans the relevance test lets go are checked, not buil
         const full = decodeTracesJson(body);
         const skipping = decodeTracesJson(body, { skipIrrelevant: true });
         assert.deepEqual(skipping.stats, full.stats);
-        assert.deepEqual(skipping.groups.map((g) => g.spans), full.groups.map((g) => g.spans.filter(kept)));
+        assert.deepEqual(
+          skipping.groups.map((g) => g.spans),
+          full.groups.map((g) => g.spans.filter(kept)),
+        );
         assert.equal(skipping.skipped + skipping.groups[0]!.spans.length, full.groups[0]!.spans.length);
       }),
       { numRuns: 2000 },
@@ -637,7 +754,9 @@ describe('skipIrrelevant: spans the relevance test lets go are checked, not buil
   test('mutated requests: the skipping and the full decode always agree', () => {
     const valid = encodeTraces(spans.slice(0, 4));
     checkProperty(
-      fc.property(fc.array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }), (edits) => assertMutationAgrees(valid, edits)),
+      fc.property(fc.array(fc.tuple(fc.nat(valid.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }), (edits) =>
+        assertMutationAgrees(valid, edits),
+      ),
       { numRuns: 2000 },
     );
   });

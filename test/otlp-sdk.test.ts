@@ -56,7 +56,10 @@ function exporters(protocol: Protocol, httpUrl: string, grpcUrl: string): { trac
     case 'http-json':
       return { traces: new JsonTraceExporter({ url: `${httpUrl}/v1/traces`, compression }), logs: new JsonLogExporter({ url: `${httpUrl}/v1/logs`, compression }) };
     case 'http-protobuf':
-      return { traces: new ProtoTraceExporter({ url: `${httpUrl}/v1/traces`, compression }), logs: new ProtoLogExporter({ url: `${httpUrl}/v1/logs`, compression }) };
+      return {
+        traces: new ProtoTraceExporter({ url: `${httpUrl}/v1/traces`, compression }),
+        logs: new ProtoLogExporter({ url: `${httpUrl}/v1/logs`, compression }),
+      };
     case 'grpc':
       return { traces: new GrpcTraceExporter({ url: grpcUrl, compression }), logs: new GrpcLogExporter({ url: grpcUrl, compression }) };
   }
@@ -79,7 +82,11 @@ async function recordTurn(session: string): Promise<{ spans: ReadableSpan[]; too
   tool.setStatus({ code: SpanStatusCode.ERROR, message: "ENOENT: no such file or directory, open '/tmp/agent/notes.md'" });
   tool.end();
 
-  const chat = tracer.startSpan('chat gpt-4o', { kind: SpanKind.CLIENT, attributes: { ...attributes, 'gen_ai.system': 'openai', 'gen_ai.request.model': 'gpt-4o', 'error.type': 'RateLimitError' } }, ctx);
+  const chat = tracer.startSpan(
+    'chat gpt-4o',
+    { kind: SpanKind.CLIENT, attributes: { ...attributes, 'gen_ai.system': 'openai', 'gen_ai.request.model': 'gpt-4o', 'error.type': 'RateLimitError' } },
+    ctx,
+  );
   chat.setStatus({ code: SpanStatusCode.ERROR, message: RATE_LIMIT });
   chat.end();
 
@@ -110,7 +117,14 @@ async function recordLogs(session: string): Promise<ReadableLogRecord[]> {
   logger.emit({
     eventName: 'claude_code.tool_result',
     body: 'claude_code.tool_result',
-    attributes: { 'session.id': session, 'event.name': 'tool_result', tool_name: 'Read', tool_use_id: 'toolu_1', success: 'false', error: "Error: EACCES: permission denied, open '/etc/shadow'" },
+    attributes: {
+      'session.id': session,
+      'event.name': 'tool_result',
+      tool_name: 'Read',
+      tool_use_id: 'toolu_1',
+      success: 'false',
+      error: "Error: EACCES: permission denied, open '/etc/shadow'",
+    },
   });
   logger.emit({ severityNumber: SeverityNumber.INFO, body: 'listening on port 3000', attributes: { 'session.id': session } });
   await provider.forceFlush();
@@ -200,7 +214,10 @@ service:
     }, 'a work event for every failure');
     for (const protocol of PROTOCOLS) {
       const mine = events.filter((e) => e.data.partition === `sess-${protocol}`);
-      assert.ok(mine.every((e) => e.type === 'dev.vigil.work.created' && e.data.classification === 'ExecutionFailure'), JSON.stringify(mine, null, 1));
+      assert.ok(
+        mine.every((e) => e.type === 'dev.vigil.work.created' && e.data.classification === 'ExecutionFailure'),
+        JSON.stringify(mine, null, 1),
+      );
       const signatures = mine.map((e) => e.data.signature as string).sort();
       assert.equal(signatures.length, 5, `${protocol}: ${signatures.join(' | ')}`);
       const expected = [
@@ -210,7 +227,10 @@ service:
         'ZeroDivisionError: division by zero',
       ];
       for (const s of expected) assert.ok(signatures.includes(s), `${protocol}: missing '${s}' in ${signatures.join(' | ')}`);
-      assert.ok(signatures.some((s) => s.includes('429 Rate limit reached for gpt-4o')), `${protocol}: ${signatures.join(' | ')}`);
+      assert.ok(
+        signatures.some((s) => s.includes('429 Rate limit reached for gpt-4o')),
+        `${protocol}: ${signatures.join(' | ')}`,
+      );
       // The causal span is kept: the tool failure points at the SDK's tool span.
       const tool = mine.find((e) => e.data.signature.startsWith('Error: ENOENT'))!;
       assert.deepEqual([tool.data.trace_id, tool.data.span_id], [toolSpans.get(protocol)!.traceId, toolSpans.get(protocol)!.spanId]);

@@ -30,10 +30,22 @@ function work(seq: number, over: Partial<WorkEvent['data']> = {}): OutboxEntry {
       subject: 'g_1',
       datacontenttype: 'application/json',
       data: {
-        work_id: 'w_1', group_key: 'g_1', occurrence_id: `o_${seq}`, classification: 'ExecutionFailure', decision: 'BurstThresholdReached',
-        signature: 'ZeroDivisionError: division by zero', fingerprint: 'v2:abc', count: seq + 1, first_seen: '2026-01-01T00:00:00.000Z',
-        last_seen: '2026-01-01T00:00:05.000Z', partition: 'sess-1', revision: '1.2.3', operation: 'execute_tool run_python',
-        trace_id: CAUSE.trace, span_id: CAUSE.span, evidence: { kind: 'execution.completed', source: 'otlp.traces', event_id: 'e', excerpt: null },
+        work_id: 'w_1',
+        group_key: 'g_1',
+        occurrence_id: `o_${seq}`,
+        classification: 'ExecutionFailure',
+        decision: 'BurstThresholdReached',
+        signature: 'ZeroDivisionError: division by zero',
+        fingerprint: 'v2:abc',
+        count: seq + 1,
+        first_seen: '2026-01-01T00:00:00.000Z',
+        last_seen: '2026-01-01T00:00:05.000Z',
+        partition: 'sess-1',
+        revision: '1.2.3',
+        operation: 'execute_tool run_python',
+        trace_id: CAUSE.trace,
+        span_id: CAUSE.span,
+        evidence: { kind: 'execution.completed', source: 'otlp.traces', event_id: 'e', excerpt: null },
         ...over,
       },
     },
@@ -45,13 +57,27 @@ const forwardedSpan: ForwardRecord = {
   resource: { 'service.name': 'agent', 'service.version': '1.2.3' },
   scope: { name: 'agent-tracer', version: '0.1.0', attributes: {} },
   span: {
-    traceId: CAUSE.trace, spanId: CAUSE.span, parentSpanId: undefined, traceState: '', name: 'execute_tool run_python', kind: 1,
-    startTimeUnixNano: '1767225600123456789', startTimeMs: undefined, endTimeUnixNano: '1767225605987654321', endTimeMs: undefined,
+    traceId: CAUSE.trace,
+    spanId: CAUSE.span,
+    parentSpanId: undefined,
+    traceState: '',
+    name: 'execute_tool run_python',
+    kind: 1,
+    startTimeUnixNano: '1767225600123456789',
+    startTimeMs: undefined,
+    endTimeUnixNano: '1767225605987654321',
+    endTimeMs: undefined,
     attributes: { 'gen_ai.tool.name': 'run_python', 'gen_ai.operation.name': 'execute_tool' },
     events: [{ name: 'exception', timeUnixNano: '1767225605000000001', timeMs: undefined, attributes: { 'exception.type': 'ZeroDivisionError' } }],
-    links: [], status: { code: 2, message: 'division by zero' },
+    links: [],
+    status: { code: 2, message: 'division by zero' },
   },
-  enrichment: { 'vigil.classification': 'ExecutionFailure', 'vigil.signature': 'ZeroDivisionError: division by zero', 'vigil.fingerprint': 'v2:abc', 'vigil.occurrence.id': 'o_1' },
+  enrichment: {
+    'vigil.classification': 'ExecutionFailure',
+    'vigil.signature': 'ZeroDivisionError: division by zero',
+    'vigil.fingerprint': 'v2:abc',
+    'vigil.occurrence.id': 'o_1',
+  },
 };
 
 const forwardedLog: ForwardRecord = {
@@ -59,8 +85,18 @@ const forwardedLog: ForwardRecord = {
   resource: { 'service.name': 'agent' },
   scope: { name: 'agent-logger', version: '', attributes: {} },
   log: {
-    timeUnixNano: '1767225601000000042', timeMs: undefined, observedTimeUnixNano: '1767225601000000099', observedTimeMs: undefined,
-    severityNumber: 9, severityText: 'INFO', body: 'all good', attributes: { 'session.id': 'sess-1' }, traceId: undefined, spanId: undefined, eventName: '', flags: 0,
+    timeUnixNano: '1767225601000000042',
+    timeMs: undefined,
+    observedTimeUnixNano: '1767225601000000099',
+    observedTimeMs: undefined,
+    severityNumber: 9,
+    severityText: 'INFO',
+    body: 'all good',
+    attributes: { 'session.id': 'sess-1' },
+    traceId: undefined,
+    spanId: undefined,
+    eventName: '',
+    flags: 0,
   },
 };
 
@@ -70,7 +106,17 @@ describe('otlphttp exporter', () => {
   const make = (endpoint: string, over: Record<string, unknown> = {}) =>
     otlpHttpExporterFactory.create(
       { id: 'otlphttp', logger: memoryLogger() },
-      { endpoint, headers: { 'x-api-key': 'vendor-key' }, compression: 'gzip', encoding: 'proto', timeout: 2000, forward: false, occurrence_spans: 'work', ...DEFAULT_DELIVERY, ...over },
+      {
+        endpoint,
+        headers: { 'x-api-key': 'vendor-key' },
+        compression: 'gzip',
+        encoding: 'proto',
+        timeout: 2000,
+        forward: false,
+        occurrence_spans: 'work',
+        ...DEFAULT_DELIVERY,
+        ...over,
+      },
     );
 
   test('occurrence spans (protobuf, gzip): linked to the causal span, with the DESIGN 4.3 attributes and stable ids', async () => {
@@ -99,12 +145,26 @@ describe('otlphttp exporter', () => {
     const a = attrs(first.attributes);
     assert.deepEqual(
       {
-        occ: a['vigil.occurrence.id'], group: a['vigil.group.key'], work: a['vigil.work.id'], decision: a['vigil.decision'],
-        cls: a['vigil.classification'], type: a['error.type'], sig: a['vigil.signature'], fp: a['vigil.fingerprint'], session: a['session.id'],
+        occ: a['vigil.occurrence.id'],
+        group: a['vigil.group.key'],
+        work: a['vigil.work.id'],
+        decision: a['vigil.decision'],
+        cls: a['vigil.classification'],
+        type: a['error.type'],
+        sig: a['vigil.signature'],
+        fp: a['vigil.fingerprint'],
+        session: a['session.id'],
       },
       {
-        occ: 'o_1', group: 'g_1', work: 'w_1', decision: 'BurstThresholdReached', cls: 'ExecutionFailure', type: 'ZeroDivisionError',
-        sig: 'ZeroDivisionError: division by zero', fp: 'v2:abc', session: 'sess-1',
+        occ: 'o_1',
+        group: 'g_1',
+        work: 'w_1',
+        decision: 'BurstThresholdReached',
+        cls: 'ExecutionFailure',
+        type: 'ZeroDivisionError',
+        sig: 'ZeroDivisionError: division by zero',
+        fp: 'v2:abc',
+        session: 'sess-1',
       },
     );
     assert.equal(second.links?.length ?? 0, 0, 'no causal span, no link');
@@ -170,14 +230,30 @@ describe('otlphttp exporter', () => {
       seq: 1,
       id,
       occurrence: {
-        occurrence_id: id, group_key: 'g_1', work_id: workId, decision: workId ? 'BurstThresholdReached' : 'BurstCoalesced', classification: 'ExecutionFailure',
-        signature: 'KeyError: missing', fingerprint: 'v2:k', count: 1, time: '2026-01-01T00:00:00.000Z', service: 'agent', partition: 'sess-1', revision: 'r',
-        operation: null, trace_id: CAUSE.trace, span_id: CAUSE.span, suppressed: null,
+        occurrence_id: id,
+        group_key: 'g_1',
+        work_id: workId,
+        decision: workId ? 'BurstThresholdReached' : 'BurstCoalesced',
+        classification: 'ExecutionFailure',
+        signature: 'KeyError: missing',
+        fingerprint: 'v2:k',
+        count: 1,
+        time: '2026-01-01T00:00:00.000Z',
+        service: 'agent',
+        partition: 'sess-1',
+        revision: 'r',
+        operation: null,
+        trace_id: CAUSE.trace,
+        span_id: CAUSE.span,
+        suppressed: null,
       },
     });
     await make(server.url, { occurrence_spans: 'all' }).export([occ('o_a', null), work(1), occ('o_b', 'w_1')]);
     const spans = decodeTraceRequest(server.received[0]!.body).resourceSpans[0].scopeSpans[0].spans;
-    assert.deepEqual(spans.map((s: any) => s.spanId), [occurrenceSpanIds('o_a').spanId, occurrenceSpanIds('o_b').spanId]);
+    assert.deepEqual(
+      spans.map((s: any) => s.spanId),
+      [occurrenceSpanIds('o_a').spanId, occurrenceSpanIds('o_b').spanId],
+    );
     const first = attrs(spans[0].attributes);
     assert.equal(first['vigil.decision'], 'BurstCoalesced');
     assert.equal(first['vigil.work.id'], undefined, 'an occurrence that made no work has no work id');

@@ -46,7 +46,9 @@ function harness(opts: RecurrenceOptions, loadDelay = '') {
   const summarise = (p: WorkPage) =>
     [
       p.items.map((i) => i.occurrence?.decision ?? '-').join(','),
-      p.commit.outbox.map((o) => (o.kind !== 'work' || !isOccurrenceEvent(o.event) ? o.kind : `${o.event.type.replace('dev.vigil.work.', '')}#${o.event.data.count}`)).join(','),
+      p.commit.outbox
+        .map((o) => (o.kind !== 'work' || !isOccurrenceEvent(o.event) ? o.kind : `${o.event.type.replace('dev.vigil.work.', '')}#${o.event.data.count}`))
+        .join(','),
     ].join(' | ');
   const run = (source: Observable<WorkPage>) =>
     source.pipe(
@@ -149,7 +151,12 @@ describe('recurrence operator (marble tests, virtual time)', () => {
   test('non-failures advance without occurrences', () => {
     const { scheduler, run } = harness(defaults);
     scheduler.run(({ cold, expectObservable }) => {
-      const pages = cold('a|', { a: diagnosedPage([{ time: 0, normal: true }, { time: 1, normal: true }]) });
+      const pages = cold('a|', {
+        a: diagnosedPage([
+          { time: 0, normal: true },
+          { time: 1, normal: true },
+        ]),
+      });
       expectObservable(run(pages)).toBe('a|', { a: '-,- | ' });
     });
   });
@@ -210,7 +217,12 @@ describe('recurrence identity and revision (DESIGN 3.3)', () => {
   });
 
   test('different revisions of the same failure are different groups', () => {
-    const occ = occurrences([diagnosedPage([{ time: 0, revision: 'v1' }, { time: 1, revision: 'v2' }])]);
+    const occ = occurrences([
+      diagnosedPage([
+        { time: 0, revision: 'v1' },
+        { time: 1, revision: 'v2' },
+      ]),
+    ]);
     assert.notEqual(occ[0]!.groupKey, occ[1]!.groupKey);
   });
 });
@@ -240,7 +252,14 @@ describe('recurrence: one failure, one occurrence (marble tests, virtual time)',
           }
           for (const o of p.commit.outbox) {
             if (o.kind !== 'work' || !isOccurrenceEvent(o.event)) continue;
-            events.push({ pipeline: p.pipeline, id: o.id, type: o.event.type.replace('dev.vigil.work.', ''), count: o.event.data.count, decision: o.event.data.decision, related: (o.event.data.evidence.related ?? []).map((r) => r.event_id) });
+            events.push({
+              pipeline: p.pipeline,
+              id: o.id,
+              type: o.event.type.replace('dev.vigil.work.', ''),
+              count: o.event.data.count,
+              decision: o.event.data.decision,
+              related: (o.event.data.evidence.related ?? []).map((r) => r.event_id),
+            });
           }
         }),
         map((p) => p.items.map((i) => i.occurrence?.decision ?? '-').join(',')),
@@ -250,8 +269,19 @@ describe('recurrence: one failure, one occurrence (marble tests, virtual time)',
 
   /** A page whose second item is evidence of the first (as the correlation log releases them). */
   function withEvidence(pipeline: string) {
-    const page = diagnosedPage([{ id: 'span-1', time: 0 }, { id: 'log-1', time: 5 }], 'session-1', pipeline);
-    page.items[0]!.entry.event.correlation = { anchor: 'span-1', counted: 'span-1', related: [{ eventId: 'log-1', source: 'otlp.logs', kind: 'execution.completed', excerpt: 'Error: boom' }] };
+    const page = diagnosedPage(
+      [
+        { id: 'span-1', time: 0 },
+        { id: 'log-1', time: 5 },
+      ],
+      'session-1',
+      pipeline,
+    );
+    page.items[0]!.entry.event.correlation = {
+      anchor: 'span-1',
+      counted: 'span-1',
+      related: [{ eventId: 'log-1', source: 'otlp.logs', kind: 'execution.completed', excerpt: 'Error: boom' }],
+    };
     page.items[1]!.entry.event.correlation = { anchor: 'span-1', counted: 'span-1' };
     return page;
   }
@@ -270,8 +300,14 @@ describe('recurrence: one failure, one occurrence (marble tests, virtual time)',
     scheduler.run(({ cold, expectObservable }) => {
       const pages = cold('a-b-c-d-e|', {
         a: pageOf('logs', [{ id: 'r1', time: 0 }]),
-        b: pageOf('logs', [{ id: 'r2', time: 1 * S }, { id: 'r3', time: 2 * S }]),
-        c: pageOf('logs/b', [{ id: 'r1', time: 0 }, { id: 'r2', time: 1 * S }]),
+        b: pageOf('logs', [
+          { id: 'r2', time: 1 * S },
+          { id: 'r3', time: 2 * S },
+        ]),
+        c: pageOf('logs/b', [
+          { id: 'r1', time: 0 },
+          { id: 'r2', time: 1 * S },
+        ]),
         d: pageOf('logs/b', [{ id: 'r3', time: 2 * S }]),
         e: pageOf('logs', [{ id: 'r3', time: 2 * S }]),
       });

@@ -16,7 +16,16 @@ function entry(seq: number): OutboxEntry {
     kind: 'work',
     seq,
     id,
-    event: { specversion: '1.0', id, source: 'vigil/agent', type: 'dev.vigil.work.created', time: '2026-01-01T00:00:00.000Z', subject: 'g', datacontenttype: 'application/json', data: { count: seq } as never },
+    event: {
+      specversion: '1.0',
+      id,
+      source: 'vigil/agent',
+      type: 'dev.vigil.work.created',
+      time: '2026-01-01T00:00:00.000Z',
+      subject: 'g',
+      datacontenttype: 'application/json',
+      data: { count: seq } as never,
+    },
   };
 }
 
@@ -29,7 +38,10 @@ describe('redis_stream exporter', () => {
   });
   const make = (stream: string, maxlen = 0, url = REDIS_URL) => {
     streams.push(stream);
-    return redisStreamExporterFactory.create({ id: 'redis_stream', logger: memoryLogger() }, { url, stream, maxlen, dedupe_window: 60_000, timeout: 1000, ...DEFAULT_DELIVERY });
+    return redisStreamExporterFactory.create(
+      { id: 'redis_stream', logger: memoryLogger() },
+      { url, stream, maxlen, dedupe_window: 60_000, timeout: 1000, ...DEFAULT_DELIVERY },
+    );
   };
 
   test('XADDs one entry per work event with the CloudEvent in field `event`; a redelivery is not added twice', async () => {
@@ -41,7 +53,10 @@ describe('redis_stream exporter', () => {
       await ex.export([entry(2), entry(3)]); // redelivery of 2 after a crash
       const rows = await redis.xrange(stream, '-', '+');
       const events = rows.map(([, fields]) => JSON.parse(fields[fields.indexOf('event') + 1]!));
-      assert.deepEqual(events.map((e) => e.id), ['evt-1', 'evt-2', 'evt-3']);
+      assert.deepEqual(
+        events.map((e) => e.id),
+        ['evt-1', 'evt-2', 'evt-3'],
+      );
       // Consumers can use a consumer group.
       await redis.xgroup('CREATE', stream, 'agents', '0');
       const read = (await redis.xreadgroup('GROUP', 'agents', 'c1', 'COUNT', 10, 'STREAMS', stream, '>')) as Array<[string, Array<[string, string[]]>]>;

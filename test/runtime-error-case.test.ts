@@ -29,7 +29,15 @@ describe('normalizeCase', () => {
       error_kind: 'stale_browser_ref',
       severity: 0,
       detected_by: '',
-      task: { origin: null, event_sources: [], user_request_summary: null, claimed_event_ids: [], claimed_app_notices: [], bound_primitive_id: null, workflow_origin: null },
+      task: {
+        origin: null,
+        event_sources: [],
+        user_request_summary: null,
+        claimed_event_ids: [],
+        claimed_app_notices: [],
+        bound_primitive_id: null,
+        workflow_origin: null,
+      },
       runtime: { phase: null, available_tool_names: [], plan_summary: [], compact_context_summary: null },
       action: { assistant_text_summary: null, tool_call_summaries: [], tool_result_summaries: [], previous_action_window: [] },
       observation: { expected_behavior: '', actual_behavior: '', evidence: '', recoverability: '', retry_count: 0, terminal_status: null },
@@ -40,11 +48,24 @@ describe('normalizeCase', () => {
   test('a section that leaves out some fields gets their defaults and keeps the rest', () => {
     const r = normalizeCase({ case_id: 'c1', error_kind: 'stale_browser_ref', occurred_at_ms: 5, observation: { evidence: 'ref e12 is stale' } });
     assert.ok(r.ok);
-    assert.deepEqual(r.case.observation, { evidence: 'ref e12 is stale', expected_behavior: '', actual_behavior: '', recoverability: '', retry_count: 0, terminal_status: null });
+    assert.deepEqual(r.case.observation, {
+      evidence: 'ref e12 is stale',
+      expected_behavior: '',
+      actual_behavior: '',
+      recoverability: '',
+      retry_count: 0,
+      terminal_status: null,
+    });
   });
 
   test('unknown fields are kept, at the top and inside the sections', () => {
-    const r = normalizeCase(referenceCase({ session_id: 's-1', schema: 3, runtime: { phase: null, focused_app: 'browser', available_tool_names: [], plan_summary: [], compact_context_summary: null } }));
+    const r = normalizeCase(
+      referenceCase({
+        session_id: 's-1',
+        schema: 3,
+        runtime: { phase: null, focused_app: 'browser', available_tool_names: [], plan_summary: [], compact_context_summary: null },
+      }),
+    );
     assert.ok(r.ok);
     assert.equal(r.case.session_id, 's-1');
     assert.equal(r.case.schema, 3);
@@ -68,7 +89,10 @@ describe('normalizeCase', () => {
     for (const kind of ERROR_KINDS) assert.ok(normalizeCase(referenceCase({ error_kind: kind })).ok, kind);
     const r = normalizeCase(referenceCase({ error_kind: 'invalid_tool_arguments' }));
     assert.equal(r.ok, false);
-    assert.ok(!r.ok && r.reason === 'unknown_error_kind' && /unknown error_kind "invalid_tool_arguments"; known kinds: missing_finish_and_send/.test(r.error), JSON.stringify(r));
+    assert.ok(
+      !r.ok && r.reason === 'unknown_error_kind' && /unknown error_kind "invalid_tool_arguments"; known kinds: missing_finish_and_send/.test(r.error),
+      JSON.stringify(r),
+    );
   });
 
   test('what is not a case says which field is wrong and what it should be', () => {
@@ -136,9 +160,15 @@ describe('a journal line becomes an event', () => {
   });
 
   test('a case that names its trace links to it (hex ids only); its own service and revision win', () => {
-    const r = parseJournalLine(JSON.stringify(referenceCase({ trace_id: '4BF92F3577B34DA6A3CE929D0E0E4736', span_id: '00f067aa0ba902b7', service: 'other', revision: 'abc123' })), source);
+    const r = parseJournalLine(
+      JSON.stringify(referenceCase({ trace_id: '4BF92F3577B34DA6A3CE929D0E0E4736', span_id: '00f067aa0ba902b7', service: 'other', revision: 'abc123' })),
+      source,
+    );
     assert.ok(r.ok);
-    assert.deepEqual([r.event.traceId, r.event.spanId, r.event.service, r.event.revision], ['4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7', 'other', 'abc123']);
+    assert.deepEqual(
+      [r.event.traceId, r.event.spanId, r.event.service, r.event.revision],
+      ['4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7', 'other', 'abc123'],
+    );
     const bad = parseJournalLine(JSON.stringify(referenceCase({ trace_id: 'not-a-trace' })), source);
     assert.ok(bad.ok);
     assert.equal(bad.event.traceId, undefined);

@@ -62,7 +62,10 @@ service:
   const server = await RedisServer.start({ port: redisPort, user: 'vigil', password: 'hunter2-secret' });
   servers.push(server);
   await waitFor(async () => ((await fetch(`${health}/healthz`)).status === 200 ? true : undefined), `vigil to become ready\n${vigil.stderr()}`, 30_000);
-  for (const [uid, dt] of [['u1', 0], ['u2', 5000]] as const) {
+  for (const [uid, dt] of [
+    ['u1', 0],
+    ['u2', 5000],
+  ] as const) {
     const res = await post(uid, Date.UTC(2026, 0, 2) + dt);
     assert.equal(res.status, 200, await res.text());
   }
@@ -70,7 +73,10 @@ service:
     const lines = existsSync(workFile) ? readFileSync(workFile, 'utf8').split('\n').filter(Boolean) : [];
     return lines.length ? lines.map((l) => JSON.parse(l)) : undefined;
   }, 'the work event');
-  assert.deepEqual(events.map((e) => [e.type, e.data.count]), [['dev.vigil.work.created', 2]]);
+  assert.deepEqual(
+    events.map((e) => [e.type, e.data.count]),
+    [['dev.vigil.work.created', 2]],
+  );
 
   const status = spawnVigil(['status', '-c', config]);
   assert.equal(await status.exited, 0, status.stderr());

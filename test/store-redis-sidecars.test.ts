@@ -81,7 +81,13 @@ test('two vigil processes on one Redis: one work item between them, later occurr
     const lag = st.store.pipelines.flatMap((p: any) => p.outbox.exporters).reduce((n: number, e: any) => n + e.lag, 0);
     return pending === 0 && lag === 0 ? st.store : undefined;
   };
-  const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+  const read = (file: string) =>
+    existsSync(file)
+      ? readFileSync(file, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
   const store = await waitFor(async () => {
     const st = await drained(a.health);
     // Both sidecars' outputs together hold the final count (8 occurrences) once everything is delivered.

@@ -143,7 +143,10 @@ describe('redis store: round trips, faults and connections', () => {
     const crashed = new RedisStore(cfg);
     await crashed.open();
     await crashed.registerExporter('logs', 'file');
-    await crashed.append('logs', ['e1', 'e2', 'e3'].map((id, i) => event({ id, time: i, partition: 'S' })));
+    await crashed.append(
+      'logs',
+      ['e1', 'e2', 'e3'].map((id, i) => event({ id, time: i, partition: 'S' })),
+    );
     const page = await crashed.readPage('logs', 'S', 2);
     crashed.faults.betweenCommitSteps = () => {
       throw new Error('simulated crash');
@@ -156,13 +159,20 @@ describe('redis store: round trips, faults and connections', () => {
     await restarted.open();
     try {
       // The state counted e1 and e2: the next page starts after them, and the cursor caught up.
-      assert.deepEqual((await restarted.readPage('logs', 'S', 10)).map((e) => e.event.eventId), ['e3']);
+      assert.deepEqual(
+        (await restarted.readPage('logs', 'S', 10)).map((e) => e.event.eventId),
+        ['e3'],
+      );
       const st = await restarted.status();
       assert.equal(st.pipelines.find((p) => p.pipeline === 'logs')!.partitions.find((p) => p.partition === 'S')!.cursor, page[1]!.id);
       // Replaying the same commit (a runner that did not see it succeed) is refused and changes nothing.
       await assert.rejects(restarted.commit(pageCommit), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT'));
       assert.equal((await restarted.loadGroups(['g'])).get('g')!.version, 1);
-      assert.deepEqual((await restarted.readOutbox('logs', 'file', 10)).map((o) => o.id), ['w1'], 'the work event is there once');
+      assert.deepEqual(
+        (await restarted.readOutbox('logs', 'file', 10)).map((o) => o.id),
+        ['w1'],
+        'the work event is there once',
+      );
       assert.equal(await restarted.pendingCount('logs'), 1);
     } finally {
       await restarted.close();
@@ -207,11 +217,20 @@ describe('redis store: round trips, faults and connections', () => {
       const [a] = await store.readPage('logs', 'L', 1);
       await store.commit(commitOf('L', a!.id, { groups: [group('g', 1)] }));
       await server.kill();
-      await assert.rejects(store.append('logs', [event({ id: 'c', time: 3, partition: 'L' })]), (err: unknown) => isVigilError(err, 'VIGIL_STORE_UNAVAILABLE') && (err as VigilError).transient);
+      await assert.rejects(
+        store.append('logs', [event({ id: 'c', time: 3, partition: 'L' })]),
+        (err: unknown) => isVigilError(err, 'VIGIL_STORE_UNAVAILABLE') && (err as VigilError).transient,
+      );
       await server.start();
       await waitFor(() => (store.isAvailable() ? true : undefined), 'the store to reconnect');
-      assert.deepEqual(await store.append('logs', [event({ id: 'c', time: 3, partition: 'L' }), event({ id: 'b', time: 2, partition: 'L' })]), { appended: 1, duplicates: 1 });
-      assert.deepEqual((await store.readPage('logs', 'L', 10)).map((e) => e.event.eventId), ['b', 'c']);
+      assert.deepEqual(await store.append('logs', [event({ id: 'c', time: 3, partition: 'L' }), event({ id: 'b', time: 2, partition: 'L' })]), {
+        appended: 1,
+        duplicates: 1,
+      });
+      assert.deepEqual(
+        (await store.readPage('logs', 'L', 10)).map((e) => e.event.eventId),
+        ['b', 'c'],
+      );
       assert.equal((await store.loadGroups(['g'])).get('g')!.version, 1);
     } finally {
       await store.close();

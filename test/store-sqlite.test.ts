@@ -38,19 +38,36 @@ describe('sqlite store: schema migration', () => {
       const version = new Database(file, { readonly: true });
       assert.equal((version.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string }).value, String(SCHEMA_VERSION));
       version.close();
-      assert.deepEqual((await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId), ['v1-b', 'v1-c'], 'the backlog after the v1 cursor');
+      assert.deepEqual(
+        (await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId),
+        ['v1-b', 'v1-c'],
+        'the backlog after the v1 cursor',
+      );
       assert.equal((await store.loadGroups(['g_v1'])).get('g_v1')!.openWorkId, 'w_v1');
-      assert.deepEqual((await store.readOutbox('logs', 'file/work', 10)).map((o) => o.id), ['f_v1']);
+      assert.deepEqual(
+        (await store.readOutbox('logs', 'file/work', 10)).map((o) => o.id),
+        ['f_v1'],
+      );
       assert.deepEqual(await store.append('logs', [event({ id: 'v1-a', time: 1000, partition: 'S' })]), { appended: 0, duplicates: 1 }, 'dedupe ids kept');
       // The new tables work, in the same commit as the old ones.
       const [b] = await store.readPage('logs', 'S', 1);
       await store.commit({
-        pipeline: 'logs', partition: 'S', cursor: b!.id, groups: [], turns: [], revisions: [], outbox: [], failures: [],
+        pipeline: 'logs',
+        partition: 'S',
+        cursor: b!.id,
+        groups: [],
+        turns: [],
+        revisions: [],
+        outbox: [],
+        failures: [],
         state: [{ namespace: 'watchdog', key: 'run-1', value: { attempts: 1 }, version: 1 }],
         timers: { set: [{ id: 'retry:run-1', owner: 'watchdog', partition: 'S', due: 5000, payload: null }] },
       });
       assert.equal((await store.loadState('watchdog', ['run-1'])).get('run-1')!.version, 1);
-      assert.deepEqual((await store.dueTimers('logs', 5000, 10)).timers.map((t) => t.id), ['retry:run-1']);
+      assert.deepEqual(
+        (await store.dueTimers('logs', 5000, 10)).timers.map((t) => t.id),
+        ['retry:run-1'],
+      );
       const st = await store.status();
       assert.equal(st.groups, 1);
       assert.deepEqual(st.pipelines.find((p) => p.pipeline === 'logs')!.timers, { pending: 1, nextDue: 5000 });
@@ -81,7 +98,10 @@ describe('sqlite store: schema migration', () => {
     assert.equal((db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string }).value, '1', 'status migrated nothing');
     db.prepare("UPDATE meta SET value = '99' WHERE key = 'schema_version'").run();
     db.close();
-    await assert.rejects(new SqliteStore(config(file)).open(), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CORRUPT') && /version 99/.test(err.message) && err.message.includes(file));
+    await assert.rejects(
+      new SqliteStore(config(file)).open(),
+      (err: unknown) => isVigilError(err, 'VIGIL_STORE_CORRUPT') && /version 99/.test(err.message) && err.message.includes(file),
+    );
   });
 });
 
@@ -92,7 +112,10 @@ describe('sqlite store: locks, damage, status beside a running vigil', () => {
     await store.open();
     const holder = spawn(
       process.execPath,
-      ['-e', `const db = require('better-sqlite3')(${JSON.stringify(file)}); db.exec('BEGIN EXCLUSIVE'); db.exec("INSERT INTO meta VALUES ('lock', 'held')"); console.log('locked'); setInterval(() => {}, 1000);`],
+      [
+        '-e',
+        `const db = require('better-sqlite3')(${JSON.stringify(file)}); db.exec('BEGIN EXCLUSIVE'); db.exec("INSERT INTO meta VALUES ('lock', 'held')"); console.log('locked'); setInterval(() => {}, 1000);`,
+      ],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     try {
@@ -170,7 +193,10 @@ service:
     try {
       await waitFor(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${vigil.stderr()}`);
       const body = (uid: string, time: number) => otlpLogs([{ time, body: 'KeyError: missing key', session: 'st', uid }], { 'service.name': 'status-agent' });
-      for (const [uid, time] of [['s1', 1_000], ['s2', 2_000]] as const) {
+      for (const [uid, time] of [
+        ['s1', 1_000],
+        ['s2', 2_000],
+      ] as const) {
         const res = await postLogs(`http://127.0.0.1:${otlp}/v1/logs`, body(uid, time));
         assert.equal(res.status, 200);
       }
@@ -202,7 +228,10 @@ describe('sqlite store: group commit of appends', () => {
     try {
       const [groupedBefore, singleBefore] = [walBytes(grouped.file), walBytes(single.file)];
       const results = await Promise.all(appendsOf(40, 'g').map((events) => grouped.append('logs', events)));
-      assert.deepEqual(results, Array.from({ length: 40 }, () => ({ appended: 1, duplicates: 0 })));
+      assert.deepEqual(
+        results,
+        Array.from({ length: 40 }, () => ({ appended: 1, duplicates: 0 })),
+      );
       for (const events of appendsOf(40, 's')) assert.deepEqual(await single.append('logs', events), { appended: 1, duplicates: 0 });
       const [groupedGrowth, singleGrowth] = [walBytes(grouped.file) - groupedBefore, walBytes(single.file) - singleBefore];
       assert.ok(groupedGrowth * 5 < singleGrowth, `one transaction wrote ${groupedGrowth} WAL bytes, 40 transactions ${singleGrowth}`);

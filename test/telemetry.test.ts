@@ -74,7 +74,15 @@ describe('self-telemetry', () => {
       ]),
     );
     assert.deepEqual(families, [
-      { name: 'a_total', type: 'counter', help: 'a_total help', samples: [{ labels: { receiver: 'otlp', signal: 'logs' }, value: 1 }, { labels: { receiver: 'otlp/2', signal: 'logs' }, value: 3 }] },
+      {
+        name: 'a_total',
+        type: 'counter',
+        help: 'a_total help',
+        samples: [
+          { labels: { receiver: 'otlp', signal: 'logs' }, value: 1 },
+          { labels: { receiver: 'otlp/2', signal: 'logs' }, value: 3 },
+        ],
+      },
       { name: 'b_total', type: 'counter', help: 'b_total help', samples: [{ labels: { receiver: 'otlp', signal: 'logs' }, value: 2 }] },
     ]);
   });
@@ -128,7 +136,13 @@ service:
       .filter((r) => r.path === '/v1/traces')
       .flatMap((r) => decodeTraceRequest(r.body).resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans)))
       .map((s: any): [string, unknown] => [s.name, attrs(s.attributes)['vigil.pipeline']]);
-    assert.ok(names.some(([n, p]) => n === 'vigil.page' && p === 'logs'), JSON.stringify(names));
-    assert.ok(names.some(([n]) => n === 'vigil.export'), JSON.stringify(names));
+    assert.ok(
+      names.some(([n, p]) => n === 'vigil.page' && p === 'logs'),
+      JSON.stringify(names),
+    );
+    assert.ok(
+      names.some(([n]) => n === 'vigil.export'),
+      JSON.stringify(names),
+    );
   });
 });

@@ -35,7 +35,15 @@ function pipeline(store: StateStore, clock: { now: number }, opts: { rearm?: num
       recurrenceFactory.create(settings('recurrence'), defaultsOf(recurrenceFactory.schema)),
       timerProbe(settings('probe').state, { delay: DELAY, rearm: opts.rearm ?? 0 }, () => clock.now),
     );
-  const runner = new PipelineRunner({ pipeline: 'logs', store, chain, logger, pageSize: 256, now: () => clock.now, processors: ['classify', 'recurrence', 'probe'] });
+  const runner = new PipelineRunner({
+    pipeline: 'logs',
+    store,
+    chain,
+    logger,
+    pageSize: 256,
+    now: () => clock.now,
+    processors: ['classify', 'recurrence', 'probe'],
+  });
   return { runner, logger };
 }
 
@@ -124,7 +132,10 @@ describe('durable timers in the pipeline runner (virtual time)', () => {
     const sidecarA = pipeline(store, clock);
     const sidecarB = pipeline(store, clock);
     const [a, b] = [sidecarA.runner, sidecarB.runner];
-    await store.append('logs', ['s1', 's2', 's3'].map((id, i) => event({ id, time: T0 + i, partition: `P${i}` })));
+    await store.append(
+      'logs',
+      ['s1', 's2', 's3'].map((id, i) => event({ id, time: T0 + i, partition: `P${i}` })),
+    );
     await runUntil(a, clock, T0 + 1_000);
     clock.now = T0 + DELAY + 10;
     // Both read the due timers before either commits.
@@ -142,12 +153,22 @@ describe('durable timers in the pipeline runner (virtual time)', () => {
     const clock = { now: T0 };
     const { runner, logger } = pipeline(store, clock);
     await store.commit({
-      pipeline: 'logs', partition: 'S', cursor: null, groups: [], turns: [], revisions: [], outbox: [], failures: [],
+      pipeline: 'logs',
+      partition: 'S',
+      cursor: null,
+      groups: [],
+      turns: [],
+      revisions: [],
+      outbox: [],
+      failures: [],
       timers: { set: [{ id: 'old', owner: 'watchdog/removed', partition: 'S', due: T0 + 10, payload: null }] },
     });
     await runUntil(runner, clock, T0 + 2_000);
     assert.equal(runner.stats.timersOrphaned, 1);
-    assert.ok(logger.entries.some((r) => r.level === 'warn' && /owner is not a processor/.test(String(r.msg))), JSON.stringify(logger.entries));
+    assert.ok(
+      logger.entries.some((r) => r.level === 'warn' && /owner is not a processor/.test(String(r.msg))),
+      JSON.stringify(logger.entries),
+    );
     assert.deepEqual((await store.dueTimers('logs', T0 + 10_000, 10)).timers, []);
   });
 });
@@ -178,13 +199,25 @@ describe('stages without timers pass a timer page through unchanged', () => {
 test('status shows pending timers with the next due time per pipeline, and entries per state namespace', async () => {
   const store = new MemoryStore();
   await store.commit({
-    pipeline: 'logs', partition: 'S', cursor: null, groups: [], turns: [], revisions: [], outbox: [], failures: [],
+    pipeline: 'logs',
+    partition: 'S',
+    cursor: null,
+    groups: [],
+    turns: [],
+    revisions: [],
+    outbox: [],
+    failures: [],
     state: [
       { namespace: 'watchdog', key: 'run-1', value: { attempts: 1 } },
       { namespace: 'trace-session', key: 't1', value: 'S', maxEntries: 1 },
       { namespace: 'trace-session', key: 't2', value: 'S', maxEntries: 1 },
     ],
-    timers: { set: [{ id: 'a', owner: 'watchdog', partition: 'S', due: T0 + 60_000, payload: null }, { id: 'b', owner: 'watchdog', partition: 'S', due: T0, payload: null }] },
+    timers: {
+      set: [
+        { id: 'a', owner: 'watchdog', partition: 'S', due: T0 + 60_000, payload: null },
+        { id: 'b', owner: 'watchdog', partition: 'S', due: T0, payload: null },
+      ],
+    },
   });
   const text = formatStatus(await store.status());
   assert.match(text, /pipeline logs:\n(.*\n)* {2}timers: 2 pending, next due 2026-01-01T00:00:00.000Z\n/);

@@ -6,7 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CATEGORIES, diagnoseProviderFailure, providerName, statusInText, summarizeError, type Category, type FailureFacts } from '../src/processors/watchdog/diagnose.ts';
+import {
+  CATEGORIES,
+  diagnoseProviderFailure,
+  providerName,
+  statusInText,
+  summarizeError,
+  type Category,
+  type FailureFacts,
+} from '../src/processors/watchdog/diagnose.ts';
 import { reportLine } from '../src/processors/watchdog/events.ts';
 import { FAKE_OPENAI_ANSWERS } from './helpers/fake-openai.ts';
 
@@ -27,12 +35,36 @@ const openaiSdk = (scenario: keyof typeof FAKE_OPENAI_ANSWERS): FailureFacts => 
 
 const CASES: Case[] = [
   // ---------------------------------------------------------------- OpenAI
-  { name: 'OpenAI 429 rate_limit_exceeded (TPM)', facts: { ...openaiSdk('rate_limit'), errorType: 'RateLimitError' }, category: 'rate_limited', temporary: true, hint: /OpenAI.*about 2\.4s/ },
-  { name: 'OpenAI 429 insufficient_quota', facts: { ...openaiSdk('quota'), errorType: 'RateLimitError' }, category: 'quota_exhausted', temporary: false, hint: /credits/ },
-  { name: 'OpenAI 401 invalid_api_key', facts: { ...openaiSdk('auth'), errorType: 'AuthenticationError' }, category: 'invalid_credentials', temporary: false, hint: /OpenAI.*OPENAI_API_KEY/ },
+  {
+    name: 'OpenAI 429 rate_limit_exceeded (TPM)',
+    facts: { ...openaiSdk('rate_limit'), errorType: 'RateLimitError' },
+    category: 'rate_limited',
+    temporary: true,
+    hint: /OpenAI.*about 2\.4s/,
+  },
+  {
+    name: 'OpenAI 429 insufficient_quota',
+    facts: { ...openaiSdk('quota'), errorType: 'RateLimitError' },
+    category: 'quota_exhausted',
+    temporary: false,
+    hint: /credits/,
+  },
+  {
+    name: 'OpenAI 401 invalid_api_key',
+    facts: { ...openaiSdk('auth'), errorType: 'AuthenticationError' },
+    category: 'invalid_credentials',
+    temporary: false,
+    hint: /OpenAI.*OPENAI_API_KEY/,
+  },
   { name: 'OpenAI 500 server_error', facts: { ...openaiSdk('server_error'), errorType: 'InternalServerError' }, category: 'provider_error', temporary: true },
   { name: 'OpenAI 503 engine overloaded', facts: { ...openaiSdk('overloaded'), errorType: 'InternalServerError' }, category: 'overloaded', temporary: true },
-  { name: 'OpenAI 400 context_length_exceeded', facts: { ...openaiSdk('context_length'), errorType: 'BadRequestError' }, category: 'context_too_long', temporary: false, hint: /gpt-4o-mini's context window: compact/ },
+  {
+    name: 'OpenAI 400 context_length_exceeded',
+    facts: { ...openaiSdk('context_length'), errorType: 'BadRequestError' },
+    category: 'context_too_long',
+    temporary: false,
+    hint: /gpt-4o-mini's context window: compact/,
+  },
   { name: 'OpenAI 400 invalid_type', facts: { ...openaiSdk('bad_request'), errorType: 'BadRequestError' }, category: 'bad_request', temporary: false },
   {
     name: 'OpenAI (Python SDK) 429 request too large for TPM',
@@ -44,9 +76,24 @@ const CASES: Case[] = [
     category: 'rate_limited',
     temporary: true,
   },
-  { name: 'OpenAI APIConnectionError', facts: { error: 'Connection error.', errorType: 'APIConnectionError', provider: 'openai' }, category: 'network', temporary: true },
-  { name: 'OpenAI APIConnectionTimeoutError', facts: { error: 'Request timed out.', errorType: 'APIConnectionTimeoutError', provider: 'openai' }, category: 'network', temporary: true },
-  { name: 'OpenAI 404 model_not_found', facts: { error: '404 The model `gpt-5-turbo` does not exist or you do not have access to it.', provider: 'openai', model: 'gpt-5-turbo' }, category: 'model_not_found', temporary: false },
+  {
+    name: 'OpenAI APIConnectionError',
+    facts: { error: 'Connection error.', errorType: 'APIConnectionError', provider: 'openai' },
+    category: 'network',
+    temporary: true,
+  },
+  {
+    name: 'OpenAI APIConnectionTimeoutError',
+    facts: { error: 'Request timed out.', errorType: 'APIConnectionTimeoutError', provider: 'openai' },
+    category: 'network',
+    temporary: true,
+  },
+  {
+    name: 'OpenAI 404 model_not_found',
+    facts: { error: '404 The model `gpt-5-turbo` does not exist or you do not have access to it.', provider: 'openai', model: 'gpt-5-turbo' },
+    category: 'model_not_found',
+    temporary: false,
+  },
 
   // ---------------------------------------------------------------- Anthropic
   {
@@ -63,18 +110,75 @@ const CASES: Case[] = [
   },
   {
     name: 'Anthropic 429 enforced_spend_limit_reached',
-    facts: { error: '429 {"type":"error","error":{"type":"rate_limit_error","message":"You have reached your specified workspace API usage limits.","details":{"error_code":"enforced_spend_limit_reached"}}}', provider: 'anthropic' },
+    facts: {
+      error:
+        '429 {"type":"error","error":{"type":"rate_limit_error","message":"You have reached your specified workspace API usage limits.","details":{"error_code":"enforced_spend_limit_reached"}}}',
+      provider: 'anthropic',
+    },
     category: 'quota_exhausted',
     temporary: false,
   },
-  { name: 'Anthropic 529 overloaded_error', facts: { error: '529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', provider: 'anthropic' }, category: 'overloaded', temporary: true },
-  { name: 'Anthropic overloaded_error mid-stream (no status)', facts: { error: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', provider: 'anthropic' }, category: 'overloaded', temporary: true },
-  { name: 'Anthropic 401 authentication_error', facts: { error: '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}', provider: 'anthropic' }, category: 'invalid_credentials', temporary: false, hint: /ANTHROPIC_API_KEY/ },
-  { name: 'Anthropic 500 api_error', facts: { error: '500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}', provider: 'anthropic' }, category: 'provider_error', temporary: true },
-  { name: 'Anthropic 400 prompt is too long', facts: { error: '400 {"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208415 tokens > 200000 maximum"}}', provider: 'anthropic' }, category: 'context_too_long', temporary: false },
-  { name: 'Anthropic 413 request_too_large', facts: { error: '413 {"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}', provider: 'anthropic' }, category: 'context_too_long', temporary: false },
-  { name: 'Anthropic 402 billing_error', facts: { error: '402 {"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low to access the Anthropic API."}}', provider: 'anthropic' }, category: 'quota_exhausted', temporary: false },
-  { name: 'Anthropic 403 permission_error', facts: { error: '403 {"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}', provider: 'anthropic' }, category: 'permission_denied', temporary: false },
+  {
+    name: 'Anthropic 529 overloaded_error',
+    facts: { error: '529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', provider: 'anthropic' },
+    category: 'overloaded',
+    temporary: true,
+  },
+  {
+    name: 'Anthropic overloaded_error mid-stream (no status)',
+    facts: { error: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', provider: 'anthropic' },
+    category: 'overloaded',
+    temporary: true,
+  },
+  {
+    name: 'Anthropic 401 authentication_error',
+    facts: { error: '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}', provider: 'anthropic' },
+    category: 'invalid_credentials',
+    temporary: false,
+    hint: /ANTHROPIC_API_KEY/,
+  },
+  {
+    name: 'Anthropic 500 api_error',
+    facts: { error: '500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}', provider: 'anthropic' },
+    category: 'provider_error',
+    temporary: true,
+  },
+  {
+    name: 'Anthropic 400 prompt is too long',
+    facts: {
+      error: '400 {"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208415 tokens > 200000 maximum"}}',
+      provider: 'anthropic',
+    },
+    category: 'context_too_long',
+    temporary: false,
+  },
+  {
+    name: 'Anthropic 413 request_too_large',
+    facts: {
+      error: '413 {"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}',
+      provider: 'anthropic',
+    },
+    category: 'context_too_long',
+    temporary: false,
+  },
+  {
+    name: 'Anthropic 402 billing_error',
+    facts: {
+      error: '402 {"type":"error","error":{"type":"billing_error","message":"Your credit balance is too low to access the Anthropic API."}}',
+      provider: 'anthropic',
+    },
+    category: 'quota_exhausted',
+    temporary: false,
+  },
+  {
+    name: 'Anthropic 403 permission_error',
+    facts: {
+      error: '403 {"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}',
+      provider: 'anthropic',
+    },
+    category: 'permission_denied',
+    temporary: false,
+  },
 
   // ---------------------------------------------------------------- Gemini
   {
@@ -98,7 +202,15 @@ const CASES: Case[] = [
     category: 'quota_exhausted',
     temporary: false,
   },
-  { name: 'Gemini (Vertex) 429 Resource exhausted', facts: { error: '429 Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.' }, category: 'rate_limited', temporary: true },
+  {
+    name: 'Gemini (Vertex) 429 Resource exhausted',
+    facts: {
+      error:
+        '429 Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.',
+    },
+    category: 'rate_limited',
+    temporary: true,
+  },
   {
     name: 'Gemini 400 API key not valid',
     facts: {
@@ -111,12 +223,39 @@ const CASES: Case[] = [
     temporary: false,
     hint: /GEMINI_API_KEY/,
   },
-  { name: 'Gemini 503 UNAVAILABLE model overloaded', facts: { error: '{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}', provider: 'gcp.gemini' }, category: 'overloaded', temporary: true },
-  { name: 'Gemini 500 INTERNAL', facts: { error: '{"error":{"code":500,"message":"An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting","status":"INTERNAL"}}', provider: 'gcp.gemini' }, category: 'provider_error', temporary: true },
-  { name: 'Gemini 400 input token count exceeds', facts: { error: '{"error":{"code":400,"message":"The input token count (1234567) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}', provider: 'gcp.gemini' }, category: 'context_too_long', temporary: false },
+  {
+    name: 'Gemini 503 UNAVAILABLE model overloaded',
+    facts: { error: '{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}', provider: 'gcp.gemini' },
+    category: 'overloaded',
+    temporary: true,
+  },
+  {
+    name: 'Gemini 500 INTERNAL',
+    facts: {
+      error:
+        '{"error":{"code":500,"message":"An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting","status":"INTERNAL"}}',
+      provider: 'gcp.gemini',
+    },
+    category: 'provider_error',
+    temporary: true,
+  },
+  {
+    name: 'Gemini 400 input token count exceeds',
+    facts: {
+      error:
+        '{"error":{"code":400,"message":"The input token count (1234567) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}',
+      provider: 'gcp.gemini',
+    },
+    category: 'context_too_long',
+    temporary: false,
+  },
   {
     name: 'Gemini 403 unregistered callers (no API key)',
-    facts: { error: '{"error":{"code":403,"message":"Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.","status":"PERMISSION_DENIED"}}', provider: 'gcp.gemini' },
+    facts: {
+      error:
+        '{"error":{"code":403,"message":"Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.","status":"PERMISSION_DENIED"}}',
+      provider: 'gcp.gemini',
+    },
     category: 'provider_not_configured',
     temporary: false,
   },
@@ -124,17 +263,55 @@ const CASES: Case[] = [
   // ---------------------------------------------------------------- Bedrock
   {
     name: 'Bedrock ThrottlingException (botocore)',
-    facts: { error: 'An error occurred (ThrottlingException) when calling the InvokeModel operation (reached max retries: 4): Too many requests, please wait before trying again. You have sent too many requests.  Wait before trying again.', provider: 'aws.bedrock' },
+    facts: {
+      error:
+        'An error occurred (ThrottlingException) when calling the InvokeModel operation (reached max retries: 4): Too many requests, please wait before trying again. You have sent too many requests.  Wait before trying again.',
+      provider: 'aws.bedrock',
+    },
     category: 'rate_limited',
     temporary: true,
     hint: /Bedrock/,
   },
-  { name: 'Bedrock ThrottlingException: too many tokens (JS SDK)', facts: { error: 'Too many tokens, please wait before trying again.', errorType: 'ThrottlingException', status: 429 }, category: 'rate_limited', temporary: true, hint: /Bedrock/ },
-  { name: 'Bedrock ValidationException input too long', facts: { error: 'An error occurred (validationException) when calling the InvokeModelWithResponseStream operation: Input is too long for requested model.', provider: 'aws.bedrock' }, category: 'context_too_long', temporary: false },
-  { name: 'Bedrock AccessDeniedException', facts: { error: "You don't have access to the model with the specified model ID.", errorType: 'AccessDeniedException', provider: 'aws.bedrock' }, category: 'permission_denied', temporary: false },
-  { name: 'Bedrock ServiceUnavailableException', facts: { error: 'Bedrock is unable to process your request.', errorType: 'ServiceUnavailableException', provider: 'aws.bedrock' }, category: 'overloaded', temporary: true },
-  { name: 'Bedrock ModelNotReadyException', facts: { error: 'Model is not ready to serve inference requests.', errorType: 'ModelNotReadyException', provider: 'aws.bedrock' }, category: 'overloaded', temporary: true },
-  { name: 'Bedrock UnrecognizedClientException', facts: { error: 'The security token included in the request is invalid.', errorType: 'UnrecognizedClientException', provider: 'aws.bedrock' }, category: 'invalid_credentials', temporary: false },
+  {
+    name: 'Bedrock ThrottlingException: too many tokens (JS SDK)',
+    facts: { error: 'Too many tokens, please wait before trying again.', errorType: 'ThrottlingException', status: 429 },
+    category: 'rate_limited',
+    temporary: true,
+    hint: /Bedrock/,
+  },
+  {
+    name: 'Bedrock ValidationException input too long',
+    facts: {
+      error: 'An error occurred (validationException) when calling the InvokeModelWithResponseStream operation: Input is too long for requested model.',
+      provider: 'aws.bedrock',
+    },
+    category: 'context_too_long',
+    temporary: false,
+  },
+  {
+    name: 'Bedrock AccessDeniedException',
+    facts: { error: "You don't have access to the model with the specified model ID.", errorType: 'AccessDeniedException', provider: 'aws.bedrock' },
+    category: 'permission_denied',
+    temporary: false,
+  },
+  {
+    name: 'Bedrock ServiceUnavailableException',
+    facts: { error: 'Bedrock is unable to process your request.', errorType: 'ServiceUnavailableException', provider: 'aws.bedrock' },
+    category: 'overloaded',
+    temporary: true,
+  },
+  {
+    name: 'Bedrock ModelNotReadyException',
+    facts: { error: 'Model is not ready to serve inference requests.', errorType: 'ModelNotReadyException', provider: 'aws.bedrock' },
+    category: 'overloaded',
+    temporary: true,
+  },
+  {
+    name: 'Bedrock UnrecognizedClientException',
+    facts: { error: 'The security token included in the request is invalid.', errorType: 'UnrecognizedClientException', provider: 'aws.bedrock' },
+    category: 'invalid_credentials',
+    temporary: false,
+  },
 
   // ---------------------------------------------------------------- Azure OpenAI
   {
@@ -161,20 +338,41 @@ const CASES: Case[] = [
   },
   {
     name: 'Azure OpenAI 401 invalid subscription key',
-    facts: { error: '401 Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.', provider: 'azure.ai.openai' },
+    facts: {
+      error:
+        '401 Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.',
+      provider: 'azure.ai.openai',
+    },
     category: 'invalid_credentials',
     temporary: false,
   },
-  { name: 'Azure OpenAI 404 DeploymentNotFound', facts: { error: '404 The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.', provider: 'azure.ai.openai' }, category: 'model_not_found', temporary: false },
+  {
+    name: 'Azure OpenAI 404 DeploymentNotFound',
+    facts: {
+      error: '404 The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.',
+      provider: 'azure.ai.openai',
+    },
+    category: 'model_not_found',
+    temporary: false,
+  },
   {
     name: 'Azure OpenAI 400 content_filter',
-    facts: { error: "400 The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry.", provider: 'azure.ai.openai' },
+    facts: {
+      error: "400 The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry.",
+      provider: 'azure.ai.openai',
+    },
     category: 'content_filtered',
     temporary: false,
   },
 
   // ---------------------------------------------------------------- agent CLIs: login, OAuth, configuration
-  { name: 'Claude Code: Invalid API key · Please run /login', facts: { error: 'Invalid API key · Please run /login', provider: 'anthropic' }, category: 'not_logged_in', temporary: false, hint: /Claude Code: \/login/ },
+  {
+    name: 'Claude Code: Invalid API key · Please run /login',
+    facts: { error: 'Invalid API key · Please run /login', provider: 'anthropic' },
+    category: 'not_logged_in',
+    temporary: false,
+    hint: /Claude Code: \/login/,
+  },
   { name: 'Claude Code: Not logged in', facts: { error: 'Not logged in · Please run /login', provider: 'anthropic' }, category: 'not_logged_in', temporary: false },
   {
     name: 'Claude Code: OAuth token has expired',
@@ -189,7 +387,11 @@ const CASES: Case[] = [
   },
   {
     name: 'Claude Code: no authentication method',
-    facts: { error: 'Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the "X-Api-Key" or "Authorization" headers to be explicitly omitted', provider: 'anthropic' },
+    facts: {
+      error:
+        'Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the "X-Api-Key" or "Authorization" headers to be explicitly omitted',
+      provider: 'anthropic',
+    },
     category: 'provider_not_configured',
     temporary: false,
   },
@@ -200,10 +402,18 @@ const CASES: Case[] = [
     temporary: false,
     hint: /codex login/,
   },
-  { name: 'Codex MCP: OAuth token refresh failed: invalid_grant', facts: { error: 'OAuth token refresh failed: invalid_grant: session not found' }, category: 'oauth_refresh_failed', temporary: false },
+  {
+    name: 'Codex MCP: OAuth token refresh failed: invalid_grant',
+    facts: { error: 'OAuth token refresh failed: invalid_grant: session not found' },
+    category: 'oauth_refresh_failed',
+    temporary: false,
+  },
   {
     name: 'OpenClaw: OAuth token refresh failed for anthropic',
-    facts: { error: 'OAuth token refresh failed for anthropic: Failed to refresh OAuth token for anthropic. Please try again or re-authenticate.', provider: 'anthropic' },
+    facts: {
+      error: 'OAuth token refresh failed for anthropic: Failed to refresh OAuth token for anthropic. Please try again or re-authenticate.',
+      provider: 'anthropic',
+    },
     category: 'oauth_refresh_failed',
     temporary: false,
   },
@@ -218,20 +428,69 @@ const CASES: Case[] = [
     temporary: false,
     hint: /ANTHROPIC_API_KEY/,
   },
-  { name: 'a runtime: Provider is not configured', facts: { error: 'Provider is not configured: openrouter' }, category: 'provider_not_configured', temporary: false },
-  { name: 'a run that ended with reason no_model', facts: { error: 'run ended: no_model', reason: 'no_model' }, category: 'provider_not_configured', temporary: false },
-  { name: 'Gemini CLI: set an auth method', facts: { error: 'Please set an Auth method in your /home/u/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA', provider: 'gcp.gemini' }, category: 'provider_not_configured', temporary: false },
-  { name: 'Claude Code api_error without status (connection)', facts: { error: 'API error (no response)', provider: 'anthropic' }, category: 'network', temporary: true },
+  {
+    name: 'a runtime: Provider is not configured',
+    facts: { error: 'Provider is not configured: openrouter' },
+    category: 'provider_not_configured',
+    temporary: false,
+  },
+  {
+    name: 'a run that ended with reason no_model',
+    facts: { error: 'run ended: no_model', reason: 'no_model' },
+    category: 'provider_not_configured',
+    temporary: false,
+  },
+  {
+    name: 'Gemini CLI: set an auth method',
+    facts: {
+      error:
+        'Please set an Auth method in your /home/u/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA',
+      provider: 'gcp.gemini',
+    },
+    category: 'provider_not_configured',
+    temporary: false,
+  },
+  {
+    name: 'Claude Code api_error without status (connection)',
+    facts: { error: 'API error (no response)', provider: 'anthropic' },
+    category: 'network',
+    temporary: true,
+  },
   { name: 'Codex: idle timeout waiting for SSE', facts: { error: 'idle timeout waiting for SSE', provider: 'openai' }, category: 'network', temporary: true },
-  { name: 'Codex: stream disconnected before completion', facts: { error: 'stream disconnected before completion: Transport error: error decoding response body', provider: 'openai' }, category: 'incomplete_response', temporary: true },
-  { name: 'Codex: response.failed (status 200)', facts: { error: 'response.failed', status: 200, provider: 'openai' }, category: 'incomplete_response', temporary: true },
-  { name: 'a run that ended with reason model_error, nothing more', facts: { error: 'run ended: model_error', reason: 'model_error' }, category: 'incomplete_response', temporary: true },
-  { name: 'HTTP 409 conflict', facts: { error: '409 {"type":"error","error":{"type":"conflict_error","message":"Conflict"}}' }, category: 'provider_error', temporary: true },
+  {
+    name: 'Codex: stream disconnected before completion',
+    facts: { error: 'stream disconnected before completion: Transport error: error decoding response body', provider: 'openai' },
+    category: 'incomplete_response',
+    temporary: true,
+  },
+  {
+    name: 'Codex: response.failed (status 200)',
+    facts: { error: 'response.failed', status: 200, provider: 'openai' },
+    category: 'incomplete_response',
+    temporary: true,
+  },
+  {
+    name: 'a run that ended with reason model_error, nothing more',
+    facts: { error: 'run ended: model_error', reason: 'model_error' },
+    category: 'incomplete_response',
+    temporary: true,
+  },
+  {
+    name: 'HTTP 409 conflict',
+    facts: { error: '409 {"type":"error","error":{"type":"conflict_error","message":"Conflict"}}' },
+    category: 'provider_error',
+    temporary: true,
+  },
   { name: 'HTTP 408 request timeout', facts: { error: 'Request Timeout', status: 408 }, category: 'network', temporary: true },
-  { name: 'HTTP 504 timeout_error', facts: { error: '504 {"type":"error","error":{"type":"timeout_error","message":"Request timed out"}}', provider: 'anthropic' }, category: 'network', temporary: true },
+  {
+    name: 'HTTP 504 timeout_error',
+    facts: { error: '504 {"type":"error","error":{"type":"timeout_error","message":"Request timed out"}}', provider: 'anthropic' },
+    category: 'network',
+    temporary: true,
+  },
 ];
 
-describe('watchdog diagnosis: one table, the providers\' real texts', () => {
+describe("watchdog diagnosis: one table, the providers' real texts", () => {
   for (const c of CASES) {
     test(c.name, () => {
       const d = diagnoseProviderFailure(c.facts);
@@ -244,11 +503,18 @@ describe('watchdog diagnosis: one table, the providers\' real texts', () => {
 
   test('every category is exercised by a real text', () => {
     const seen = new Set(CASES.map((c) => c.category));
-    assert.deepEqual(CATEGORIES.filter((c) => !seen.has(c)), []);
+    assert.deepEqual(
+      CATEGORIES.filter((c) => !seen.has(c)),
+      [],
+    );
   });
 
   test('every provider of the issue has cases: OpenAI, Anthropic, Gemini, Bedrock, Azure OpenAI and the agent CLIs', () => {
-    for (const p of ['OpenAI', 'Anthropic', 'Gemini', 'Bedrock', 'Azure OpenAI', 'Claude Code', 'Codex', 'Gemini CLI']) assert.ok(CASES.some((c) => c.name.startsWith(p)), p);
+    for (const p of ['OpenAI', 'Anthropic', 'Gemini', 'Bedrock', 'Azure OpenAI', 'Claude Code', 'Codex', 'Gemini CLI'])
+      assert.ok(
+        CASES.some((c) => c.name.startsWith(p)),
+        p,
+      );
   });
 });
 
@@ -275,7 +541,9 @@ describe('watchdog diagnosis: helpers', () => {
     assert.equal(summarizeError('529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'), '529 Overloaded');
     assert.equal(summarizeError("Error code: 429 - {'error': {'message': 'Rate limit reached for gpt-4o', 'type': 'tokens'}}"), '429 Rate limit reached for gpt-4o');
     assert.equal(
-      summarizeError('{"error":{"message":"{\\n  \\"error\\": {\\n    \\"code\\": 400,\\n    \\"message\\": \\"API key not valid. Please pass a valid API key.\\"\\n  }\\n}\\n","code":400,"status":"Bad Request"}}'),
+      summarizeError(
+        '{"error":{"message":"{\\n  \\"error\\": {\\n    \\"code\\": 400,\\n    \\"message\\": \\"API key not valid. Please pass a valid API key.\\"\\n  }\\n}\\n","code":400,"status":"Bad Request"}}',
+      ),
       '400 API key not valid. Please pass a valid API key.',
     );
     assert.equal(summarizeError('Connection error.'), 'Connection error.');
@@ -285,7 +553,13 @@ describe('watchdog diagnosis: helpers', () => {
 
   test('the human line of a report, exactly', () => {
     const f = { title: 'Fix the tests', error: '529 Overloaded', step: 'read_file', hint: 'Anthropic is overloaded: this passes, retrying later usually works' };
-    assert.equal(reportLine('sess-1', f, true), '[run failed] #sess-1 "Fix the tests": 529 Overloaded. Last step: read_file. After one automatic retry. Anthropic is overloaded: this passes, retrying later usually works.');
-    assert.equal(reportLine('sess-2', { ...f, title: 'Untitled', error: 'Request timed out.', step: 'model request', hint: '' }, false), '[run failed] #sess-2 "Untitled": Request timed out. Last step: model request.');
+    assert.equal(
+      reportLine('sess-1', f, true),
+      '[run failed] #sess-1 "Fix the tests": 529 Overloaded. Last step: read_file. After one automatic retry. Anthropic is overloaded: this passes, retrying later usually works.',
+    );
+    assert.equal(
+      reportLine('sess-2', { ...f, title: 'Untitled', error: 'Request timed out.', step: 'model request', hint: '' }, false),
+      '[run failed] #sess-2 "Untitled": Request timed out. Last step: model request.',
+    );
   });
 });

@@ -57,7 +57,14 @@ service:
 `,
   );
   vigil = spawnVigil(['run', '-c', cfg]);
-  await waitFor(async () => ((await fetch(`http://127.0.0.1:${otlp}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200 ? true : undefined), `vigil to listen\n${vigil.stderr()}`, 30_000);
+  await waitFor(
+    async () =>
+      (await fetch(`http://127.0.0.1:${otlp}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200
+        ? true
+        : undefined,
+    `vigil to listen\n${vigil.stderr()}`,
+    30_000,
+  );
 });
 
 after(async () => {
@@ -78,72 +85,119 @@ const fromHook = (): Delivered[] => hook.received.filter((r) => r.path === '/hoo
 const provider = (events: Delivered[]) => events.filter((e) => e.type.startsWith('dev.vigil.provider.'));
 
 async function agent(session: string, title: string, turns: AgentPlan['sessions'][number]['turns']): Promise<AgentRun> {
-  const run = await runAgent('openai', { openai: openai.baseURL, sessionOn: 'all', sessions: [{ id: session, title, turns }] }, { endpoint: `http://127.0.0.1:${otlp}`, protocol: 'http/protobuf', resourceAttributes: { 'session.id': session } });
+  const run = await runAgent(
+    'openai',
+    { openai: openai.baseURL, sessionOn: 'all', sessions: [{ id: session, title, turns }] },
+    { endpoint: `http://127.0.0.1:${otlp}`, protocol: 'http/protobuf', resourceAttributes: { 'session.id': session } },
+  );
   assert.equal(run.code, 0, run.stderr);
   return run;
 }
 
-test('the openai client against 429, 401, 500 and context-length errors: retries and reports, once each, on the file and webhook exporters', { timeout: 120_000 }, async () => {
-  const [limited, auth, flaky, long, twice] = await Promise.all([
-    agent('sess-429', 'Summarize the logs', [[{ chat: 'rate_limit' }]]),
-    agent('sess-401', 'Write the release notes', [[{ chat: 'auth' }]]),
-    agent('sess-500', 'Fix the failing test', [[{ tool: 'read_file' }, { chat: 'server_error' }]]),
-    agent('sess-ctx', 'Review the monorepo', [[{ chat: 'context_length' }]]),
-    agent('sess-twice', 'Migrate the database', [[{ tool: 'run_migrations' }, { chat: 'server_error' }]]),
-  ]);
-  const trace = (r: AgentRun) => r.turns[0]!.traceId;
+test(
+  'the openai client against 429, 401, 500 and context-length errors: retries and reports, once each, on the file and webhook exporters',
+  { timeout: 120_000 },
+  async () => {
+    const [limited, auth, flaky, long, twice] = await Promise.all([
+      agent('sess-429', 'Summarize the logs', [[{ chat: 'rate_limit' }]]),
+      agent('sess-401', 'Write the release notes', [[{ chat: 'auth' }]]),
+      agent('sess-500', 'Fix the failing test', [[{ tool: 'read_file' }, { chat: 'server_error' }]]),
+      agent('sess-ctx', 'Review the monorepo', [[{ chat: 'context_length' }]]),
+      agent('sess-twice', 'Migrate the database', [[{ tool: 'run_migrations' }, { chat: 'server_error' }]]),
+    ]);
+    const trace = (r: AgentRun) => r.turns[0]!.traceId;
 
-  // The agent host: the retry for sess-twice arrives on the webhook; its next turn fails again.
-  const retryTwice = await waitFor(() => provider(fromHook()).find((e) => e.data.request_id === `watchdog-retry:${trace(twice)}`), `the retry of sess-twice\n${vigil.stderr()}`, 30_000);
-  assert.equal(retryTwice.data.partition, 'sess-twice');
-  assert.match(retryTwice.data.prompt!, /Continue from where you left off/);
-  await agent('sess-twice', 'Migrate the database', [[{ chat: 'server_error' }]]);
+    // The agent host: the retry for sess-twice arrives on the webhook; its next turn fails again.
+    const retryTwice = await waitFor(
+      () => provider(fromHook()).find((e) => e.data.request_id === `watchdog-retry:${trace(twice)}`),
+      `the retry of sess-twice\n${vigil.stderr()}`,
+      30_000,
+    );
+    assert.equal(retryTwice.data.partition, 'sess-twice');
+    assert.match(retryTwice.data.prompt!, /Continue from where you left off/);
+    await agent('sess-twice', 'Migrate the database', [[{ chat: 'server_error' }]]);
 
-  const expected = new Map<string, { type: string; category: string; retried: boolean; step: string; title: string }>([
-    [`watchdog-report:${trace(limited)}`, { type: 'dev.vigil.provider.report', category: 'rate_limited', retried: false, step: 'model request', title: 'Summarize the logs' }],
-    [`watchdog-report:${trace(auth)}`, { type: 'dev.vigil.provider.report', category: 'invalid_credentials', retried: false, step: 'model request', title: 'Write the release notes' }],
-    [`watchdog-retry:${trace(flaky)}`, { type: 'dev.vigil.provider.retry', category: 'provider_error', retried: false, step: 'read_file', title: 'Fix the failing test' }],
-    [`watchdog-report:${trace(long)}`, { type: 'dev.vigil.provider.report', category: 'context_too_long', retried: false, step: 'model request', title: 'Review the monorepo' }],
-    [`watchdog-retry:${trace(twice)}`, { type: 'dev.vigil.provider.retry', category: 'provider_error', retried: false, step: 'run_migrations', title: 'Migrate the database' }],
-    [`watchdog-report:${trace(twice)}`, { type: 'dev.vigil.provider.report', category: 'provider_error', retried: true, step: 'run_migrations', title: 'Migrate the database' }],
-  ]);
-  for (const [name, delivered] of [
-    ['file', fromFile],
-    ['webhook', fromHook],
-  ] as const) {
-    await waitFor(() => (provider(delivered()).length >= expected.size ? true : undefined), `${expected.size} provider events on the ${name} exporter\n${vigil.stderr()}`, 30_000);
-  }
-  // A little longer: nothing more comes (no second retry, no second report).
-  await new Promise((r) => setTimeout(r, 3000));
-  for (const [name, delivered] of [
-    ['file', fromFile],
-    ['webhook', fromHook],
-  ] as const) {
-    const events = provider(delivered());
-    assert.deepEqual(events.map((e) => e.data.request_id).sort(), [...expected.keys()].sort(), `${name}: each expected event exactly once`);
-    for (const e of events) {
-      const want = expected.get(e.data.request_id)!;
-      assert.deepEqual(
-        { type: e.type, category: e.data.category, retried: e.data.retried, step: e.data.step, title: e.data.title },
-        want,
-        `${name}: ${e.data.request_id}`,
+    const expected = new Map<string, { type: string; category: string; retried: boolean; step: string; title: string }>([
+      [
+        `watchdog-report:${trace(limited)}`,
+        { type: 'dev.vigil.provider.report', category: 'rate_limited', retried: false, step: 'model request', title: 'Summarize the logs' },
+      ],
+      [
+        `watchdog-report:${trace(auth)}`,
+        { type: 'dev.vigil.provider.report', category: 'invalid_credentials', retried: false, step: 'model request', title: 'Write the release notes' },
+      ],
+      [
+        `watchdog-retry:${trace(flaky)}`,
+        { type: 'dev.vigil.provider.retry', category: 'provider_error', retried: false, step: 'read_file', title: 'Fix the failing test' },
+      ],
+      [
+        `watchdog-report:${trace(long)}`,
+        { type: 'dev.vigil.provider.report', category: 'context_too_long', retried: false, step: 'model request', title: 'Review the monorepo' },
+      ],
+      [
+        `watchdog-retry:${trace(twice)}`,
+        { type: 'dev.vigil.provider.retry', category: 'provider_error', retried: false, step: 'run_migrations', title: 'Migrate the database' },
+      ],
+      [
+        `watchdog-report:${trace(twice)}`,
+        { type: 'dev.vigil.provider.report', category: 'provider_error', retried: true, step: 'run_migrations', title: 'Migrate the database' },
+      ],
+    ]);
+    for (const [name, delivered] of [
+      ['file', fromFile],
+      ['webhook', fromHook],
+    ] as const) {
+      await waitFor(
+        () => (provider(delivered()).length >= expected.size ? true : undefined),
+        `${expected.size} provider events on the ${name} exporter\n${vigil.stderr()}`,
+        30_000,
       );
     }
-    // The webhook and the file carry the same CloudEvents (the same ids).
-    assert.deepEqual(events.map((e) => e.id).sort(), provider(fromFile()).map((e) => e.id).sort());
-    // Handled provider failures open no ordinary work from the spans.
-    assert.deepEqual(delivered().filter((e) => e.type === 'dev.vigil.work.created' && e.data.evidence?.source === 'otlp.traces'), [], `${name}: no work from the handled chat spans`);
-  }
-  const report = provider(fromFile()).find((e) => e.data.request_id === `watchdog-report:${trace(twice)}`)!;
-  assert.equal(report.data.line, '[run failed] #sess-twice "Migrate the database": 500 The server had an error while processing your request. Sorry about that! Last step: run_migrations. After one automatic retry. OpenAI failed on its side (server error): this passes, retrying usually works.');
-  const rateLimit = provider(fromFile()).find((e) => e.data.category === 'rate_limited')!;
-  assert.match(rateLimit.data.hint, /Rate limited by OpenAI: wait about 2\.4s/);
-  assert.equal(rateLimit.data.status_code, 429);
-  assert.equal(rateLimit.data.provider, 'openai');
-  assert.equal(rateLimit.data.trace_id, trace(limited));
-  // The webhook got each event with its id as the idempotency key.
-  for (const r of hook.received.filter((x) => x.path === '/hook')) assert.equal(r.headers['idempotency-key'], (JSON.parse(r.body.toString('utf8')) as Delivered).id);
-});
+    // A little longer: nothing more comes (no second retry, no second report).
+    await new Promise((r) => setTimeout(r, 3000));
+    for (const [name, delivered] of [
+      ['file', fromFile],
+      ['webhook', fromHook],
+    ] as const) {
+      const events = provider(delivered());
+      assert.deepEqual(events.map((e) => e.data.request_id).sort(), [...expected.keys()].sort(), `${name}: each expected event exactly once`);
+      for (const e of events) {
+        const want = expected.get(e.data.request_id)!;
+        assert.deepEqual(
+          { type: e.type, category: e.data.category, retried: e.data.retried, step: e.data.step, title: e.data.title },
+          want,
+          `${name}: ${e.data.request_id}`,
+        );
+      }
+      // The webhook and the file carry the same CloudEvents (the same ids).
+      assert.deepEqual(
+        events.map((e) => e.id).sort(),
+        provider(fromFile())
+          .map((e) => e.id)
+          .sort(),
+      );
+      // Handled provider failures open no ordinary work from the spans.
+      assert.deepEqual(
+        delivered().filter((e) => e.type === 'dev.vigil.work.created' && e.data.evidence?.source === 'otlp.traces'),
+        [],
+        `${name}: no work from the handled chat spans`,
+      );
+    }
+    const report = provider(fromFile()).find((e) => e.data.request_id === `watchdog-report:${trace(twice)}`)!;
+    assert.equal(
+      report.data.line,
+      '[run failed] #sess-twice "Migrate the database": 500 The server had an error while processing your request. Sorry about that! Last step: run_migrations. After one automatic retry. OpenAI failed on its side (server error): this passes, retrying usually works.',
+    );
+    const rateLimit = provider(fromFile()).find((e) => e.data.category === 'rate_limited')!;
+    assert.match(rateLimit.data.hint, /Rate limited by OpenAI: wait about 2\.4s/);
+    assert.equal(rateLimit.data.status_code, 429);
+    assert.equal(rateLimit.data.provider, 'openai');
+    assert.equal(rateLimit.data.trace_id, trace(limited));
+    // The webhook got each event with its id as the idempotency key.
+    for (const r of hook.received.filter((x) => x.path === '/hook'))
+      assert.equal(r.headers['idempotency-key'], (JSON.parse(r.body.toString('utf8')) as Delivered).id);
+  },
+);
 
 test('the AI SDK agent: a 429 fails ai.generateText.doGenerate and its ai.generateText parent: one report, no ordinary work', { timeout: 60_000 }, async () => {
   const before = new Set(fromFile().map((e) => e.id));
@@ -154,7 +208,11 @@ test('the AI SDK agent: a 429 fails ai.generateText.doGenerate and its ai.genera
   );
   assert.equal(run.code, 0, run.stderr);
   const traceId = run.turns[0]!.traceId;
-  const report = await waitFor(() => provider(fromFile()).find((e) => e.data.request_id === `watchdog-report:${traceId}`), `the AI SDK report\n${vigil.stderr()}`, 30_000);
+  const report = await waitFor(
+    () => provider(fromFile()).find((e) => e.data.request_id === `watchdog-report:${traceId}`),
+    `the AI SDK report\n${vigil.stderr()}`,
+    30_000,
+  );
   assert.equal(report.data.category, 'rate_limited');
   assert.equal(report.data.step, 'read_json');
   // The AI SDK records the APICallError's message, not its status code.

@@ -44,16 +44,26 @@ function mapState() {
 const OPTS = { id: 'watchdog', pipeline: 'traces', retryAfterMs: 60_000, failureLimit: 20, openWork: false, startedAt: T0 - 3600_000 };
 
 function logPage(...events: Parameters<typeof newWorkPage>[2][number]['event'][]): WorkPage {
-  return newWorkPage('traces', 'sess-1', events.map((event, i) => ({ id: `${event.time}-${i}`, event })));
+  return newWorkPage(
+    'traces',
+    'sess-1',
+    events.map((event, i) => ({ id: `${event.time}-${i}`, event })),
+  );
 }
 
 function timerPage(run: string, due: number): WorkPage {
-  return newTimerPage('traces', 'sess-1', [{ id: `watchdog:retry:${run}`, owner: 'watchdog', partition: 'sess-1', due, payload: { partition: 'sess-1', run, deferrals: 0 }, version: 1 }]);
+  return newTimerPage('traces', 'sess-1', [
+    { id: `watchdog:retry:${run}`, owner: 'watchdog', partition: 'sess-1', due, payload: { partition: 'sess-1', run, deferrals: 0 }, version: 1 },
+  ]);
 }
 
 /** What a page did, in a word: the provider events it added, else the timers it set, else '-'. */
 function summary(p: WorkPage): string {
-  const events = p.commit.outbox.flatMap((o) => (o.kind === 'work' && o.event.type.startsWith('dev.vigil.provider.') ? [`${o.event.type.slice('dev.vigil.provider.'.length)}:${(o.event.data as ProviderEventData).request_id}`] : []));
+  const events = p.commit.outbox.flatMap((o) =>
+    o.kind === 'work' && o.event.type.startsWith('dev.vigil.provider.')
+      ? [`${o.event.type.slice('dev.vigil.provider.'.length)}:${(o.event.data as ProviderEventData).request_id}`]
+      : [],
+  );
   if (events.length) return events.join(',');
   const set = (p.commit.timers?.set ?? []).map((t) => `timer@+${t.due - T0}`);
   const cleared = (p.commit.timers?.clear ?? []).map((t) => `clear:${t.id}`);
@@ -78,11 +88,20 @@ describe('watchdog operator (marble diagrams, virtual time)', () => {
     assert.deepEqual([cp.version, cp.state, cp.attempts], [1, 'retried', { R1: 1 }]);
   });
 
-  test('a rate limit: reported in the failure\'s own page, no timer; a login failure likewise', () => {
+  test("a rate limit: reported in the failure's own page, no timer; a login failure likewise", () => {
     const st = mapState();
     scheduler().run(({ cold, expectObservable }) => {
-      const pages = cold('a 1s b', { a: logPage(failure({ run: 'R1', time: T0, ...ERRORS.rateLimit })), b: logPage(failure({ run: 'R2', time: T0 + 1000, ...ERRORS.login })) });
-      expectObservable(pages.pipe(watchdog({ ...OPTS, now: () => T0 }, st.view), tap((p) => st.apply(p.commit)), map(summary))).toBe('a 1s b', {
+      const pages = cold('a 1s b', {
+        a: logPage(failure({ run: 'R1', time: T0, ...ERRORS.rateLimit })),
+        b: logPage(failure({ run: 'R2', time: T0 + 1000, ...ERRORS.login })),
+      });
+      expectObservable(
+        pages.pipe(
+          watchdog({ ...OPTS, now: () => T0 }, st.view),
+          tap((p) => st.apply(p.commit)),
+          map(summary),
+        ),
+      ).toBe('a 1s b', {
         a: 'report:watchdog-report:R1',
         b: 'report:watchdog-report:R2',
       });
@@ -98,7 +117,13 @@ describe('watchdog operator (marble diagrams, virtual time)', () => {
         b: logPage(marker('model_request.ok', 'R1', T0 + 5000)),
         c: timerPage('R1', T0 + 60_000),
       });
-      expectObservable(pages.pipe(watchdog({ ...OPTS, now: () => T0 + 60_000 }, st.view), tap((p) => st.apply(p.commit)), map(summary))).toBe('a 5s b 54999ms c', {
+      expectObservable(
+        pages.pipe(
+          watchdog({ ...OPTS, now: () => T0 + 60_000 }, st.view),
+          tap((p) => st.apply(p.commit)),
+          map(summary),
+        ),
+      ).toBe('a 5s b 54999ms c', {
         a: 'timer@+60000',
         b: 'clear:watchdog:retry:R1',
         c: '-',
@@ -111,7 +136,11 @@ describe('watchdog operator (marble diagrams, virtual time)', () => {
 describe('watchdog policy through the pipeline runner (virtual clock, memory store)', () => {
   test('retry once: 60 s after the failure, at that time, never again', async () => {
     const sim = await simulate();
-    await sim.send(marker('tool.ok', 'R1', T0 - 2000, { tool_name: 'read_file' }), failure({ run: 'R1', time: T0, ...ERRORS.server }), marker('turn.end', 'R1', T0 + 10, { status: 'ok', title: 'Fix the tests' }));
+    await sim.send(
+      marker('tool.ok', 'R1', T0 - 2000, { tool_name: 'read_file' }),
+      failure({ run: 'R1', time: T0, ...ERRORS.server }),
+      marker('turn.end', 'R1', T0 + 10, { status: 'ok', title: 'Fix the tests' }),
+    );
     await sim.until(T0 + 59_999);
     assert.deepEqual(sim.events(), []);
     await sim.until(T0 + 60_000);
@@ -122,7 +151,15 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     assert.equal(retry!.committedAt, T0 + 60_000, 'fired at its due time');
     assert.equal(retry!.time, new Date(T0 + 60_000).toISOString());
     assert.deepEqual(
-      { partition: retry!.partition, category: retry!.category, temporary: retry!.temporary, step: retry!.step, title: retry!.title, retried: retry!.retried, status: retry!.status_code },
+      {
+        partition: retry!.partition,
+        category: retry!.category,
+        temporary: retry!.temporary,
+        step: retry!.step,
+        title: retry!.title,
+        retried: retry!.retried,
+        status: retry!.status_code,
+      },
       { partition: 'sess-1', category: 'provider_error', temporary: true, step: 'read_file', title: 'Fix the tests', retried: false, status: 500 },
     );
     assert.match(retry!.prompt!, /Continue from where you left off, without redoing work/);
@@ -149,7 +186,10 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     ['a tool call', marker('tool.ok', 'R1', T0 + 5000, { tool_name: 'bash' })],
     ['a new prompt', marker('prompt', 'R2', T0 + 5000)],
     ['another turn that finished', marker('turn.end', 'R2', T0 + 5000, { status: 'ok' })],
-    ['the failed turn\'s own end, with activity after the failure folded into it', marker('turn.end', 'R1', T0 + 5000, { status: 'ok', last_activity_ms: T0 + 4000 })],
+    [
+      "the failed turn's own end, with activity after the failure folded into it",
+      marker('turn.end', 'R1', T0 + 5000, { status: 'ok', last_activity_ms: T0 + 4000 }),
+    ],
   ] as const) {
     test(`skip when the conversation moved on: ${what}`, async () => {
       const sim = await simulate();
@@ -165,7 +205,10 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     const sim = await simulate();
     await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }), marker('turn.end', 'R1', T0 + 100, { status: 'ok' }));
     await sim.until(T0 + 60_000);
-    assert.deepEqual(sim.events().map((e) => e.request_id), ['watchdog-retry:R1']);
+    assert.deepEqual(
+      sim.events().map((e) => e.request_id),
+      ['watchdog-retry:R1'],
+    );
   });
 
   test('activity of other conversations does not move this one on', async () => {
@@ -173,7 +216,10 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
     await sim.send(marker('model_request.ok', 'X1', T0 + 5000, {}, 'sess-other'), marker('turn.end', 'X1', T0 + 6000, { status: 'ok' }, 'sess-other'));
     await sim.until(T0 + 60_000);
-    assert.deepEqual(sim.events().map((e) => e.request_id), ['watchdog-retry:R1']);
+    assert.deepEqual(
+      sim.events().map((e) => e.request_id),
+      ['watchdog-retry:R1'],
+    );
   });
 
   test('a newer failed run replaces the pending retry: the older is skipped, the newer retried at its own time', async () => {
@@ -206,7 +252,10 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     const report = events[1]!;
     assert.equal(report.retried, true);
     assert.equal(report.category, 'overloaded');
-    assert.equal(report.line, '[run failed] #sess-1 "Refactor the parser": 529 Overloaded. Last step: run_tests. After one automatic retry. Anthropic is overloaded: this passes, retrying later usually works.');
+    assert.equal(
+      report.line,
+      '[run failed] #sess-1 "Refactor the parser": 529 Overloaded. Last step: run_tests. After one automatic retry. Anthropic is overloaded: this passes, retrying later usually works.',
+    );
     assert.equal(report.time, new Date(T0 + 70_000).toISOString());
     assert.equal(report.failed_at, new Date(T0).toISOString(), 'the chain is named by its first failure');
   });
@@ -218,13 +267,19 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     await sim.send(marker('model_request.ok', 'R2', T0 + 65_000), marker('turn.end', 'R2', T0 + 66_000, { status: 'ok' }));
     await sim.send(failure({ run: 'R3', time: T0 + 300_000, ...ERRORS.server }));
     await sim.until(T0 + 400_000);
-    assert.deepEqual(sim.events().map((e) => e.request_id), ['watchdog-retry:R1', 'watchdog-retry:R3']);
+    assert.deepEqual(
+      sim.events().map((e) => e.request_id),
+      ['watchdog-retry:R1', 'watchdog-retry:R3'],
+    );
   });
 
   test('never retry a rate limit: one report at once, nothing later', async () => {
     const sim = await simulate();
     await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.rateLimit }));
-    assert.deepEqual(sim.events().map((e) => [e.type, e.committedAt - T0]), [['dev.vigil.provider.report', 0]]);
+    assert.deepEqual(
+      sim.events().map((e) => [e.type, e.committedAt - T0]),
+      [['dev.vigil.provider.report', 0]],
+    );
     const [r] = sim.events();
     assert.equal(r!.category, 'rate_limited');
     assert.equal(r!.retried, false);
@@ -250,22 +305,37 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     assert.deepEqual(more, []);
     assert.equal(r!.request_id, 'watchdog-report:R1');
     assert.equal(r!.category, 'not_logged_in');
-    assert.equal(r!.line, '[run failed] #sess-1 "Untitled": Invalid API key · Please run /login. Last step: model request. Log in to Anthropic again (Claude Code: /login).');
+    assert.equal(
+      r!.line,
+      '[run failed] #sess-1 "Untitled": Invalid API key · Please run /login. Last step: model request. Log in to Anthropic again (Claude Code: /login).',
+    );
     await sim.send(failure({ run: 'R2', time: T0 + 1000, ...ERRORS.auth }));
-    assert.deepEqual(sim.events().map((e) => [e.request_id, e.category]).slice(1), [['watchdog-report:R2', 'invalid_credentials']]);
+    assert.deepEqual(
+      sim
+        .events()
+        .map((e) => [e.request_id, e.category])
+        .slice(1),
+      [['watchdog-report:R2', 'invalid_credentials']],
+    );
   });
 
   test("a runtime's own pending checkpoint suppresses vigil's retry; a finished turn clears it", async () => {
     const sim = await simulate();
     const checkpoint = { version: 1, resume_at_ms: T0 + 30_000, attempts: { 'anthropic:claude': 1 } };
-    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.overloaded }), marker('retry.checkpoint', 'R1', T0 + 1, { detail: checkpoint, raw_size: JSON.stringify(checkpoint).length }));
+    await sim.send(
+      failure({ run: 'R1', time: T0, ...ERRORS.overloaded }),
+      marker('retry.checkpoint', 'R1', T0 + 1, { detail: checkpoint, raw_size: JSON.stringify(checkpoint).length }),
+    );
     await sim.until(T0 + 120_000);
     assert.deepEqual(sim.events(), [], 'the runtime retries on its own: vigil does not retry twice');
     // The runtime's turn finished (its checkpoint is cleared); a later failure gets vigil's retry.
     await sim.send(marker('turn.end', 'R1b', T0 + 130_000, { status: 'ok' }));
     await sim.send(failure({ run: 'R2', time: T0 + 200_000, ...ERRORS.overloaded }));
     await sim.until(T0 + 300_000);
-    assert.deepEqual(sim.events().map((e) => e.request_id), ['watchdog-retry:R2']);
+    assert.deepEqual(
+      sim.events().map((e) => e.request_id),
+      ['watchdog-retry:R2'],
+    );
   });
 
   test('a runtime checkpoint pending when the timer fires (sent after the failure) suppresses the retry too', async () => {
@@ -277,14 +347,23 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
   });
 
   test('a runtime checkpoint of version 2 or with 65 counters: a clear error, and the retry deferred (not dropped) until a finished turn', async () => {
-    for (const detail of [{ version: 2, resume_at_ms: T0 + 1000 }, { version: 1, attempts: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 1])) }]) {
+    for (const detail of [
+      { version: 2, resume_at_ms: T0 + 1000 },
+      { version: 1, attempts: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 1])) },
+    ]) {
       const sim = await simulate();
       await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }), marker('retry.checkpoint', 'R1', T0 + 1, { detail, raw_size: 100 }));
       await sim.until(T0 + 200_000);
       assert.deepEqual(sim.events(), []);
       const errors = sim.logger.entries.filter((e) => e.level === 'error').map((e) => String(e.msg));
-      assert.ok(errors.some((m) => /version is 2; this vigil reads version 1 only|65 attempt counters, over the bound of 64/.test(m)), errors.join('\n'));
-      assert.ok(errors.some((m) => /retry is deferred to/.test(m)), 'deferred, said so');
+      assert.ok(
+        errors.some((m) => /version is 2; this vigil reads version 1 only|65 attempt counters, over the bound of 64/.test(m)),
+        errors.join('\n'),
+      );
+      assert.ok(
+        errors.some((m) => /retry is deferred to/.test(m)),
+        'deferred, said so',
+      );
       assert.equal((await sim.store.status()).pipelines[0]!.timers.pending, 1, 'the retry is still pending');
       await sim.send(marker('turn.end', 'R2', T0 + 210_000, { status: 'ok' }));
       await sim.until(T0 + 400_000);
@@ -299,7 +378,10 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     await sim.until(T0 + 120_000);
     assert.deepEqual(sim.events(), []);
     await sim.send(failure({ run: 'new', time: T0 + 1000, ...ERRORS.auth }));
-    assert.deepEqual(sim.events().map((e) => e.request_id), ['watchdog-report:new']);
+    assert.deepEqual(
+      sim.events().map((e) => e.request_id),
+      ['watchdog-report:new'],
+    );
   });
 
   test('open_work: handled provider failures also go on to recurrence', async () => {
@@ -317,7 +399,11 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     for (const i of [0, 4, 1, 3, 2]) await sim.send(failure({ run: `R${i}`, time: T0 + i * 1000, ...ERRORS.auth }));
     const { watchdogFactory } = await import('../src/processors/watchdog/factory.ts');
     const { stateClient } = await import('../src/store/state-client.ts');
-    const status = await watchdogFactory.status!(stateClient(sim.store, 'watchdog', { owner: 'watchdog' }), { retry_after: 60_000, failure_limit: 3, open_work: false });
+    const status = await watchdogFactory.status!(stateClient(sim.store, 'watchdog', { owner: 'watchdog' }), {
+      retry_after: 60_000,
+      failure_limit: 3,
+      open_work: false,
+    });
     assert.deepEqual(
       status.failures!.map((f) => f.run),
       ['R4', 'R3', 'R2'],

@@ -69,12 +69,29 @@ function traces(session: string, spans: SpanSpec[]): string {
 }
 
 const SERVER_ERROR = '500 The server had an error while processing your request. Sorry about that!';
-const chatFailure = (trace: number, endMs: number): SpanSpec => ({ trace, span: trace * 10 + 1, name: 'chat gpt-4o', endMs, attrs: [str('gen_ai.operation.name', 'chat'), str('gen_ai.system', 'openai'), str('error.type', 'InternalServerError')], error: SERVER_ERROR });
+const chatFailure = (trace: number, endMs: number): SpanSpec => ({
+  trace,
+  span: trace * 10 + 1,
+  name: 'chat gpt-4o',
+  endMs,
+  attrs: [str('gen_ai.operation.name', 'chat'), str('gen_ai.system', 'openai'), str('error.type', 'InternalServerError')],
+  error: SERVER_ERROR,
+});
 
 /** A model-request failure as a reference event, the way a runtime writes its history (JSONL). */
 function historyLine(id: string, session: string, time: number, error: string): string {
   const model_request = { provider: 'anthropic', model: 'claude-sonnet-4', error_type: 'authentication_error', http_status: 401, error };
-  return JSON.stringify({ kind: 'execution.completed', payload: { state: 'error', outcome: { error, output: [] }, model_request }, partition: session, time, event_id: id, turn_id: `run-${id}`, service: 'runtime' }) + '\n';
+  return (
+    JSON.stringify({
+      kind: 'execution.completed',
+      payload: { state: 'error', outcome: { error, output: [] }, model_request },
+      partition: session,
+      time,
+      event_id: id,
+      turn_id: `run-${id}`,
+      service: 'runtime',
+    }) + '\n'
+  );
 }
 
 async function scenario(store: 'sqlite' | 'redis', log: (m: string) => void): Promise<void> {
@@ -111,7 +128,11 @@ service:
 
   const start = async (): Promise<VigilChild> => {
     const v = spawnVigil(['run', '-c', cfg]);
-    await waitFor(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined), `vigil (${store}) to be ready\n${v.stderr()}`, 30_000);
+    await waitFor(
+      async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined),
+      `vigil (${store}) to be ready\n${v.stderr()}`,
+      30_000,
+    );
     return v;
   };
   const post = async (body: string) => {
@@ -137,7 +158,10 @@ service:
           ).values(),
         ]
       : [];
-  const ids = () => provided().map((e) => e.request_id).sort();
+  const ids = () =>
+    provided()
+      .map((e) => e.request_id)
+      .sort();
   const kill = async (v: VigilChild) => {
     v.child.kill('SIGKILL');
     await v.exited;
@@ -155,12 +179,32 @@ service:
     await post(traces('sess-A', [chatFailure(1, t)]));
     // B: a temporary failure, and the runtime's own retry checkpoint of version 2 (a span event of its turn).
     const v2 = JSON.stringify({ version: 2, resume_at_ms: t + 1000, attempts: {} });
-    await post(traces('sess-B', [chatFailure(2, t), { trace: 2, span: 22, name: 'invoke_agent coder', endMs: t + 50, attrs: [str('gen_ai.operation.name', 'invoke_agent')], events: [{ name: 'provider.retry.checkpoint', timeMs: t + 10, attrs: [str('detail', v2)] }] }]));
+    await post(
+      traces('sess-B', [
+        chatFailure(2, t),
+        {
+          trace: 2,
+          span: 22,
+          name: 'invoke_agent coder',
+          endMs: t + 50,
+          attrs: [str('gen_ai.operation.name', 'invoke_agent')],
+          events: [{ name: 'provider.retry.checkpoint', timeMs: t + 10, attrs: [str('detail', v2)] }],
+        },
+      ]),
+    );
     // C: a temporary failure, then another turn of the conversation finished: the checkpoint is cleared.
     await post(traces('sess-C', [chatFailure(3, t)]));
     await post(traces('sess-C', [{ trace: 33, span: 331, name: 'invoke_agent coder', endMs: t + 500, attrs: [str('gen_ai.operation.name', 'invoke_agent')] }]));
     // D: a login failure: reported at once.
-    await post(traces('sess-D', [{ ...chatFailure(4, t), error: '401 Incorrect API key provided: sk-proj-****abcd.', attrs: [str('gen_ai.operation.name', 'chat'), str('gen_ai.system', 'openai'), str('error.type', 'AuthenticationError')] }]));
+    await post(
+      traces('sess-D', [
+        {
+          ...chatFailure(4, t),
+          error: '401 Incorrect API key provided: sk-proj-****abcd.',
+          attrs: [str('gen_ai.operation.name', 'chat'), str('gen_ai.system', 'openai'), str('error.type', 'AuthenticationError')],
+        },
+      ]),
+    );
     // F: a temporary failure whose checkpoint is rewritten with 65 attempt counters while vigil is down.
     await post(traces('sess-F', [chatFailure(6, t)]));
     // 140 unrelated later records: other sessions' turns and failures, and sess-A's own records that are no activity.
@@ -168,12 +212,25 @@ service:
       const spans: SpanSpec[] = [];
       for (let k = 0; k < 14; k++) {
         const n = 1000 + i * 14 + k;
-        spans.push(k % 2 ? { trace: n, span: n * 10, name: 'invoke_agent other', endMs: t + 100 + n, attrs: [str('gen_ai.operation.name', 'invoke_agent')] } : { trace: n, span: n * 10, name: 'run_job', endMs: t + 100 + n, error: 'KeyError: x' });
+        spans.push(
+          k % 2
+            ? { trace: n, span: n * 10, name: 'invoke_agent other', endMs: t + 100 + n, attrs: [str('gen_ai.operation.name', 'invoke_agent')] }
+            : { trace: n, span: n * 10, name: 'run_job', endMs: t + 100 + n, error: 'KeyError: x' },
+        );
       }
       await post(traces(`sess-other-${i}`, spans));
     }
-    const logs = Array.from({ length: 14 }, (_, i) => ({ timeUnixNano: `${t + 200 + i}000000`, severityNumber: 13, body: { stringValue: `DeprecationWarning: pkg ${i} is deprecated` }, attributes: [str('session.id', 'sess-A')] }));
-    const res = await fetch(`http://127.0.0.1:${otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resourceLogs: [{ resource: { attributes: [str('service.name', 'agent')] }, scopeLogs: [{ logRecords: logs }] }] }) });
+    const logs = Array.from({ length: 14 }, (_, i) => ({
+      timeUnixNano: `${t + 200 + i}000000`,
+      severityNumber: 13,
+      body: { stringValue: `DeprecationWarning: pkg ${i} is deprecated` },
+      attributes: [str('session.id', 'sess-A')],
+    }));
+    const res = await fetch(`http://127.0.0.1:${otlp}/v1/logs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ resourceLogs: [{ resource: { attributes: [str('service.name', 'agent')] }, scopeLogs: [{ logRecords: logs }] }] }),
+    });
     assert.equal(res.status, 200);
 
     // Pending: A, B, F (C cleared). D reported; the old history not.
@@ -191,25 +248,52 @@ service:
     const f = (await direct.loadState('watchdog/checkpoints', ['sess-F'])).get('sess-F');
     assert.ok(f, 'F has a checkpoint');
     const attempts = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`run-${i}`, 1]));
-    await direct.commit({ pipeline: 'traces', partition: 'sess-F', cursor: null, groups: [], turns: [], revisions: [], outbox: [], failures: [], state: [{ namespace: 'watchdog/checkpoints', key: 'sess-F', value: { ...(f.value as object), attempts } }] });
+    await direct.commit({
+      pipeline: 'traces',
+      partition: 'sess-F',
+      cursor: null,
+      groups: [],
+      turns: [],
+      revisions: [],
+      outbox: [],
+      failures: [],
+      state: [{ namespace: 'watchdog/checkpoints', key: 'sess-F', value: { ...(f.value as object), attempts } }],
+    });
     await direct.close();
     const downAt = Date.now();
-    appendFileSync(history, historyLine('h-down', 'sess-hist2', downAt, 'OAuth token refresh failed for anthropic: Failed to refresh OAuth token for anthropic. Please try again or re-authenticate.'));
+    appendFileSync(
+      history,
+      historyLine(
+        'h-down',
+        'sess-hist2',
+        downAt,
+        'OAuth token refresh failed for anthropic: Failed to refresh OAuth token for anthropic. Please try again or re-authenticate.',
+      ),
+    );
 
     await new Promise((r) => setTimeout(r, Math.max(0, t + 3000 - Date.now())));
     vigil = await start();
     const restartedAt = Date.now();
-    const [retryA] = await waitFor(() => {
-      const r = provided().filter((e) => e.request_id === 'watchdog-retry:00000000000000000000000000000001');
-      return r.length ? r : undefined;
-    }, `A's retry after the restart\n${vigil.stderr()}`, 20_000);
+    const [retryA] = await waitFor(
+      () => {
+        const r = provided().filter((e) => e.request_id === 'watchdog-retry:00000000000000000000000000000001');
+        return r.length ? r : undefined;
+      },
+      `A's retry after the restart\n${vigil.stderr()}`,
+      20_000,
+    );
     const firedAt = Date.now();
     log(`${store}: restarted at +${restartedAt - t} ms; A due at +${RETRY_AFTER_MS} ms, seen at +${firedAt - t} ms`);
     assert.equal(retryA!.time, new Date(t + RETRY_AFTER_MS).toISOString(), 'due 6 s after the failure');
     assert.ok(firedAt - (t + RETRY_AFTER_MS) < LATE_MS, `seen ${firedAt - (t + RETRY_AFTER_MS)} ms after its due time: the restart kept the remaining delay`);
     await waitFor(() => (ids().includes('watchdog-report:run-h-down') ? true : undefined), 'the failure written while vigil was down to be reported', 15_000);
     // B and F stay deferred, with their clear errors; nothing else comes.
-    await waitFor(() => (/version is 2; this vigil reads version 1 only/.test(vigil.stderr()) && /65 attempt counters, over the bound of 64/.test(vigil.stderr()) ? true : undefined), 'the clear errors', 15_000).catch((err: Error) => {
+    await waitFor(
+      () =>
+        /version is 2; this vigil reads version 1 only/.test(vigil.stderr()) && /65 attempt counters, over the bound of 64/.test(vigil.stderr()) ? true : undefined,
+      'the clear errors',
+      15_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n${vigil.stderr()}`);
     });
     assert.match(vigil.stderr(), /VIGIL_CHECKPOINT_INVALID/);
@@ -223,13 +307,18 @@ service:
     vigil = await start();
     await new Promise((r) => setTimeout(r, 2000));
     assert.deepEqual(ids(), ['watchdog-report:00000000000000000000000000000004', 'watchdog-report:run-h-down', 'watchdog-retry:00000000000000000000000000000001']);
-    const status = (await (await fetch(`http://127.0.0.1:${health}/v1/failures?since=${startedAt}`)).json()) as { failures: Array<{ request_id: string; line: string }> };
+    const status = (await (await fetch(`http://127.0.0.1:${health}/v1/failures?since=${startedAt}`)).json()) as {
+      failures: Array<{ request_id: string; line: string }>;
+    };
     assert.deepEqual(
       status.failures.map((x) => x.request_id),
       ['watchdog-report:run-h-down', 'watchdog-report:00000000000000000000000000000004'],
       'newest first by failure time; the history is not there',
     );
-    assert.match(status.failures[0]!.line, /^\[run failed\] #sess-hist2 "Untitled": 401 OAuth token refresh failed for anthropic: .* Last step: model request\. The Anthropic login expired/);
+    assert.match(
+      status.failures[0]!.line,
+      /^\[run failed\] #sess-hist2 "Untitled": 401 OAuth token refresh failed for anthropic: .* Last step: model request\. The Anthropic login expired/,
+    );
     // `vigil status` reads the same from the store (read-only, beside the running vigil).
     const cli = spawnVigil(['status', '-c', cfg]);
     assert.equal(await cli.exited, 0, cli.stderr());

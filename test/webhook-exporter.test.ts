@@ -15,7 +15,16 @@ function entry(seq: number): OutboxEntry {
     kind: 'work',
     seq,
     id,
-    event: { specversion: '1.0', id, source: 'vigil/agent', type: 'dev.vigil.work.created', time: '2026-01-01T00:00:00.000Z', subject: 'g_1', datacontenttype: 'application/json', data: { count: seq } as never },
+    event: {
+      specversion: '1.0',
+      id,
+      source: 'vigil/agent',
+      type: 'dev.vigil.work.created',
+      time: '2026-01-01T00:00:00.000Z',
+      subject: 'g_1',
+      datacontenttype: 'application/json',
+      data: { count: seq } as never,
+    },
   };
 }
 
@@ -31,7 +40,10 @@ describe('webhook exporter', () => {
   const servers: CaptureServer[] = [];
   after(() => Promise.all(servers.map((s) => s.close())));
   const make = (endpoint: string, extra: Record<string, unknown> = {}) =>
-    webhookExporterFactory.create({ id: 'webhook', logger: memoryLogger() }, { endpoint, secret: SECRET, headers: { 'x-api-key': 'k' }, timeout: 500, ...DEFAULT_DELIVERY, ...extra });
+    webhookExporterFactory.create(
+      { id: 'webhook', logger: memoryLogger() },
+      { endpoint, secret: SECRET, headers: { 'x-api-key': 'k' }, timeout: 500, ...DEFAULT_DELIVERY, ...extra },
+    );
 
   test('POSTs one CloudEvent per request with the idempotency key and a signature a receiver can verify', async () => {
     const server = await startCaptureServer();
@@ -95,7 +107,9 @@ describe('webhook exporter', () => {
       res.end();
     });
     servers.push(server);
-    const err = await make(`${server.url.replace('http://', 'http://user:pw@')}/x?token=abc`).export([entry(1)]).catch((e: Error) => e);
+    const err = await make(`${server.url.replace('http://', 'http://user:pw@')}/x?token=abc`)
+      .export([entry(1)])
+      .catch((e: Error) => e);
     assert.ok(err instanceof Error);
     assert.doesNotMatch(err.message, /s3cret|pw|token=abc|user/);
   });

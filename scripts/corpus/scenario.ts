@@ -108,4 +108,20 @@ export function pad(n: number, comment = '#'): string {
 /** tsc from this repository's own devDependencies (typescript), run by node. */
 export const TSC = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url));
 
-export const WORDS = ['orders', 'users', 'billing', 'cache', 'session', 'invoice', 'report', 'ledger', 'tenant', 'widget', 'queue', 'shard', 'token', 'profile', 'upload'];
+export const WORDS = [
+  'orders',
+  'users',
+  'billing',
+  'cache',
+  'session',
+  'invoice',
+  'report',
+  'ledger',
+  'tenant',
+  'widget',
+  'queue',
+  'shard',
+  'token',
+  'profile',
+  'upload',
+];

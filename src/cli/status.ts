@@ -15,7 +15,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       const hc = [...cfg.extensions.values()].find((e) => e.type === 'health_check' && cfg.service.extensions.includes(e.id));
       if (!hc) {
         process.stderr.write(
-          "vigil status: the memory store lives inside the running vigil; list a health_check extension in service.extensions so status can ask it, or use a durable store\n",
+          'vigil status: the memory store lives inside the running vigil; list a health_check extension in service.extensions so status can ask it, or use a durable store\n',
         );
         return 1;
       }
@@ -23,10 +23,16 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
       // /status takes the extension's own token, else a receiver's: send the one this config names.
       const receiverTokens = [...cfg.receivers.values()].flatMap((c) => [...(registry.receivers.get(c.type)?.bearerTokens?.(c.config) ?? [])]);
       const token = auth?.bearer_token ?? receiverTokens[0];
-      const res = await fetch(`http://${endpoint}/status`, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(10_000) }).catch((err: Error) => {
+      const res = await fetch(`http://${endpoint}/status`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        signal: AbortSignal.timeout(10_000),
+      }).catch((err: Error) => {
         throw new Error(`cannot reach the running vigil at ${endpoint} (${err.message}); is it running?`);
       });
-      if (!res.ok) throw new Error(`the running vigil at ${endpoint} answered ${res.status} to GET /status${res.status === 401 ? ' (its token differs from this config\'s)' : ''}`);
+      if (!res.ok)
+        throw new Error(
+          `the running vigil at ${endpoint} answered ${res.status} to GET /status${res.status === 401 ? " (its token differs from this config's)" : ''}`,
+        );
       const body = (await res.json()) as Record<string, unknown>;
       status = body.store as StoreStatus;
       processors = (body.processors ?? {}) as Record<string, ProcessorStatus>;

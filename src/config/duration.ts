@@ -1,5 +1,5 @@
 /** Go-style durations as the Collector writes them: `60s`, `500ms`, `1m30s`, `2h`, `1.5s`. */
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const PART = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)/y;
 
 export function parseDuration(text: string): number | undefined {

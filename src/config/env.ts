@@ -26,9 +26,11 @@ export function expandString(text: string, env: NodeJS.ProcessEnv): Expansion {
     if (token === '$$') return '$';
     const m = ref === undefined ? null : REFERENCE.exec(ref);
     if (!m) {
-      problems.push(ref === undefined
-        ? `unterminated reference '${token}': close it with '}', or write $$ for a literal $`
-        : `unsupported reference '${token}': only \${env:VAR} and \${env:VAR:-default} are supported; write $$ for a literal $`);
+      problems.push(
+        ref === undefined
+          ? `unterminated reference '${token}': close it with '}', or write $$ for a literal $`
+          : `unsupported reference '${token}': only \${env:VAR} and \${env:VAR:-default} are supported; write $$ for a literal $`,
+      );
       return token;
     }
     const [, name, fallback] = m as unknown as [string, string, string | undefined];

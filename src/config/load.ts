@@ -103,9 +103,14 @@ export async function loadConfigFile(file: string, registry: Registry, env: Node
 export function loadConfigText(text: string, file: string, registry: Registry, env: NodeJS.ProcessEnv = process.env): VigilConfig {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const fromYaml = (severity: Diagnostic['severity']) => (e: YAMLError): Diagnostic => ({
-    file, ...lineCounter.linePos(e.pos[0]), message: yamlMessage(e, text), severity,
-  });
+  const fromYaml =
+    (severity: Diagnostic['severity']) =>
+    (e: YAMLError): Diagnostic => ({
+      file,
+      ...lineCounter.linePos(e.pos[0]),
+      message: yamlMessage(e, text),
+      severity,
+    });
   // One syntax error usually derails the parser for the rest of the file; only the first is worth
   // reading. Duplicate keys are independent of each other, so all of them are reported.
   const syntax = doc.errors.filter((e) => e.code !== 'DUPLICATE_KEY').slice(0, 1);
@@ -173,7 +178,11 @@ function readComponents(kind: ComponentKind, raw: unknown, registry: Registry, c
     const type = slash < 0 ? id : id.slice(0, slash);
     const name = slash < 0 ? undefined : id.slice(slash + 1);
     if (type === '' || (name !== undefined && !COMPONENT_NAME.test(name))) {
-      ctx.error(path, `invalid ${SINGULAR[kind]} id '${id}' in '${kind}': write type or type/name, where the name is non-empty letters, digits, '_', '.' or '-'`, true);
+      ctx.error(
+        path,
+        `invalid ${SINGULAR[kind]} id '${id}' in '${kind}': write type or type/name, where the name is non-empty letters, digits, '_', '.' or '-'`,
+        true,
+      );
       continue;
     }
     const factory = factories.get(type);

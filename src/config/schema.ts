@@ -105,7 +105,10 @@ class CheckedSchema<T> extends Schema<T> {
 }
 
 class DefaultSchema<T> extends Schema<T> {
-  constructor(private readonly inner: Schema<T>, private readonly fallback: T | (() => T)) {
+  constructor(
+    private readonly inner: Schema<T>,
+    private readonly fallback: T | (() => T),
+  ) {
     super();
   }
   get expected(): string {
@@ -134,7 +137,10 @@ class NonEmptySchema<T> extends Schema<T> {
     return true;
   }
   protected parsePresent(value: unknown, path: Path, ctx: ParseContext): T | undefined {
-    const empty = value === null || (typeof value === 'string' && value.trim() === '') || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
+    const empty =
+      value === null ||
+      (typeof value === 'string' && value.trim() === '') ||
+      (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
     if (empty) {
       ctx.error(
         path,
@@ -275,7 +281,17 @@ class SizeSchema extends Schema<number> {
 }
 
 const SIZE_UNITS: Record<string, number> = {
-  '': 1, b: 1, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, k: 1024, m: 1024 ** 2, g: 1024 ** 3,
+  '': 1,
+  b: 1,
+  kb: 1000,
+  mb: 1000 ** 2,
+  gb: 1000 ** 3,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  k: 1024,
+  m: 1024 ** 2,
+  g: 1024 ** 3,
 };
 
 export function parseSize(value: unknown): number | undefined {
@@ -322,7 +338,10 @@ class UrlSchema extends Schema<string> {
     const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(value)?.[1] ?? '';
     const at = authority.lastIndexOf('@');
     if (at >= 0 && (at === 0 || authority[at - 1] === ':')) {
-      ctx.error(path, `${describePath(path)} has credentials that are empty (${at === 0 ? 'nothing' : 'no password'} before '@', perhaps an empty \${env:VAR}); give them a value, or remove the '@' part`);
+      ctx.error(
+        path,
+        `${describePath(path)} has credentials that are empty (${at === 0 ? 'nothing' : 'no password'} before '@', perhaps an empty \${env:VAR}); give them a value, or remove the '@' part`,
+      );
     }
     return value;
   }

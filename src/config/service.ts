@@ -93,7 +93,10 @@ export function readService(raw: unknown, defined: Defined, registry: Registry, 
   // A `service` or `pipelines` of the wrong type was already reported by the schema.
   const wrongType = (raw != null && !rawService) || (rawService?.pipelines != null && !asRecord(rawService.pipelines));
   if (Object.keys(rawPipelines).length === 0 && !wrongType) {
-    ctx.error(['service', 'pipelines'], `no pipelines are defined: add service.pipelines with at least one of ${PIPELINE_IDS}, e.g. traces: { receivers: [otlp], exporters: [debug] }`);
+    ctx.error(
+      ['service', 'pipelines'],
+      `no pipelines are defined: add service.pipelines with at least one of ${PIPELINE_IDS}, e.g. traces: { receivers: [otlp], exporters: [debug] }`,
+    );
   }
 
   warnUnused(defined, used, ctx);
@@ -121,8 +124,14 @@ function pipelineSignal(id: string, path: Path, ctx: ParseContext): Signal | und
 }
 
 function checkReferences(
-  kind: ComponentKind, ids: string[], path: Path, signal: Signal | undefined,
-  defined: Defined, registry: Registry, used: Record<ComponentKind, Set<string>>, ctx: ParseContext,
+  kind: ComponentKind,
+  ids: string[],
+  path: Path,
+  signal: Signal | undefined,
+  defined: Defined,
+  registry: Registry,
+  used: Record<ComponentKind, Set<string>>,
+  ctx: ParseContext,
 ): void {
   const where = path.join('.');
   const seen = new Set<string>();
@@ -155,9 +164,10 @@ function warnUnused(defined: Defined, used: Record<ComponentKind, Set<string>>, 
   for (const kind of ['receivers', 'processors', 'exporters', 'extensions'] as const) {
     for (const id of defined.components[kind].keys()) {
       if (used[kind].has(id)) continue;
-      const fix = kind === 'extensions'
-        ? 'is not listed in service.extensions; it will not be started (add it there or remove it)'
-        : 'is not used by any pipeline; it will not be started (add it to a pipeline or remove it)';
+      const fix =
+        kind === 'extensions'
+          ? 'is not listed in service.extensions; it will not be started (add it there or remove it)'
+          : 'is not used by any pipeline; it will not be started (add it to a pipeline or remove it)';
       ctx.issues.push({ path: [kind, id], message: `${SINGULAR[kind]} '${id}' is defined but ${fix}`, severity: 'warning', atKey: true });
     }
   }

@@ -108,7 +108,7 @@ export function isFailedSpan(event: AgentEvent): boolean {
 }
 
 function firstLine(text: string): string | undefined {
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     const nl = text.indexOf('\n', start);
     const end = nl < 0 ? text.length : nl;
     const line = text.slice(start, end).trim();

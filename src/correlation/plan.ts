@@ -231,7 +231,10 @@ function anchorOf(r: ReleasedRecord, released: readonly ReleasedRecord[], pendin
     if (!target) return r.e;
     return spans.includes(target) ? target.a : anchorOf(target, released, pending, depth + 1);
   }
-  const joined = nearest(r, released.filter((m) => m.e !== r.e && related(r, m) && (m.l === 0 || m.a === m.e)));
+  const joined = nearest(
+    r,
+    released.filter((m) => m.e !== r.e && related(r, m) && (m.l === 0 || m.a === m.e)),
+  );
   if (joined) return joined.a;
   const child = nearest(r, ahead);
   return child ? anchorOf(child, released, pending, depth + 1) : r.e;

@@ -6,34 +6,44 @@ import { formatDuration } from '../config/duration.ts';
 import { defaultsOf, s, type Infer, type Shape } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
 
-export const retryOnFailureSchema = s.object({
-  enabled: s.boolean().default(true),
-  /** First wait after a failure; doubled per attempt, with jitter. */
-  initial_interval: s.duration({ min: 1 }).default(5_000),
-  /** Longest wait between attempts (a longer Retry-After from the receiver is still honoured, up to max_elapsed_time). */
-  max_interval: s.duration({ min: 1 }).default(30_000),
-  /** Time after the first failure of an entry before it goes to the dead letters; 0 retries forever. */
-  max_elapsed_time: s.duration().default(300_000),
-}).check((r, report) => {
-  if (!r.enabled) return;
-  if (r.initial_interval > r.max_interval) {
-    report(['initial_interval'], `(${formatDuration(r.initial_interval)}) must not be longer than max_interval (${formatDuration(r.max_interval)}); raise max_interval or lower initial_interval`);
-  }
-  if (r.max_elapsed_time > 0 && r.max_elapsed_time < r.initial_interval) {
-    report(['max_elapsed_time'], `(${formatDuration(r.max_elapsed_time)}) is shorter than initial_interval (${formatDuration(r.initial_interval)}), so no retry would ever be made; raise it, use 0 to retry forever, or set enabled: false`);
-  }
-});
+export const retryOnFailureSchema = s
+  .object({
+    enabled: s.boolean().default(true),
+    /** First wait after a failure; doubled per attempt, with jitter. */
+    initial_interval: s.duration({ min: 1 }).default(5_000),
+    /** Longest wait between attempts (a longer Retry-After from the receiver is still honoured, up to max_elapsed_time). */
+    max_interval: s.duration({ min: 1 }).default(30_000),
+    /** Time after the first failure of an entry before it goes to the dead letters; 0 retries forever. */
+    max_elapsed_time: s.duration().default(300_000),
+  })
+  .check((r, report) => {
+    if (!r.enabled) return;
+    if (r.initial_interval > r.max_interval) {
+      report(
+        ['initial_interval'],
+        `(${formatDuration(r.initial_interval)}) must not be longer than max_interval (${formatDuration(r.max_interval)}); raise max_interval or lower initial_interval`,
+      );
+    }
+    if (r.max_elapsed_time > 0 && r.max_elapsed_time < r.initial_interval) {
+      report(
+        ['max_elapsed_time'],
+        `(${formatDuration(r.max_elapsed_time)}) is shorter than initial_interval (${formatDuration(r.initial_interval)}), so no retry would ever be made; raise it, use 0 to retry forever, or set enabled: false`,
+      );
+    }
+  });
 
-export const sendingQueueSchema = s.object({
-  /** Entries waiting for this exporter beyond which the oldest go to the dead letters (the outbox stays bounded). */
-  queue_size: s.int({ min: 1 }).default(10_000),
-  /** Entries handed to the exporter per attempt. */
-  batch_size: s.int({ min: 1, max: 10_000 }).default(128),
-}).check((q, report) => {
-  if (q.batch_size > q.queue_size) {
-    report(['batch_size'], `(${q.batch_size}) must not be larger than queue_size (${q.queue_size}); a batch is taken from the queue`);
-  }
-});
+export const sendingQueueSchema = s
+  .object({
+    /** Entries waiting for this exporter beyond which the oldest go to the dead letters (the outbox stays bounded). */
+    queue_size: s.int({ min: 1 }).default(10_000),
+    /** Entries handed to the exporter per attempt. */
+    batch_size: s.int({ min: 1, max: 10_000 }).default(128),
+  })
+  .check((q, report) => {
+    if (q.batch_size > q.queue_size) {
+      report(['batch_size'], `(${q.batch_size}) must not be larger than queue_size (${q.queue_size}); a batch is taken from the queue`);
+    }
+  });
 
 /** An exporter's own keys plus the shared `retry_on_failure` and `sending_queue`. */
 export function withDelivery<S extends Shape>(shape: S) {

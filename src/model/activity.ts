@@ -38,7 +38,20 @@ export function isRoutineActivity(payload: ActivityPayload): boolean {
 }
 
 /** Finish reasons that say the answer was cut or refused: such model requests are kept one by one. */
-const NOTABLE_FINISH = new Set(['length', 'max_tokens', 'content_filter', 'content-filter', 'safety', 'refusal', 'recitation', 'blocklist', 'prohibited_content', 'spii', 'malformed_function_call', 'error']);
+const NOTABLE_FINISH = new Set([
+  'length',
+  'max_tokens',
+  'content_filter',
+  'content-filter',
+  'safety',
+  'refusal',
+  'recitation',
+  'blocklist',
+  'prohibited_content',
+  'spii',
+  'malformed_function_call',
+  'error',
+]);
 
 export function isNotableFinish(reasons: unknown): boolean {
   return Array.isArray(reasons) && reasons.some((r) => typeof r === 'string' && NOTABLE_FINISH.has(r.toLowerCase()));

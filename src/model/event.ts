@@ -117,14 +117,7 @@ export interface Evidence {
 }
 
 /** The six diagnostic classes of DESIGN 3.1. */
-export const CLASSIFICATIONS = [
-  'ExecutionFailure',
-  'RecoveredError',
-  'StderrWarning',
-  'SkippedPeerCall',
-  'Uncertain',
-  'NormalOutput',
-] as const;
+export const CLASSIFICATIONS = ['ExecutionFailure', 'RecoveredError', 'StderrWarning', 'SkippedPeerCall', 'Uncertain', 'NormalOutput'] as const;
 export type Classification = (typeof CLASSIFICATIONS)[number];
 
 export interface Diagnosis {

@@ -145,7 +145,11 @@ export function normalizeCase(value: unknown): CaseResult {
   if (o.case_id.length > MAX_CASE_ID_LENGTH) return notCase(`'case_id' is longer than ${MAX_CASE_ID_LENGTH} characters`);
   if (typeof o.error_kind !== 'string') return notCase(`'error_kind' must be a string such as "invalid_tool_args", got ${describe(o.error_kind)}`);
   if (!isErrorKind(o.error_kind)) {
-    return { ok: false, reason: 'unknown_error_kind', error: `unknown error_kind ${JSON.stringify(clip(o.error_kind, 80))}; known kinds: ${ERROR_KINDS.join(', ')}` };
+    return {
+      ok: false,
+      reason: 'unknown_error_kind',
+      error: `unknown error_kind ${JSON.stringify(clip(o.error_kind, 80))}; known kinds: ${ERROR_KINDS.join(', ')}`,
+    };
   }
   const time = o.occurred_at_ms;
   if (typeof time !== 'number' || !Number.isSafeInteger(time) || time < 0) {

@@ -102,7 +102,11 @@ export class CorrelationRunner {
         }
         const delay = backoffDelay({ initial: 200, max: 5000 }, this.failures);
         if (this.failures === 1 || this.failures % 20 === 0) {
-          this.opts.logger.warn('correlation log: a round failed; its records stay and are retried', { attempts: this.failures, retry_in_ms: delay, error: errorMessage(err) });
+          this.opts.logger.warn('correlation log: a round failed; its records stay and are retried', {
+            attempts: this.failures,
+            retry_in_ms: delay,
+            error: errorMessage(err),
+          });
         }
         await sleep(delay, signal);
         continue;

@@ -127,7 +127,11 @@ export class ExporterRunner {
       try {
         await this.enforceQueueBound();
       } catch (err) {
-        this.opts.logger.warn('cannot check the sending queue; retrying', { pipeline: this.opts.pipeline, exporter: this.opts.exporterId, error: errorMessage(err) });
+        this.opts.logger.warn('cannot check the sending queue; retrying', {
+          pipeline: this.opts.pipeline,
+          exporter: this.opts.exporterId,
+          error: errorMessage(err),
+        });
       }
     }
   }
@@ -145,7 +149,9 @@ export class ExporterRunner {
       return 'retry';
     }
     if (entries.length === 0) return 'empty';
-    const span = this.opts.tracer?.startSpan('vigil.export', { attributes: { 'vigil.pipeline': pipeline, 'vigil.exporter': exporterId, 'vigil.entries': entries.length } });
+    const span = this.opts.tracer?.startSpan('vigil.export', {
+      attributes: { 'vigil.pipeline': pipeline, 'vigil.exporter': exporterId, 'vigil.entries': entries.length },
+    });
     let confirmed = 0;
     let cut = false;
     const progress = async (delivered: number) => {
@@ -252,7 +258,12 @@ export class ExporterRunner {
 
   /** Moves the cursor past `entries` and records them as dead letters, in one atomic step; counted by cause. */
   private async deadLetter(entries: OutboxEntry[], reason: string, cause: DeadLetterCause): Promise<void> {
-    await this.opts.store.ackOutbox(this.opts.pipeline, this.opts.exporterId, entries[entries.length - 1]!.seq, entries.map((entry) => ({ entry, reason })));
+    await this.opts.store.ackOutbox(
+      this.opts.pipeline,
+      this.opts.exporterId,
+      entries[entries.length - 1]!.seq,
+      entries.map((entry) => ({ entry, reason })),
+    );
     this.stats.deadLettered += entries.length;
     this.stats.deadLetteredByCause[cause] = (this.stats.deadLetteredByCause[cause] ?? 0) + entries.length;
   }

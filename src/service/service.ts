@@ -8,7 +8,18 @@
  * Shutdown reverses it and drains in-flight work.
  */
 import type { OperatorFunction } from 'rxjs';
-import type { Exporter, ExporterCapabilities, IngestConsumer, IngestOptions, Lifecycle, ProcessorStatus, Readiness, Registry, ReportedFailure, Signal } from '../component.ts';
+import type {
+  Exporter,
+  ExporterCapabilities,
+  IngestConsumer,
+  IngestOptions,
+  Lifecycle,
+  ProcessorStatus,
+  Readiness,
+  Registry,
+  ReportedFailure,
+  Signal,
+} from '../component.ts';
 import type { VigilConfig } from '../config/load.ts';
 import { errorMessage, isVigilError, VigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -30,7 +41,6 @@ import { operatorAuth } from '../internal/bearer.ts';
 import { VIGIL_VERSION } from '../version.ts';
 import { CORRELATION_PIPELINE, sessionFacts, splitForCorrelation, waitingEvent, WrittenFacts, type CorrelationSettings } from '../correlation/ingest.ts';
 import { CorrelationRunner } from './correlation-runner.ts';
-
 
 export interface ServiceOptions {
   logger: Logger;
@@ -76,7 +86,11 @@ export class Service {
   /** Pipelines whose processors want activity markers, as their factories declare it. */
   private readonly wantsMarkers: ReadonlySet<string>;
 
-  constructor(private readonly config: VigilConfig, private readonly registry: Registry, private readonly opts: ServiceOptions) {
+  constructor(
+    private readonly config: VigilConfig,
+    private readonly registry: Registry,
+    private readonly opts: ServiceOptions,
+  ) {
     this.consumes = new Map(
       [...config.service.pipelines].map(([pid, p]) => {
         const caps = p.exporters.map((eid) => {
@@ -91,12 +105,14 @@ export class Service {
     this.writtenFacts = new WrittenFacts(this.correlationSettings);
     this.now = opts.now ?? Date.now;
     this.wantsMarkers = new Set(
-      [...config.service.pipelines].filter(([, p]) =>
-        p.processors.some((id) => {
-          const c = config.processors.get(id)!;
-          return registry.processors.get(c.type)!.capabilities?.(c.config).activityMarkers === true;
-        }),
-      ).map(([pid]) => pid),
+      [...config.service.pipelines]
+        .filter(([, p]) =>
+          p.processors.some((id) => {
+            const c = config.processors.get(id)!;
+            return registry.processors.get(c.type)!.capabilities?.(c.config).activityMarkers === true;
+          }),
+        )
+        .map(([pid]) => pid),
     );
   }
 
@@ -121,7 +137,8 @@ export class Service {
       const maxBacklog = this.opts.maxBacklog ?? this.config.service.ingest.max_backlog;
       for (const pid of this.pipelines.keys()) {
         const pending = await store.pendingCount(pid).catch(() => 0);
-        if (pending >= maxBacklog) reasons.push(`pipeline '${pid}' has ${pending} records waiting (service.ingest.max_backlog ${maxBacklog}); receivers refuse until it drains`);
+        if (pending >= maxBacklog)
+          reasons.push(`pipeline '${pid}' has ${pending} records waiting (service.ingest.max_backlog ${maxBacklog}); receivers refuse until it drains`);
       }
     }
     return { ready: reasons.length === 0, reasons };
@@ -178,13 +195,14 @@ export class Service {
 
     for (const [pid, p] of config.service.pipelines) {
       // Pipelines of the same signal sharing a receiver get the same records.
-      const peers = [...config.service.pipelines.values()].filter((o) => o.id !== pid && o.signal === p.signal && o.receivers.some((r) => p.receivers.includes(r))).map((o) => o.id);
+      const peers = [...config.service.pipelines.values()]
+        .filter((o) => o.id !== pid && o.signal === p.signal && o.receivers.some((r) => p.receivers.includes(r)))
+        .map((o) => o.id);
       const processors: OperatorFunction<WorkPage, WorkPage>[] = p.processors.map((id) => {
         const c = config.processors.get(id)!;
-        return registry.processors.get(c.type)!.create(
-          { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }), peers },
-          c.config,
-        );
+        return registry.processors
+          .get(c.type)!
+          .create({ id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }), peers }, c.config);
       });
       // The stages the pipeline's exporters asked for, after the configured processors.
       if (this.consumes.get(pid)!.forwardedRecords) processors.push(forwardRecords());
@@ -245,7 +263,14 @@ export class Service {
     for (const id of config.service.extensions) {
       const c = config.extensions.get(id)!;
       const ext = registry.extensions.get(c.type)!.create(
-        { id, logger: log.child({ component: id }), readiness: () => this.readiness(), status: () => this.status(), failures: (since) => this.failures(since), receiverTokens },
+        {
+          id,
+          logger: log.child({ component: id }),
+          readiness: () => this.readiness(),
+          status: () => this.status(),
+          failures: (since) => this.failures(since),
+          receiverTokens,
+        },
         c.config,
       );
       await ext.start();
@@ -385,7 +410,11 @@ export class Service {
           this.pipelines.get(pid)?.runner.notify();
         }
         if (waiting.length) {
-          const r = await store.append(CORRELATION_PIPELINE, waiting.map((e) => waitingEvent(e, pipelineIds, now)), state.length ? { state } : {});
+          const r = await store.append(
+            CORRELATION_PIPELINE,
+            waiting.map((e) => waitingEvent(e, pipelineIds, now)),
+            state.length ? { state } : {},
+          );
           appended += r.appended;
           duplicates += r.duplicates;
         }
@@ -419,7 +448,10 @@ export class Service {
     const reason = errorMessage(err);
     const bytes = Math.min(4 * 1024 * 1024, Math.max(64 * 1024, JSON.stringify(events).length));
     if (!this.writeFailure) {
-      this.opts.logger.error('the state store refuses appends; receivers answer retryably and /healthz reports not ready', { store: this.config.state.type, reason });
+      this.opts.logger.error('the state store refuses appends; receivers answer retryably and /healthz reports not ready', {
+        store: this.config.state.type,
+        reason,
+      });
       this.writeFailure = { since: Date.now(), reason, bytes, probedAt: Date.now() };
     } else {
       this.writeFailure.reason = reason;
@@ -469,23 +501,34 @@ export class Service {
       [...this.pipelines].flatMap(([pipeline, p]) =>
         p.exporters.map((e, i) => ({ labels: { pipeline, exporter: this.config.service.pipelines.get(pipeline)!.exporters[i]! }, value: pick(e.stats) })),
       );
-    const outboxLag = (st?.pipelines ?? []).flatMap((p) => p.outbox.exporters.map((e) => ({ labels: { pipeline: p.pipeline, exporter: e.exporter }, value: e.lag })));
+    const outboxLag = (st?.pipelines ?? []).flatMap((p) =>
+      p.outbox.exporters.map((e) => ({ labels: { pipeline: p.pipeline, exporter: e.exporter }, value: e.lag })),
+    );
     const ingestLag = (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.partitions.reduce((n, x) => n + x.pending, 0) }));
     return [
-      family('vigil_build_info', 'gauge', 'Always 1; the labels name the running vigil and Node.js versions.', [{ labels: { version: VIGIL_VERSION, node_version: process.version }, value: 1 }]),
-      family('vigil_up', 'gauge', '1 while the pipelines run, 0 while starting, stopping or waiting for the store.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
-      family('vigil_ingest_records_total', 'counter', 'Records receivers handed to the ingest log, by outcome: appended, duplicate (already held), refused (backpressure or store down).', [
-        { labels: { outcome: 'appended' }, value: this.ingestStats.appended },
-        { labels: { outcome: 'duplicate' }, value: this.ingestStats.duplicates },
-        { labels: { outcome: 'refused' }, value: this.ingestStats.refused },
+      family('vigil_build_info', 'gauge', 'Always 1; the labels name the running vigil and Node.js versions.', [
+        { labels: { version: VIGIL_VERSION, node_version: process.version }, value: 1 },
       ]),
+      family('vigil_up', 'gauge', '1 while the pipelines run, 0 while starting, stopping or waiting for the store.', [{ labels: {}, value: this.isReady ? 1 : 0 }]),
+      family(
+        'vigil_ingest_records_total',
+        'counter',
+        'Records receivers handed to the ingest log, by outcome: appended, duplicate (already held), refused (backpressure or store down).',
+        [
+          { labels: { outcome: 'appended' }, value: this.ingestStats.appended },
+          { labels: { outcome: 'duplicate' }, value: this.ingestStats.duplicates },
+          { labels: { outcome: 'refused' }, value: this.ingestStats.refused },
+        ],
+      ),
       ...componentFamilies('receiver', this.receivers),
       family('vigil_ingest_backlog_records', 'gauge', 'Records waiting in the ingest log, per pipeline.', ingestLag),
       family(
         'vigil_correlation_released_records_total',
         'counter',
         'Records the correlation log released to their pipelines, by how their session was decided: own (named by the record), trace (from another record of the trace), fallback (none known after session_wait).',
-        this.correlation ? (['own', 'trace', 'fallback'] as const).map((session) => ({ labels: { session }, value: this.correlation!.stats.released[session] })) : [],
+        this.correlation
+          ? (['own', 'trace', 'fallback'] as const).map((session) => ({ labels: { session }, value: this.correlation!.stats.released[session] }))
+          : [],
       ),
       family(
         'vigil_correlation_evidence_records_total',
@@ -493,22 +536,44 @@ export class Service {
         'Failure records released as evidence of a failure another record of it counts (one failure, one occurrence).',
         this.correlation ? [{ labels: {}, value: this.correlation.stats.evidence }] : [],
       ),
-      family('vigil_pages_total', 'counter', 'Pages processed and committed.', perPipeline((s) => s.pages)),
-      family('vigil_page_failures_total', 'counter', 'Page processing attempts that failed and are retried.', perPipeline((s) => s.failedPages)),
+      family(
+        'vigil_pages_total',
+        'counter',
+        'Pages processed and committed.',
+        perPipeline((s) => s.pages),
+      ),
+      family(
+        'vigil_page_failures_total',
+        'counter',
+        'Page processing attempts that failed and are retried.',
+        perPipeline((s) => s.failedPages),
+      ),
       family(
         'vigil_classified_records_total',
         'counter',
         'Records classified, by diagnostic class.',
-        [...this.pipelines].flatMap(([pipeline, p]) => Object.entries(p.runner.stats.classified).map(([classification, value]) => ({ labels: { pipeline, classification }, value }))),
+        [...this.pipelines].flatMap(([pipeline, p]) =>
+          Object.entries(p.runner.stats.classified).map(([classification, value]) => ({ labels: { pipeline, classification }, value })),
+        ),
       ),
-      family('vigil_occurrences_total', 'counter', 'Failure occurrences counted.', perPipeline((s) => s.occurrences)),
+      family(
+        'vigil_occurrences_total',
+        'counter',
+        'Failure occurrences counted.',
+        perPipeline((s) => s.occurrences),
+      ),
       family('vigil_work_events_total', 'counter', 'Work events produced, by type (created, updated).', [
         ...perPipeline((s) => s.workCreated).map((x) => ({ ...x, labels: { ...x.labels, type: 'created' } })),
         ...perPipeline((s) => s.workUpdated).map((x) => ({ ...x, labels: { ...x.labels, type: 'updated' } })),
       ]),
       family('vigil_groups', 'gauge', 'Occurrence groups in the store.', st ? [{ labels: {}, value: st.groups }] : []),
       family('vigil_open_work_items', 'gauge', 'Groups with an open work item.', st ? [{ labels: {}, value: st.openWork }] : []),
-      family('vigil_exporter_sent_items_total', 'counter', 'Outbox items an exporter delivered (confirmed by the receiving side).', perExporter((s) => s.exported)),
+      family(
+        'vigil_exporter_sent_items_total',
+        'counter',
+        'Outbox items an exporter delivered (confirmed by the receiving side).',
+        perExporter((s) => s.exported),
+      ),
       family(
         'vigil_exporter_failed_attempts_total',
         'counter',
@@ -523,10 +588,30 @@ export class Service {
       ),
       family('vigil_outbox_lag_items', 'gauge', 'Outbox items waiting for each exporter.', outboxLag),
       family('vigil_dead_letters', 'gauge', 'Dead letters kept in the store.', st ? [{ labels: {}, value: st.deadLetters.total }] : []),
-      family('vigil_pending_timers', 'gauge', 'Durable timers waiting to fall due.', (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending }))),
-      family('vigil_fired_timers_total', 'counter', 'Durable timers fired (timer pages committed).', perPipeline((s) => s.timersFired)),
-      family('vigil_state_entries', 'gauge', 'Live processor-state entries per namespace.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.entries }))),
-      family('vigil_state_evicted_entries_total', 'counter', 'Processor-state entries evicted at their namespace bound.', (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted }))),
+      family(
+        'vigil_pending_timers',
+        'gauge',
+        'Durable timers waiting to fall due.',
+        (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.timers.pending })),
+      ),
+      family(
+        'vigil_fired_timers_total',
+        'counter',
+        'Durable timers fired (timer pages committed).',
+        perPipeline((s) => s.timersFired),
+      ),
+      family(
+        'vigil_state_entries',
+        'gauge',
+        'Live processor-state entries per namespace.',
+        (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.entries })),
+      ),
+      family(
+        'vigil_state_evicted_entries_total',
+        'counter',
+        'Processor-state entries evicted at their namespace bound.',
+        (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted })),
+      ),
     ];
   }
 
@@ -534,7 +619,10 @@ export class Service {
   private perExporterMap(pick: (s: ExporterRunner['stats']) => Partial<Record<string, number>>, label: string) {
     return [...this.pipelines].flatMap(([pipeline, p]) =>
       p.exporters.flatMap((e, i) =>
-        Object.entries(pick(e.stats)).map(([key, value]) => ({ labels: { pipeline, exporter: this.config.service.pipelines.get(pipeline)!.exporters[i]!, [label]: key }, value: value ?? 0 })),
+        Object.entries(pick(e.stats)).map(([key, value]) => ({
+          labels: { pipeline, exporter: this.config.service.pipelines.get(pipeline)!.exporters[i]!, [label]: key },
+          value: value ?? 0,
+        })),
       ),
     );
   }
@@ -609,9 +697,11 @@ export async function processorStatuses(config: VigilConfig, registry: Registry,
 /** Events as a pipeline that does not forward stores them: no forward-only records, no received copies. */
 function withoutForwarding(events: AgentEvent[]): AgentEvent[] {
   if (!events.some((e) => e.forward || e.forwardOnly)) return events;
-  return events.filter((e) => !e.forwardOnly).map((e) => {
-    if (!e.forward) return e;
-    const { forward: _forward, ...rest } = e;
-    return rest;
-  });
+  return events
+    .filter((e) => !e.forwardOnly)
+    .map((e) => {
+      if (!e.forward) return e;
+      const { forward: _forward, ...rest } = e;
+      return rest;
+    });
 }

@@ -28,7 +28,16 @@ import {
   type StateEntry,
   type StateListEntry,
 } from './state.ts';
-import { MAX_DEAD_LETTERS, type AppendOptions, type AppendResult, type LogEntry, type PageCommit, type PartitionBacklog, type StateStore, type StoreStatus } from './types.ts';
+import {
+  MAX_DEAD_LETTERS,
+  type AppendOptions,
+  type AppendResult,
+  type LogEntry,
+  type PageCommit,
+  type PartitionBacklog,
+  type StateStore,
+  type StoreStatus,
+} from './types.ts';
 
 const schema = s.object({
   /** How long an event id is remembered to drop redeliveries (wall clock). */
@@ -91,7 +100,10 @@ export class MemoryStore implements StateStore {
   private timerSeq = 0;
   private closed = false;
 
-  constructor(private readonly cfg: MemoryStoreConfig = { dedupe_window: 24 * 3_600_000, max_seen_ids: 1_000_000 }, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly cfg: MemoryStoreConfig = { dedupe_window: 24 * 3_600_000, max_seen_ids: 1_000_000 },
+    private readonly now: () => number = Date.now,
+  ) {
     this.seen = new BoundedMap(cfg.max_seen_ids);
   }
 
@@ -206,7 +218,9 @@ export class MemoryStore implements StateStore {
       if (!log) throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
       const base = this.bases.take(c.pipeline, c.partition, c.cursor);
       if (cursor <= log.cursor || (base !== undefined && base !== (log.cursor ? String(log.cursor) : ''))) {
-        throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${log.cursor})`, { transient: true });
+        throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${log.cursor})`, {
+          transient: true,
+        });
       }
     }
     for (const g of c.groups) {
@@ -262,7 +276,8 @@ export class MemoryStore implements StateStore {
         const cur = this.live(map.get(w.key), now)?.version ?? 0;
         map.delete(w.key);
         if (w.json !== null) map.set(w.key, { json: w.json, version: cur + 1, ...(w.ttlMs !== undefined ? { expiresAt: now + w.ttlMs } : {}) });
-        if (w.json !== null && w.ttlMs !== undefined) this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, now + w.ttlMs));
+        if (w.json !== null && w.ttlMs !== undefined)
+          this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, now + w.ttlMs));
       }
       this.purge(ns.namespace, map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
       if (map.size > ns.maxEntries) {
@@ -439,7 +454,10 @@ export class MemoryStore implements StateStore {
 
   async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
     const all = [...this.dead.values()].flat().filter((d) => pipeline === undefined || d.pipeline === pipeline);
-    return all.sort((a, b) => b.time - a.time || b.entry.seq - a.entry.seq).slice(0, limit).map((d) => structuredClone(d));
+    return all
+      .sort((a, b) => b.time - a.time || b.entry.seq - a.entry.seq)
+      .slice(0, limit)
+      .map((d) => structuredClone(d));
   }
 
   async status(): Promise<StoreStatus> {

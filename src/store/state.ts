@@ -144,7 +144,8 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
       throw invalid(`${where}: a namespace is 1-128 characters of letters, digits and _ . : / -`);
     }
     checkKey(w.key, where, 'key');
-    if (w.version !== undefined && !(Number.isSafeInteger(w.version) && w.version >= 1)) throw invalid(`${where}: version must be an integer >= 1 (stored version + 1)`);
+    if (w.version !== undefined && !(Number.isSafeInteger(w.version) && w.version >= 1))
+      throw invalid(`${where}: version must be an integer >= 1 (stored version + 1)`);
     if (w.ttlMs !== undefined && !(Number.isSafeInteger(w.ttlMs) && w.ttlMs >= 1)) throw invalid(`${where}: ttlMs must be a positive integer`);
     if (w.maxEntries !== undefined && !(Number.isSafeInteger(w.maxEntries) && w.maxEntries >= 1)) throw invalid(`${where}: maxEntries must be a positive integer`);
     const json = w.value === null || w.value === undefined ? null : toJson(w.value, where);
@@ -176,8 +177,14 @@ export function encodeTimers(t: TimerChanges | undefined): EncodedTimers {
     checkKey(c.id, `timer clear ${JSON.stringify(c.id)}`, 'id');
     if (c.version !== undefined && !Number.isSafeInteger(c.version)) throw invalid(`timer clear ${JSON.stringify(c.id)}: version must be an integer`);
   }
-  duplicates(set.map((s) => s.id), 'sets');
-  duplicates(clear.map((c) => c.id), 'clears');
+  duplicates(
+    set.map((s) => s.id),
+    'sets',
+  );
+  duplicates(
+    clear.map((c) => c.id),
+    'clears',
+  );
   return { set, clear };
 }
 
@@ -219,7 +226,8 @@ export function stateConflict(namespace: string, key: string, stored: number, ve
 }
 
 function checkKey(v: unknown, where: string, what: string): void {
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_STATE_KEY_LENGTH) throw invalid(`${where}: ${what} must be a non-empty string of at most ${MAX_STATE_KEY_LENGTH} characters`);
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_STATE_KEY_LENGTH)
+    throw invalid(`${where}: ${what} must be a non-empty string of at most ${MAX_STATE_KEY_LENGTH} characters`);
 }
 
 function toJson(value: unknown, where: string): string {
@@ -231,7 +239,8 @@ function toJson(value: unknown, where: string): string {
   }
   if (json === undefined) throw invalid(`${where}: the value is not JSON-serializable`);
   const bytes = Buffer.byteLength(json);
-  if (bytes > MAX_STATE_VALUE_BYTES) throw invalid(`${where}: the value is ${bytes} bytes of JSON, over the bound of ${MAX_STATE_VALUE_BYTES}; keep less in one entry or split it`);
+  if (bytes > MAX_STATE_VALUE_BYTES)
+    throw invalid(`${where}: the value is ${bytes} bytes of JSON, over the bound of ${MAX_STATE_VALUE_BYTES}; keep less in one entry or split it`);
   return json;
 }
 

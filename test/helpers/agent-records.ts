@@ -67,7 +67,17 @@ export function tracesBody(records: readonly AgentRecord[], resource: Record<str
               endTimeUnixNano: nanos(s.end),
               attributes: kv(s.attributes ?? {}),
               events: s.exception
-                ? [{ name: 'exception', timeUnixNano: nanos(s.end), attributes: kv({ 'exception.type': s.exception.type, 'exception.message': s.exception.message, 'exception.stacktrace': s.exception.stacktrace }) }]
+                ? [
+                    {
+                      name: 'exception',
+                      timeUnixNano: nanos(s.end),
+                      attributes: kv({
+                        'exception.type': s.exception.type,
+                        'exception.message': s.exception.message,
+                        'exception.stacktrace': s.exception.stacktrace,
+                      }),
+                    },
+                  ]
                 : [],
               status: s.status ?? { code: 0 },
             })),
@@ -157,7 +167,13 @@ export function openaiTurn(t0: number, session: string | undefined, n = ++counte
     name: 'chat gpt-4o-mini',
     end: t0 + 400,
     status: { code: 2, message: RATE_LIMIT },
-    attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o-mini', 'error.type': 'RateLimitError', 'http.response.status_code': 429 },
+    attributes: {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4o-mini',
+      'error.type': 'RateLimitError',
+      'http.response.status_code': 429,
+    },
   };
   const chatLog: LogRecordSpec = {
     kind: 'log',
@@ -186,7 +202,8 @@ export interface AISdkTurn {
   all: AgentRecord[];
 }
 
-const AI_RATE_LIMIT = 'Rate limit reached for gpt-4o-mini in organization org-3fXq2 on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.';
+const AI_RATE_LIMIT =
+  'Rate limit reached for gpt-4o-mini in organization org-3fXq2 on requests per min (RPM): Limit 500, Used 500, Requested 1. Please try again in 120ms.';
 
 /**
  * One turn of the AI SDK agent whose model call fails with a 429: doGenerate, generateText and
@@ -198,11 +215,27 @@ export function aiSdkTurn(t0: number, session: string, opts: { rootErrors?: bool
   const rootId = spanIdFor(n, 1);
   const genId = spanIdFor(n, 2);
   const doId = spanIdFor(n, 3);
-  const meta = { 'ai.telemetry.functionId': 'demo-ai-agent', 'ai.telemetry.metadata.sessionId': session, 'ai.telemetry.metadata.userId': 'user-1', 'ai.model.provider': 'openai.chat', 'ai.model.id': 'gpt-4o-mini' };
+  const meta = {
+    'ai.telemetry.functionId': 'demo-ai-agent',
+    'ai.telemetry.metadata.sessionId': session,
+    'ai.telemetry.metadata.userId': 'user-1',
+    'ai.model.provider': 'openai.chat',
+    'ai.model.id': 'gpt-4o-mini',
+  };
   const stack = `AI_APICallError: ${AI_RATE_LIMIT}\n    at doGenerate (file:///srv/agent/ai-sdk-agent.mjs:48:15)\n    at async fn (file:///srv/agent/node_modules/ai/dist/index.mjs:4500:30)`;
   const exception = { type: 'AI_APICallError', message: AI_RATE_LIMIT, stacktrace: stack };
   const failed = { code: 2, message: AI_RATE_LIMIT };
-  const generateText: SpanRecord = { kind: 'span', traceId, spanId: genId, parentSpanId: rootId, name: 'ai.generateText', end: t0 + 5, status: failed, attributes: { 'ai.operationId': 'ai.generateText', ...meta }, exception };
+  const generateText: SpanRecord = {
+    kind: 'span',
+    traceId,
+    spanId: genId,
+    parentSpanId: rootId,
+    name: 'ai.generateText',
+    end: t0 + 5,
+    status: failed,
+    attributes: { 'ai.operationId': 'ai.generateText', ...meta },
+    exception,
+  };
   const root: SpanRecord = {
     kind: 'span',
     traceId,

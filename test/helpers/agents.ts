@@ -87,9 +87,15 @@ export function runAgent(kind: keyof typeof AGENTS, plan: AgentPlan, exp: AgentE
   if (exp.endpoint) env.OTEL_EXPORTER_OTLP_ENDPOINT = exp.endpoint;
   if (exp.tracesEndpoint) env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = exp.tracesEndpoint;
   if (exp.logsEndpoint) env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT = exp.logsEndpoint;
-  if (exp.resourceAttributes) env.OTEL_RESOURCE_ATTRIBUTES = Object.entries(exp.resourceAttributes).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join(',');
+  if (exp.resourceAttributes)
+    env.OTEL_RESOURCE_ATTRIBUTES = Object.entries(exp.resourceAttributes)
+      .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+      .join(',');
   else delete env.OTEL_RESOURCE_ATTRIBUTES;
-  if (exp.headers) env.OTEL_EXPORTER_OTLP_HEADERS = Object.entries(exp.headers).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join(',');
+  if (exp.headers)
+    env.OTEL_EXPORTER_OTLP_HEADERS = Object.entries(exp.headers)
+      .map(([k, v]) => `${k}=${encodeURIComponent(v)}`)
+      .join(',');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [AGENTS[kind]], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

@@ -19,7 +19,10 @@ function compare(stream: CrashStream, baseline: RunResult, crashed: RunResult, n
     `stream: ${stream.records} records in ${stream.batches.length} batches, ${stream.groups.size} groups; ` +
       `baseline: ${baseline.lines} lines, ${a.byId.size} distinct events; crashed: ${crashed.lines} lines, ${b.byId.size} distinct events`,
   );
-  for (const [name, s] of [['baseline', a], ['crashed', b]] as const) {
+  for (const [name, s] of [
+    ['baseline', a],
+    ['crashed', b],
+  ] as const) {
     assert.deepEqual(s.conflicting, [], `${name}: an event id delivered with two different contents`);
     for (const [group, works] of s.workOfGroup) assert.equal(works.size, 1, `${name}: group ${group} has ${works.size} work ids`);
     // Every group with at least min_recurrence (2) occurrences has work, and its newest event tells its true count.

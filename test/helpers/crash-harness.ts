@@ -27,7 +27,9 @@ function prng(seed: number): () => number {
   };
 }
 
-const SIGNATURES = ['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo', 'Foxtrot', 'Golf', 'Hotel', 'India', 'Juliet'].map((n) => `${n}Error: the ${n.toLowerCase()} step failed`);
+const SIGNATURES = ['Alpha', 'Bravo', 'Charlie', 'Delta', 'Echo', 'Foxtrot', 'Golf', 'Hotel', 'India', 'Juliet'].map(
+  (n) => `${n}Error: the ${n.toLowerCase()} step failed`,
+);
 
 interface StreamRecord {
   uid: string;
@@ -78,17 +80,26 @@ export function crashStream(seed = 7, sessions = 90): CrashStream {
         const chronic = pattern === 1 || (pattern === 3 && i >= n / 2);
         t += chronic ? 3_600_000 + pick(7_200_000) : 500 + pick(5000);
       }
-      for (const time of times) records.push({ uid: `r${uid++}`, session, time, severity: 17, body: `Traceback (most recent call last):\n  File "/srv/agent/step.py", line 9, in run\n${signature}`, signature });
+      for (const time of times)
+        records.push({
+          uid: `r${uid++}`,
+          session,
+          time,
+          severity: 17,
+          body: `Traceback (most recent call last):\n  File "/srv/agent/step.py", line 9, in run\n${signature}`,
+          signature,
+        });
       groups.set(`${session}|${signature}`, times.length);
     }
-    for (let w = pick(4); w > 0; w--) records.push({ uid: `r${uid++}`, session, time: base + pick(3_600_000), severity: 13, body: 'DeprecationWarning: pkg_resources is deprecated' });
+    for (let w = pick(4); w > 0; w--)
+      records.push({ uid: `r${uid++}`, session, time: base + pick(3_600_000), severity: 13, body: 'DeprecationWarning: pkg_resources is deprecated' });
     records.sort((a, b) => a.time - b.time);
     perSession.push(records);
   }
   // One trace per batch of 1..8 records of a session; sessions interleave, each in its own order.
   const queues = perSession.map((records) => {
     const out: Batch[] = [];
-    for (let i = 0; i < records.length; ) {
+    for (let i = 0; i < records.length;) {
       const n = 1 + pick(8);
       out.push(batchOf(records.slice(i, i + n), rand));
       i += n;
@@ -113,7 +124,10 @@ export function crashStream(seed = 7, sessions = 90): CrashStream {
 
 function hex(rand: () => number, bytes: number): string {
   let s = '';
-  for (let i = 0; i < bytes; i++) s += Math.floor(rand() * 256).toString(16).padStart(2, '0');
+  for (let i = 0; i < bytes; i++)
+    s += Math.floor(rand() * 256)
+      .toString(16)
+      .padStart(2, '0');
   return s;
 }
 

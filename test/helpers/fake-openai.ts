@@ -7,16 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 
-export type FakeOpenAIScenario =
-  | 'ok'
-  | 'empty'
-  | 'rate_limit'
-  | 'quota'
-  | 'auth'
-  | 'server_error'
-  | 'overloaded'
-  | 'context_length'
-  | 'bad_request';
+export type FakeOpenAIScenario = 'ok' | 'empty' | 'rate_limit' | 'quota' | 'auth' | 'server_error' | 'overloaded' | 'context_length' | 'bad_request';
 
 interface Answer {
   status: number;
@@ -57,7 +48,11 @@ export const FAKE_OPENAI_ANSWERS: Record<FakeOpenAIScenario, Answer> = {
   },
   auth: {
     status: 401,
-    body: error('Incorrect API key provided: sk-proj-****************************abcd. You can find your API key at https://platform.openai.com/account/api-keys.', 'invalid_request_error', 'invalid_api_key'),
+    body: error(
+      'Incorrect API key provided: sk-proj-****************************abcd. You can find your API key at https://platform.openai.com/account/api-keys.',
+      'invalid_request_error',
+      'invalid_api_key',
+    ),
   },
   server_error: {
     status: 500,

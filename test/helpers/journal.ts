@@ -22,8 +22,18 @@ export function referenceCase(over: Record<string, unknown> = {}): Record<string
       bound_primitive_id: null,
       workflow_origin: null,
     },
-    runtime: { phase: 'tool_execution', available_tool_names: ['read_file', 'finish_and_send'], plan_summary: ['InProgress: read the file'], compact_context_summary: 'user asked to inspect a file' },
-    action: { assistant_text_summary: null, tool_call_summaries: ['read_file {"path":3}'], tool_result_summaries: [], previous_action_window: ['tool_call: read_file'] },
+    runtime: {
+      phase: 'tool_execution',
+      available_tool_names: ['read_file', 'finish_and_send'],
+      plan_summary: ['InProgress: read the file'],
+      compact_context_summary: 'user asked to inspect a file',
+    },
+    action: {
+      assistant_text_summary: null,
+      tool_call_summaries: ['read_file {"path":3}'],
+      tool_result_summaries: [],
+      previous_action_window: ['tool_call: read_file'],
+    },
     observation: {
       expected_behavior: 'Tool calls should use available tools with valid arguments and satisfy the tool-specific runtime contract.',
       actual_behavior: 'The tool executor rejected the tool call.',
@@ -37,9 +47,35 @@ export function referenceCase(over: Record<string, unknown> = {}): Record<string
   };
 }
 
-
 /** A case with its own words in the evidence, so every case is its own failure (group). */
-const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima', 'mike', 'november', 'oscar', 'papa', 'quebec', 'romeo', 'sierra', 'tango', 'uniform', 'victor', 'whiskey', 'xray', 'yankee', 'zulu'];
+const WORDS = [
+  'alpha',
+  'bravo',
+  'charlie',
+  'delta',
+  'echo',
+  'foxtrot',
+  'golf',
+  'hotel',
+  'india',
+  'juliet',
+  'kilo',
+  'lima',
+  'mike',
+  'november',
+  'oscar',
+  'papa',
+  'quebec',
+  'romeo',
+  'sierra',
+  'tango',
+  'uniform',
+  'victor',
+  'whiskey',
+  'xray',
+  'yankee',
+  'zulu',
+];
 export function distinctCase(n: number, over: Record<string, unknown> = {}): Record<string, unknown> {
   const words = `${WORDS[n % 26]} ${WORDS[Math.floor(n / 26) % 26]} ${WORDS[Math.floor(n / 676) % 26]}`;
   return referenceCase({

@@ -31,7 +31,11 @@ export class RedisServer {
   private exited: Promise<void> = Promise.resolve();
   log = '';
 
-  private constructor(readonly port: number, readonly dir: string, private readonly opts: RedisServerOptions) {}
+  private constructor(
+    readonly port: number,
+    readonly dir: string,
+    private readonly opts: RedisServerOptions,
+  ) {}
 
   static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
     const server = new RedisServer(opts.port ?? (await freePort()), opts.dir ?? tempDir('vigil-redis-'), opts);
@@ -58,7 +62,12 @@ export class RedisServer {
     const auth = this.opts.password ? [...(this.opts.user ? ['--user', this.opts.user] : []), '--pass', this.opts.password, '--no-auth-warning'] : [];
     try {
       await waitFor(
-        () => (spawnSync('redis-cli', ['-p', String(this.port), ...auth, 'ping']).stdout?.toString().trim() === 'PONG' ? true : undefined),
+        () =>
+          spawnSync('redis-cli', ['-p', String(this.port), ...auth, 'ping'])
+            .stdout?.toString()
+            .trim() === 'PONG'
+            ? true
+            : undefined,
         `redis-server on ${this.port}`,
         20_000,
       );

@@ -19,7 +19,20 @@ function commitOf(pipeline: string, partition: string, cursor: string | null, ex
 }
 
 function workEvent(id: string): WorkOutboxItem {
-  return { kind: 'work', id, event: { specversion: '1.0', id, source: 'vigil/test', type: 'dev.vigil.work.created', time: new Date(0).toISOString(), subject: 'g', datacontenttype: 'application/json', data: {} as WorkEventData } };
+  return {
+    kind: 'work',
+    id,
+    event: {
+      specversion: '1.0',
+      id,
+      source: 'vigil/test',
+      type: 'dev.vigil.work.created',
+      time: new Date(0).toISOString(),
+      subject: 'g',
+      datacontenttype: 'application/json',
+      data: {} as WorkEventData,
+    },
+  };
 }
 
 /** A commit that moves no cursor (as a timer page's): only state, timers, groups and outbox. */
@@ -80,10 +93,16 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           { partition: 'B', pending: 1 },
         ]);
         const page = await store.readPage('logs', 'A', 2);
-        assert.deepEqual(page.map((e) => e.event.eventId), ['a1', 'a2']);
+        assert.deepEqual(
+          page.map((e) => e.event.eventId),
+          ['a1', 'a2'],
+        );
         await store.commit(commitOf('logs', 'A', page[1]!.id));
         const next = await store.readPage('logs', 'A', 10);
-        assert.deepEqual(next.map((e) => e.event.eventId), ['a3']);
+        assert.deepEqual(
+          next.map((e) => e.event.eventId),
+          ['a3'],
+        );
         assert.equal(await store.pendingCount('logs'), 2);
         assert.deepEqual(await store.readPage('logs', 'A', 10).then((p) => p.map((e) => e.event)), [next[0]!.event]);
         assert.equal((await store.backlog('other')).length, 0, 'pipelines are separate');
@@ -115,7 +134,11 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const groups = await store.loadGroups(['g1', 'g2']);
         assert.equal(groups.get('g1')!.version, 1);
         assert.equal(groups.has('g2'), false, 'no part of the refused commit was written');
-        assert.deepEqual((await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId), ['e2'], 'cursor did not move');
+        assert.deepEqual(
+          (await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId),
+          ['e2'],
+          'cursor did not move',
+        );
         await store.commit(commitOf('logs', 'P', second!.id, { groups: [group('g1', 2)] }));
         assert.equal((await store.loadGroups(['g1'])).get('g1')!.count, 2);
       }),
@@ -128,8 +151,14 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const page = await store.readPage('correlation', 'waiting', 10);
         const handOn = (...ids: Array<[string, string]>) => [{ pipeline: 'logs', events: ids.map(([id, partition], i) => event({ id, time: i + 1, partition })) }];
         await store.commit(commitOf('correlation', 'waiting', page[1]!.id, { appends: handOn(['w1', 'S'], ['w2', 'T']) }));
-        assert.deepEqual((await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId), ['w1']);
-        assert.deepEqual((await store.readPage('logs', 'T', 10)).map((e) => e.event.eventId), ['w2']);
+        assert.deepEqual(
+          (await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId),
+          ['w1'],
+        );
+        assert.deepEqual(
+          (await store.readPage('logs', 'T', 10)).map((e) => e.event.eventId),
+          ['w2'],
+        );
         assert.equal(await store.pendingCount('correlation'), 0, 'the cursor moved with it');
         // The same page committed again (a crash before its first commit was known): refused, and its
         // records are not appended twice; a new one in a refused commit is appended only by a store
@@ -166,10 +195,19 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const [e] = await store.readPage('logs', 'session-1', 1);
         await store.commit(commitOf('logs', 'session-1', e!.id, { outbox: [workEvent('w1'), workEvent('w2'), workEvent('w3')] }));
         const forFile = await store.readOutbox('logs', 'file', 2);
-        assert.deepEqual(forFile.map((o) => o.id), ['w1', 'w2']);
+        assert.deepEqual(
+          forFile.map((o) => o.id),
+          ['w1', 'w2'],
+        );
         await store.ackOutbox('logs', 'file', forFile[1]!.seq);
-        assert.deepEqual((await store.readOutbox('logs', 'file', 10)).map((o) => o.id), ['w3']);
-        assert.deepEqual((await store.readOutbox('logs', 'webhook', 10)).map((o) => o.id), ['w1', 'w2', 'w3']);
+        assert.deepEqual(
+          (await store.readOutbox('logs', 'file', 10)).map((o) => o.id),
+          ['w3'],
+        );
+        assert.deepEqual(
+          (await store.readOutbox('logs', 'webhook', 10)).map((o) => o.id),
+          ['w1', 'w2', 'w3'],
+        );
         const st = await store.status();
         const p = st.pipelines.find((x) => x.pipeline === 'logs')!;
         assert.deepEqual(
@@ -192,12 +230,19 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const [w1, w2] = await store.readOutbox('logs', 'webhook', 2);
         await store.ackOutbox('logs', 'webhook', w1!.seq, [{ entry: w1!, reason: 'HTTP 410 after 3 attempts' }]);
         await store.ackOutbox('logs', 'webhook', w2!.seq, [{ entry: w2!, reason: 'timed out' }]);
-        assert.deepEqual((await store.readOutbox('logs', 'webhook', 10)).map((o) => o.id), ['w3'], 'dead letters are not read again');
+        assert.deepEqual(
+          (await store.readOutbox('logs', 'webhook', 10)).map((o) => o.id),
+          ['w3'],
+          'dead letters are not read again',
+        );
         const dead = await store.listDeadLetters(10);
-        assert.deepEqual(dead.map((d) => [d.entry.id, d.reason, d.exporter]), [
-          ['w2', 'timed out', 'webhook'],
-          ['w1', 'HTTP 410 after 3 attempts', 'webhook'],
-        ]);
+        assert.deepEqual(
+          dead.map((d) => [d.entry.id, d.reason, d.exporter]),
+          [
+            ['w2', 'timed out', 'webhook'],
+            ['w1', 'HTTP 410 after 3 attempts', 'webhook'],
+          ],
+        );
         assert.equal((await store.listDeadLetters(10, 'traces')).length, 0);
         assert.equal((await store.status()).deadLetters.total, 2);
       }),
@@ -214,7 +259,10 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const st = await store.status();
         assert.equal(st.groups, 1);
         assert.equal(st.openWork, 1);
-        assert.deepEqual(st.recentFailures.map((f) => f.time), [5, 3, 1]);
+        assert.deepEqual(
+          st.recentFailures.map((f) => f.time),
+          [5, 3, 1],
+        );
         const part = st.pipelines.find((x) => x.pipeline === 'logs')!.partitions.find((x) => x.partition === 'S')!;
         assert.equal(part.cursor, e!.id);
         assert.equal(part.pending, 1);
@@ -245,21 +293,26 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const [first] = await store.readPage('logs', 'P', 1);
         await store.commit(commitOf('logs', 'P', first!.id, { groups: [group('g', 1)] }));
         // The same page again (a replay after a crash, or a second sidecar that lost the race).
-        await assert.rejects(
-          store.commit(commitOf('logs', 'P', first!.id, { groups: [group('h', 1)], outbox: [workEvent('dup')] })),
-          (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT'),
+        await assert.rejects(store.commit(commitOf('logs', 'P', first!.id, { groups: [group('h', 1)], outbox: [workEvent('dup')] })), (err: unknown) =>
+          isVigilError(err, 'VIGIL_STORE_CONFLICT'),
         );
         assert.equal((await store.loadGroups(['h'])).size, 0);
         await store.registerExporter('logs', 'file');
         assert.deepEqual(await store.readOutbox('logs', 'file', 10), []);
-        assert.deepEqual((await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId), ['c2']);
+        assert.deepEqual(
+          (await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId),
+          ['c2'],
+        );
       }),
     );
 
     test(
       'overlapping pages of two writers: the second commit of the overlap is refused, even from fresh group state',
       withStore(async (store) => {
-        await store.append('logs', [1, 2, 3].map((i) => event({ id: `ov${i}`, time: i, partition: 'O' })));
+        await store.append(
+          'logs',
+          [1, 2, 3].map((i) => event({ id: `ov${i}`, time: i, partition: 'O' })),
+        );
         // Writer B reads two entries, writer A (another sidecar) three; B commits first.
         const pageB = await store.readPage('logs', 'O', 2);
         const pageA = await store.readPage('logs', 'O', 3);
@@ -271,7 +324,10 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT'),
         );
         assert.equal((await store.loadGroups(['g_ov'])).get('g_ov')!.count, 2);
-        assert.deepEqual((await store.readPage('logs', 'O', 10)).map((e) => e.event.eventId), ['ov3']);
+        assert.deepEqual(
+          (await store.readPage('logs', 'O', 10)).map((e) => e.event.eventId),
+          ['ov3'],
+        );
       }),
     );
 
@@ -288,14 +344,24 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.ok(backlog.every((b) => b.pending === 2));
         for (const [i, p] of names.entries()) {
           const page = await store.readPage('logs', p, 10);
-          assert.deepEqual(page.map((e) => e.event.eventId), [`${i}-1`, `${i}-2`], `partition ${p}`);
+          assert.deepEqual(
+            page.map((e) => e.event.eventId),
+            [`${i}-1`, `${i}-2`],
+            `partition ${p}`,
+          );
           assert.ok(page.every((e) => e.event.partition === p));
         }
         // Committing one partition leaves the others untouched.
         const [a1] = await store.readPage('logs', '{a}', 1);
         await store.commit(commitOf('logs', '{a}', a1!.id));
-        assert.deepEqual((await store.readPage('logs', '{a}', 10)).map((e) => e.event.eventId), ['0-2']);
-        assert.deepEqual((await store.readPage('logs', 'a', 10)).map((e) => e.event.eventId), ['1-1', '1-2']);
+        assert.deepEqual(
+          (await store.readPage('logs', '{a}', 10)).map((e) => e.event.eventId),
+          ['0-2'],
+        );
+        assert.deepEqual(
+          (await store.readPage('logs', 'a', 10)).map((e) => e.event.eventId),
+          ['1-1', '1-2'],
+        );
         assert.equal(await store.pendingCount('logs'), names.length * 2 - 1);
       }),
     );
@@ -305,7 +371,10 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
       withStore(async (store) => {
         const ids = Array.from({ length: 600 }, (_, i) => `long-${i}`);
         for (let i = 0; i < ids.length; i += 100) {
-          await store.append('traces', ids.slice(i, i + 100).map((id, j) => event({ id, time: i + j, partition: 'L' })));
+          await store.append(
+            'traces',
+            ids.slice(i, i + 100).map((id, j) => event({ id, time: i + j, partition: 'L' })),
+          );
         }
         const seen: string[] = [];
         for (;;) {
@@ -326,11 +395,22 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         await store.append('logs', [event({ id: 'g1', time: 1 }), event({ id: 'g2', time: 2 })]);
         // One page at a time, as the runner reads them.
         const [a] = await store.readPage('logs', 'session-1', 1);
-        const open: GroupState = { groupKey: 'g_open', count: 2, firstSeen: 1_000, lastSeen: 61_000, lastDecision: 'ChronicRecurrence', openWorkId: 'w_1', workGeneration: 1, version: 1 };
+        const open: GroupState = {
+          groupKey: 'g_open',
+          count: 2,
+          firstSeen: 1_000,
+          lastSeen: 61_000,
+          lastDecision: 'ChronicRecurrence',
+          openWorkId: 'w_1',
+          workGeneration: 1,
+          version: 1,
+        };
         await store.commit(commitOf('logs', 'session-1', a!.id, { groups: [open, group('g_quiet', 1)] }));
         assert.deepEqual((await store.loadGroups(['g_open', 'missing'])).get('g_open'), open);
         assert.equal((await store.status()).openWork, 1);
-        await store.commit(commitOf('logs', 'session-1', (await store.readPage('logs', 'session-1', 1))[0]!.id, { groups: [{ ...open, openWorkId: null, version: 2 }] }));
+        await store.commit(
+          commitOf('logs', 'session-1', (await store.readPage('logs', 'session-1', 1))[0]!.id, { groups: [{ ...open, openWorkId: null, version: 2 }] }),
+        );
         const st = await store.status();
         assert.equal(st.openWork, 0);
         assert.equal(st.groups, 2);
@@ -351,10 +431,16 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         await store.commit(commitOf('traces', 'session-1', t!.id, { outbox: [workEvent('t1')] }));
         const size = async (p: string) => (await store.status()).pipelines.find((x) => x.pipeline === p)!.outbox.size;
         const all = await store.readOutbox('logs', 'a', 10);
-        assert.deepEqual(all.map((e) => e.id), ['l1', 'l2']);
+        assert.deepEqual(
+          all.map((e) => e.id),
+          ['l1', 'l2'],
+        );
         assert.ok(all[0]!.seq < all[1]!.seq, 'seq grows');
         assert.deepEqual((all[0] as WorkOutboxItem).event, workEvent('l1').event, 'entries round-trip');
-        assert.deepEqual((await store.readOutbox('traces', 'a', 10)).map((e) => e.id), ['t1']);
+        assert.deepEqual(
+          (await store.readOutbox('traces', 'a', 10)).map((e) => e.id),
+          ['t1'],
+        );
         await store.ackOutbox('logs', 'a', all[1]!.seq);
         assert.equal(await size('logs'), 2, 'exporter b has not read them yet');
         await store.ackOutbox('logs', 'b', all[0]!.seq);
@@ -375,9 +461,16 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const [a] = await store.readPage('logs', 'session-1', 1);
         const failure = (time: number) => ({ time, partition: 'session-1', groupKey: 'g', occurrenceId: `o${time}`, signature: 'E: x', decision: 'BurstCoalesced' });
         await store.commit(commitOf('logs', 'session-1', a!.id, { failures: Array.from({ length: 15 }, (_, i) => failure(100 + i * 2)) }));
-        await store.commit(commitOf('logs', 'session-1', (await store.readPage('logs', 'session-1', 1))[0]!.id, { failures: Array.from({ length: 15 }, (_, i) => failure(101 + i * 2)) }));
+        await store.commit(
+          commitOf('logs', 'session-1', (await store.readPage('logs', 'session-1', 1))[0]!.id, {
+            failures: Array.from({ length: 15 }, (_, i) => failure(101 + i * 2)),
+          }),
+        );
         const times = (await store.status()).recentFailures.map((f) => f.time);
-        assert.deepEqual(times, Array.from({ length: 20 }, (_, i) => 129 - i));
+        assert.deepEqual(
+          times,
+          Array.from({ length: 20 }, (_, i) => 129 - i),
+        );
       }),
     );
 
@@ -391,18 +484,28 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.deepEqual(await values(store, 'proc/a', ['k1', 'k2']), { k1: [{ n: 2 }, 2] }, 'k2 deleted');
         // A deleted entry is absent: creating it again starts at version 1.
         await store.commit(stateCommit({ state: [put('proc/a', 'k2', 'again', { version: 1 }), put('proc/a', 'k3', true)] }));
-        assert.deepEqual((await store.listState('proc/a', 10)).map((e) => [e.key, e.value, e.version]), [
-          ['k3', true, 1],
-          ['k2', 'again', 1],
-          ['k1', { n: 2 }, 2],
-        ]);
-        assert.deepEqual((await store.listState('proc/a', 2)).map((e) => e.key), ['k3', 'k2'], 'bounded');
+        assert.deepEqual(
+          (await store.listState('proc/a', 10)).map((e) => [e.key, e.value, e.version]),
+          [
+            ['k3', true, 1],
+            ['k2', 'again', 1],
+            ['k1', { n: 2 }, 2],
+          ],
+        );
+        assert.deepEqual(
+          (await store.listState('proc/a', 2)).map((e) => e.key),
+          ['k3', 'k2'],
+          'bounded',
+        );
         assert.deepEqual(await store.listState('nobody', 10), []);
         const st = await store.status();
-        assert.deepEqual(st.state.filter((n) => n.namespace.startsWith('proc/')), [
-          { namespace: 'proc/a', entries: 3, evicted: 0 },
-          { namespace: 'proc/b', entries: 1, evicted: 0 },
-        ]);
+        assert.deepEqual(
+          st.state.filter((n) => n.namespace.startsWith('proc/')),
+          [
+            { namespace: 'proc/a', entries: 3, evicted: 0 },
+            { namespace: 'proc/b', entries: 1, evicted: 0 },
+          ],
+        );
       }),
     );
 
@@ -446,10 +549,17 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.deepEqual(await values(store, 'w', ['ckpt', 'other']), { ckpt: [{ step: 1 }, 1] });
         assert.deepEqual(await store.readOutbox('logs', 'file', 10), []);
         assert.deepEqual((await store.dueTimers('logs', 10, 10)).timers, []);
-        assert.deepEqual((await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId), ['s2'], 'cursor did not move');
+        assert.deepEqual(
+          (await store.readPage('logs', 'P', 10)).map((e) => e.event.eventId),
+          ['s2'],
+          'cursor did not move',
+        );
         // And the other way round: a stale group refuses fresh state writes.
         const [again] = await store.readPage('logs', 'P', 1);
-        await assert.rejects(store.commit(commitOf('logs', 'P', again!.id, { groups: [group('g', 1)], state: [put('w', 'ckpt', { step: 2 }, { version: 2 })] })), conflict);
+        await assert.rejects(
+          store.commit(commitOf('logs', 'P', again!.id, { groups: [group('g', 1)], state: [put('w', 'ckpt', { step: 2 }, { version: 2 })] })),
+          conflict,
+        );
         assert.deepEqual(await values(store, 'w', ['ckpt']), { ckpt: [{ step: 1 }, 1] });
         await store.commit(commitOf('logs', 'P', again!.id, { groups: [group('g', 2)], state: [put('w', 'ckpt', { step: 2 }, { version: 2 })] }));
         assert.deepEqual(await values(store, 'w', ['ckpt']), { ckpt: [{ step: 2 }, 2] });
@@ -462,7 +572,9 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         let clock = Date.UTC(2026, 0, 1);
         return withStore(
           async (store) => {
-            await store.commit(stateCommit({ state: [put('ttl', 'short', 1, { ttlMs: 1000 }), put('ttl', 'long', 2, { ttlMs: 60_000 }), put('ttl', 'forever', 3)] }));
+            await store.commit(
+              stateCommit({ state: [put('ttl', 'short', 1, { ttlMs: 1000 }), put('ttl', 'long', 2, { ttlMs: 60_000 }), put('ttl', 'forever', 3)] }),
+            );
             const loaded = await store.loadState('ttl', ['short', 'forever']);
             assert.equal(loaded.get('short')!.expiresAt, clock + 1000);
             assert.equal(loaded.get('forever')!.expiresAt, undefined);
@@ -481,7 +593,10 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
               clock += 600;
             }
             await store.commit(stateCommit({ state: [put('traces', 'last', 'S', { ttlMs: 500 })] }));
-            assert.deepEqual((await store.listState('traces', 1000)).map((e) => e.key), ['last']);
+            assert.deepEqual(
+              (await store.listState('traces', 1000)).map((e) => e.key),
+              ['last'],
+            );
             assert.equal((await store.status()).state.find((n) => n.namespace === 'traces')!.entries, 1);
           },
           { now: () => clock },
@@ -524,7 +639,9 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.equal((await store.loadState('ok', ['first'])).size, 0);
         await assert.rejects(store.commit(stateCommit({ state: [put('has {braces}', 'k', 1)] })), (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID'));
         await assert.rejects(store.commit(stateCommit({ state: [put('ns', '', 1)] })), (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID'));
-        await assert.rejects(store.append('logs', [event({ id: 'inv', time: 1 })], { state: [put('ns', 'k', big)] }), (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID'));
+        await assert.rejects(store.append('logs', [event({ id: 'inv', time: 1 })], { state: [put('ns', 'k', big)] }), (e: unknown) =>
+          isVigilError(e, 'VIGIL_STATE_INVALID'),
+        );
         assert.equal(await store.pendingCount('logs'), 0, 'the append was refused whole');
       }),
     );
@@ -532,7 +649,9 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
     test(
       'timers: set, replace, due at their time earliest first, next due; payloads round-trip; pipelines are separate',
       withStore(async (store) => {
-        await store.commit(stateCommit({ timers: { set: [timer('a', 3000), timer('b', 1000, { payload: { attempt: 1, run: 'r' } }), timer('c', 2000, { partition: 'Q' })] } }));
+        await store.commit(
+          stateCommit({ timers: { set: [timer('a', 3000), timer('b', 1000, { payload: { attempt: 1, run: 'r' } }), timer('c', 2000, { partition: 'Q' })] } }),
+        );
         await store.commit(stateCommit({ timers: { set: [timer('x', 500)] } }, 'traces'));
         const none = await store.dueTimers('logs', 999, 10);
         assert.deepEqual(none, { timers: [], next: 1000 });
@@ -545,16 +664,30 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           ],
         );
         assert.equal(due.next, 3000);
-        assert.deepEqual((await store.dueTimers('logs', 5000, 1)).timers.map((t) => t.id), ['b'], 'at most limit');
+        assert.deepEqual(
+          (await store.dueTimers('logs', 5000, 1)).timers.map((t) => t.id),
+          ['b'],
+          'at most limit',
+        );
         assert.equal((await store.dueTimers('logs', 5000, 1)).next, 2000, 'next: the first one not returned');
         // Setting an existing id replaces it, with a new version.
         const before = due.timers.find((t) => t.id === 'b')!.version;
         await store.commit(stateCommit({ timers: { set: [timer('b', 4000, { payload: 'moved' })] } }));
         const after = await store.dueTimers('logs', 10_000, 10);
-        assert.deepEqual(after.timers.map((t) => [t.id, t.due]), [['c', 2000], ['a', 3000], ['b', 4000]]);
+        assert.deepEqual(
+          after.timers.map((t) => [t.id, t.due]),
+          [
+            ['c', 2000],
+            ['a', 3000],
+            ['b', 4000],
+          ],
+        );
         assert.ok(after.timers.find((t) => t.id === 'b')!.version > before);
         assert.equal(after.next, null);
-        assert.deepEqual((await store.dueTimers('traces', 10_000, 10)).timers.map((t) => t.id), ['x']);
+        assert.deepEqual(
+          (await store.dueTimers('traces', 10_000, 10)).timers.map((t) => t.id),
+          ['x'],
+        );
         const st = await store.status();
         assert.deepEqual(st.pipelines.find((p) => p.pipeline === 'logs')!.timers, { pending: 3, nextDue: 2000 });
       }),
@@ -569,17 +702,41 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         // Sidecar A fires t1 and re-arms it; sidecar B fired the same t1 and its commit must fail.
         await store.commit(stateCommit({ outbox: [workEvent('fired-by-A')], timers: { clear: [{ id: t1!.id, version: t1!.version }], set: [timer('t1', 200)] } }));
         await assert.rejects(
-          store.commit(stateCommit({ outbox: [workEvent('fired-by-B')], state: [put('s', 'k', 1)], timers: { clear: [{ id: t1!.id, version: t1!.version }, { id: t2!.id, version: t2!.version }] } })),
+          store.commit(
+            stateCommit({
+              outbox: [workEvent('fired-by-B')],
+              state: [put('s', 'k', 1)],
+              timers: {
+                clear: [
+                  { id: t1!.id, version: t1!.version },
+                  { id: t2!.id, version: t2!.version },
+                ],
+              },
+            }),
+          ),
           conflict,
         );
-        assert.deepEqual((await store.readOutbox('logs', 'file', 10)).map((o) => o.id), ['fired-by-A']);
+        assert.deepEqual(
+          (await store.readOutbox('logs', 'file', 10)).map((o) => o.id),
+          ['fired-by-A'],
+        );
         assert.equal((await store.loadState('s', ['k'])).size, 0);
-        assert.deepEqual((await store.dueTimers('logs', 1000, 10)).timers.map((t) => [t.id, t.due]), [['t2', 100], ['t1', 200]], 't2 still pending');
+        assert.deepEqual(
+          (await store.dueTimers('logs', 1000, 10)).timers.map((t) => [t.id, t.due]),
+          [
+            ['t2', 100],
+            ['t1', 200],
+          ],
+          't2 still pending',
+        );
         // Cleared once; a second clear of it (another sidecar) is refused.
         await store.commit(stateCommit({ timers: { clear: [{ id: 't2' }] } }));
         await assert.rejects(store.commit(stateCommit({ timers: { clear: [{ id: 't2' }] } })), conflict);
         await assert.rejects(store.commit(stateCommit({ timers: { clear: [{ id: 'never-set' }] } })), conflict);
-        assert.deepEqual((await store.dueTimers('logs', 1000, 10)).timers.map((t) => t.id), ['t1']);
+        assert.deepEqual(
+          (await store.dueTimers('logs', 1000, 10)).timers.map((t) => t.id),
+          ['t1'],
+        );
       }),
     );
 
@@ -593,7 +750,11 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.equal(fired!.id, 'armed');
         await store.commit(commitOf('logs', 'N', null, { groups: [group('gt', 1)], timers: { clear: [{ id: fired!.id, version: fired!.version }] } }));
         assert.equal((await store.loadGroups(['gt'])).get('gt')!.version, 1);
-        assert.deepEqual((await store.readPage('logs', 'N', 10)).map((e) => e.event.eventId), ['n2'], 'the log and cursor are as they were');
+        assert.deepEqual(
+          (await store.readPage('logs', 'N', 10)).map((e) => e.event.eventId),
+          ['n2'],
+          'the log and cursor are as they were',
+        );
         const part = (await store.status()).pipelines.find((p) => p.pipeline === 'logs')!.partitions.find((p) => p.partition === 'N')!;
         assert.deepEqual([part.cursor, part.pending], [n1!.id, 1]);
         // The page after it commits normally: the timer page did not disturb the cursor check.
@@ -629,11 +790,16 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
       'append with state: the receiver state is written with the records, also when all are duplicates or there are none',
       withStore(async (store) => {
         const offsets = (file: string, offset: number, version?: number) => put('journal/ops', file, { offset }, version === undefined ? {} : { version });
-        await store.append('logs', [event({ id: 'j1', time: 1, partition: 'J' }), event({ id: 'j2', time: 2, partition: 'K' })], { state: [offsets('/a.jsonl', 120, 1)] });
+        await store.append('logs', [event({ id: 'j1', time: 1, partition: 'J' }), event({ id: 'j2', time: 2, partition: 'K' })], {
+          state: [offsets('/a.jsonl', 120, 1)],
+        });
         assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 120 }, 1] });
         assert.equal(await store.pendingCount('logs'), 2);
         // A re-read after a crash: the records are duplicates, the offset still moves.
-        assert.deepEqual(await store.append('logs', [event({ id: 'j2', time: 2, partition: 'K' })], { state: [offsets('/a.jsonl', 180, 2)] }), { appended: 0, duplicates: 1 });
+        assert.deepEqual(await store.append('logs', [event({ id: 'j2', time: 2, partition: 'K' })], { state: [offsets('/a.jsonl', 180, 2)] }), {
+          appended: 0,
+          duplicates: 1,
+        });
         assert.deepEqual(await store.append('logs', [], { state: [offsets('/a.jsonl', 200, 3)] }), { appended: 0, duplicates: 0 });
         assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 200 }, 3] });
         // A stale version: refused retryably.
@@ -641,12 +807,21 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 200 }, 3] });
         if (options.appendStateAtomic === false) {
           // The records went first (their own slot): a retry appends nothing twice.
-          assert.deepEqual(await store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 260, 4)] }), { appended: 0, duplicates: 1 });
+          assert.deepEqual(await store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 260, 4)] }), {
+            appended: 0,
+            duplicates: 1,
+          });
         } else {
           assert.equal(await store.pendingCount('logs'), 2, 'nothing of the refused append was written');
-          assert.deepEqual(await store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 260, 4)] }), { appended: 1, duplicates: 0 });
+          assert.deepEqual(await store.append('logs', [event({ id: 'j3', time: 3, partition: 'J' })], { state: [offsets('/a.jsonl', 260, 4)] }), {
+            appended: 1,
+            duplicates: 0,
+          });
         }
-        assert.deepEqual((await store.readPage('logs', 'J', 10)).map((e) => e.event.eventId), ['j1', 'j3']);
+        assert.deepEqual(
+          (await store.readPage('logs', 'J', 10)).map((e) => e.event.eventId),
+          ['j1', 'j3'],
+        );
         assert.deepEqual(await values(store, 'journal/ops', ['/a.jsonl']), { '/a.jsonl': [{ offset: 260 }, 4] });
       }),
     );
@@ -657,7 +832,11 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const first = await makeStore();
         await first.open();
         await first.registerExporter('logs', 'file');
-        await first.append('logs', [event({ id: 'd1', time: 1, partition: 'D' }), event({ id: 'd2', time: 2, partition: 'D' }), event({ id: 'd3', time: 3, partition: 'D' })]);
+        await first.append('logs', [
+          event({ id: 'd1', time: 1, partition: 'D' }),
+          event({ id: 'd2', time: 2, partition: 'D' }),
+          event({ id: 'd3', time: 3, partition: 'D' }),
+        ]);
         const [d1] = await first.readPage('logs', 'D', 1);
         await first.commit(
           commitOf('logs', 'D', d1!.id, {
@@ -677,16 +856,25 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         const second = await reopen(first);
         await second.open();
         try {
-          assert.deepEqual((await second.readPage('logs', 'D', 10)).map((e) => e.event.eventId), ['d2', 'd3']);
+          assert.deepEqual(
+            (await second.readPage('logs', 'D', 10)).map((e) => e.event.eventId),
+            ['d2', 'd3'],
+          );
           assert.equal((await second.loadGroups(['g_d'])).get('g_d')!.openWorkId, 'w_d');
           assert.equal((await second.loadTurns('logs', ['turn'])).get('turn'), 1);
           assert.equal((await second.lookupRevisions(['exec'])).get('exec'), 'rev-1');
-          assert.deepEqual((await second.readOutbox('logs', 'file', 10)).map((e) => e.id), ['wd2']);
+          assert.deepEqual(
+            (await second.readOutbox('logs', 'file', 10)).map((e) => e.id),
+            ['wd2'],
+          );
           assert.deepEqual(await second.append('logs', [event({ id: 'd1', time: 1, partition: 'D' })]), { appended: 0, duplicates: 1 }, 'dedupe survives');
           assert.deepEqual(await values(second, 'durable', ['ckpt']), { ckpt: [{ version: 1, attempts: [1] }, 1] });
           assert.deepEqual(await values(second, 'receiver', ['/var/log/a.jsonl']), { '/var/log/a.jsonl': [{ offset: 4096 }, 1] });
           const due = await second.dueTimers('logs', Date.UTC(2030, 0, 1), 10);
-          assert.deepEqual(due.timers.map((t) => [t.id, t.partition, t.payload]), [['retry:run-1', 'D', { run: 'run-1' }]]);
+          assert.deepEqual(
+            due.timers.map((t) => [t.id, t.partition, t.payload]),
+            [['retry:run-1', 'D', { run: 'run-1' }]],
+          );
           const st = await second.status();
           assert.equal(st.groups, 1);
           assert.equal(st.openWork, 1);

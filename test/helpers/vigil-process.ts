@@ -41,7 +41,10 @@ export interface VigilChild {
 }
 
 /** `entry`: what node runs instead of vigil's bin (e.g. `['--import', 'tsx', script]`). */
-export function spawnVigil(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; bin?: 'sources' | 'dist'; entry?: string[] } = {}): VigilChild {
+export function spawnVigil(
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; bin?: 'sources' | 'dist'; entry?: string[] } = {},
+): VigilChild {
   const child = spawn(process.execPath, [...(opts.entry ?? vigilArgv(opts.bin)), ...args], {
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, ...opts.env },

@@ -134,7 +134,8 @@ export async function simulate(opts: Partial<WatchdogOptions> & { store?: StateS
     for (const o of out) {
       if (o.kind !== 'work') continue;
       const item = o as WorkOutboxItem;
-      if (item.event.type.startsWith('dev.vigil.provider.')) seen.push({ ...(item.event.data as ProviderEventData), type: item.event.type, time: item.event.time, committedAt: clock.now });
+      if (item.event.type.startsWith('dev.vigil.provider.'))
+        seen.push({ ...(item.event.data as ProviderEventData), type: item.event.type, time: item.event.time, committedAt: clock.now });
       else if (item.event.type === 'dev.vigil.work.created') work++;
     }
     if (out.length) await store.ackOutbox('traces', 'test', out[out.length - 1]!.seq);

@@ -10,4 +10,18 @@ import { rust } from './rust.ts';
 import { shell } from './shell.ts';
 import { git, make, npm, perl, tsc } from './tools.ts';
 
-export const scenarios: Scenario[] = [...python, ...nodeScenarios, ...jvm, ...native, ...rust, ...shell, ...git, ...npm, ...make, ...perl, ...tsc, ...secondBatch, ...round2];
+export const scenarios: Scenario[] = [
+  ...python,
+  ...nodeScenarios,
+  ...jvm,
+  ...native,
+  ...rust,
+  ...shell,
+  ...git,
+  ...npm,
+  ...make,
+  ...perl,
+  ...tsc,
+  ...secondBatch,
+  ...round2,
+];

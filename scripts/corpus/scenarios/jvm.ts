@@ -94,7 +94,9 @@ export const jvm: Scenario[] = [
     program: 'Main.recurse() calls itself without a base case (deep stack, 1024 frames)',
     variants: 2,
     prepare: ({ rng }) => ({
-      files: { 'Main.java': `${pad(rng.int(0, 3), '//')}public class Main {\n  static int recurse(int n) { return recurse(n + 1) + 1; }\n  public static void main(String[] args) { recurse(0); }\n}\n` },
+      files: {
+        'Main.java': `${pad(rng.int(0, 3), '//')}public class Main {\n  static int recurse(int n) { return recurse(n + 1) + 1; }\n  public static void main(String[] args) { recurse(0); }\n}\n`,
+      },
       setup: compile('Main.java'),
       cmd: javaRun('Main'),
     }),
@@ -109,7 +111,9 @@ export const jvm: Scenario[] = [
       const line = rng.int(0, 4) + 3;
       vars.line = String(line);
       return {
-        files: { 'Main.java': `${pad(rng.int(0, 0), '//')}public class Main {\n  public static void main(String[] args) {\n${'\n'.repeat(line - 3)}    System.out.println(${name});\n  }\n}\n` },
+        files: {
+          'Main.java': `${pad(rng.int(0, 0), '//')}public class Main {\n  public static void main(String[] args) {\n${'\n'.repeat(line - 3)}    System.out.println(${name});\n  }\n}\n`,
+        },
         cmd: ['javac', 'Main.java'],
       };
     },

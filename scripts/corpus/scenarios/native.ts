@@ -59,7 +59,10 @@ export const native: Scenario[] = [
     variants: 4,
     prepare: ({ rng, vars }) => {
       vars.fn = `${rng.pick(['compute', 'load', 'encode'])}_${rng.pick(['checksum', 'table', 'frame'])}`;
-      return { files: { 'main.c': `${pad(rng.int(0, 4), '//')}int ${vars.fn}(int);\nint main(void) {\n    return ${vars.fn}(${rng.int(1, 99)});\n}\n` }, cmd: ['gcc', 'main.c', '-o', 'prog'] };
+      return {
+        files: { 'main.c': `${pad(rng.int(0, 4), '//')}int ${vars.fn}(int);\nint main(void) {\n    return ${vars.fn}(${rng.int(1, 99)});\n}\n` },
+        cmd: ['gcc', 'main.c', '-o', 'prog'],
+      };
     },
     expect: (_c, run) => failure(lineOf(run.stderr, /undefined reference to/)),
   },
@@ -80,7 +83,9 @@ export const native: Scenario[] = [
     prepare: ({ rng, v, vars }) => {
       vars.m = rng.pick(['flush', 'reset', 'drain']) + rng.int(1, 9);
       return {
-        files: { 'queue.cpp': `${pad(rng.int(0, 4), '//')}struct Queue {\n  int size() const { return 0; }\n};\nint main() {\n  Queue q;\n  q.${vars.m}();\n  return q.size();\n}\n` },
+        files: {
+          'queue.cpp': `${pad(rng.int(0, 4), '//')}struct Queue {\n  int size() const { return 0; }\n};\nint main() {\n  Queue q;\n  q.${vars.m}();\n  return q.size();\n}\n`,
+        },
         cmd: ['g++', ...color(v), '-c', 'queue.cpp'],
       };
     },
@@ -101,7 +106,9 @@ export const native: Scenario[] = [
     tool: 'gcc',
     program: 'a C program fails an assert() at run time (glibc prints the assertion, SIGABRT)',
     prepare: ({ rng }) => ({
-      files: { 'check.c': `#include <assert.h>\n#include <stdio.h>\nint main(int argc, char **argv) {\n    int count = argc - ${rng.int(1, 1)};\n    assert(count > 0);\n    printf("%d\\n", count);\n    return 0;\n}\n` },
+      files: {
+        'check.c': `#include <assert.h>\n#include <stdio.h>\nint main(int argc, char **argv) {\n    int count = argc - ${rng.int(1, 1)};\n    assert(count > 0);\n    printf("%d\\n", count);\n    return 0;\n}\n`,
+      },
       setup: [['gcc', 'check.c', '-o', 'check']],
       cmd: ['./check'],
     }),
@@ -114,7 +121,9 @@ export const native: Scenario[] = [
     prepare: ({ rng, dir, vars }) => {
       vars.path = `${dir}/shard-${rng.int(1, 999)}.dat`;
       return {
-        files: { 'load.cpp': `#include <stdexcept>\n#include <string>\nvoid load(const std::string& p) { throw std::runtime_error("cannot open " + p); }\nint main() { load("${vars.path}"); }\n` },
+        files: {
+          'load.cpp': `#include <stdexcept>\n#include <string>\nvoid load(const std::string& p) { throw std::runtime_error("cannot open " + p); }\nint main() { load("${vars.path}"); }\n`,
+        },
         setup: [['g++', 'load.cpp', '-o', 'load']],
         cmd: ['./load'],
       };
@@ -138,7 +147,9 @@ export const native: Scenario[] = [
     tool: 'gcc',
     program: 'gcc -Wall on code with an unused variable (compiles)',
     prepare: ({ rng, v }) => ({
-      files: { 'u.c': `${pad(rng.int(0, 4), '//')}int main(void) {\n    int ${rng.pick(['tmp', 'unused', 'x'])}${rng.int(1, 9)} = ${rng.int(1, 99)};\n    return 0;\n}\n` },
+      files: {
+        'u.c': `${pad(rng.int(0, 4), '//')}int main(void) {\n    int ${rng.pick(['tmp', 'unused', 'x'])}${rng.int(1, 9)} = ${rng.int(1, 99)};\n    return 0;\n}\n`,
+      },
       cmd: ['gcc', ...color(v), '-Wall', '-c', 'u.c'],
     }),
     expect: () => warning(),
@@ -158,7 +169,9 @@ export const native: Scenario[] = [
     tool: 'g++',
     program: 'g++ -Wall on a signed/unsigned comparison (compiles)',
     prepare: ({ rng }) => ({
-      files: { 'loop.cpp': `#include <vector>\nint count(const std::vector<int>& v) {\n  int n = 0;\n  for (int i = 0; i < v.size(); i++) n += v[i] * ${rng.int(1, 9)};\n  return n;\n}\n` },
+      files: {
+        'loop.cpp': `#include <vector>\nint count(const std::vector<int>& v) {\n  int n = 0;\n  for (int i = 0; i < v.size(); i++) n += v[i] * ${rng.int(1, 9)};\n  return n;\n}\n`,
+      },
       cmd: ['g++', '-Wall', '-c', 'loop.cpp'],
     }),
     expect: () => warning(),
@@ -170,7 +183,9 @@ export const native: Scenario[] = [
     prepare: ({ rng, dir, vars }) => {
       vars.path = `${dir}/optional-${rng.int(1, 999)}.conf`;
       return {
-        files: { 'opt.c': `#include <stdio.h>\nint main(void) {\n    FILE *f = fopen("${vars.path}", "r");\n    if (!f) perror("${vars.path}");\n    puts("defaults");\n    return 0;\n}\n` },
+        files: {
+          'opt.c': `#include <stdio.h>\nint main(void) {\n    FILE *f = fopen("${vars.path}", "r");\n    if (!f) perror("${vars.path}");\n    puts("defaults");\n    return 0;\n}\n`,
+        },
         setup: [['gcc', 'opt.c', '-o', 'opt']],
         cmd: ['./opt'],
       };

@@ -27,7 +27,9 @@ export const nodeScenarios: Scenario[] = [
     prepare: ({ rng, vars }) => {
       vars.name = 'totl';
       return {
-        files: { 'total.js': `${pad(rng.int(0, 4), '//')}function computeTotal(items) {\n  let total = 0;\n  for (const i of items) total += i;\n  return ${vars.name};\n}\nconsole.log(computeTotal([${rng.int(1, 9)}, 2]));\n` },
+        files: {
+          'total.js': `${pad(rng.int(0, 4), '//')}function computeTotal(items) {\n  let total = 0;\n  for (const i of items) total += i;\n  return ${vars.name};\n}\nconsole.log(computeTotal([${rng.int(1, 9)}, 2]));\n`,
+        },
         cmd: node('total.js'),
       };
     },
@@ -61,7 +63,12 @@ export const nodeScenarios: Scenario[] = [
     program: 'a promise is rejected with a plain string and never handled (reason varies)',
     prepare: ({ rng, vars }) => {
       vars.reason = `${rng.pick(['quota', 'lease', 'lock'])} ${rng.ident()} expired`;
-      return { files: { 'lease.js': `async function renew() {\n  await new Promise((r) => setTimeout(r, ${rng.int(1, 20)}));\n  return Promise.reject(${JSON.stringify(vars.reason)});\n}\nrenew();\n` }, cmd: node('lease.js') };
+      return {
+        files: {
+          'lease.js': `async function renew() {\n  await new Promise((r) => setTimeout(r, ${rng.int(1, 20)}));\n  return Promise.reject(${JSON.stringify(vars.reason)});\n}\nrenew();\n`,
+        },
+        cmd: node('lease.js'),
+      };
     },
     expect: ({ vars }) => failure(`UnhandledPromiseRejection: The promise rejected with the reason "${vars.reason}".`),
   },
@@ -72,7 +79,9 @@ export const nodeScenarios: Scenario[] = [
     prepare: ({ rng, vars }) => {
       vars.status = String(rng.pick([500, 502, 503, 504]));
       return {
-        files: { 'prices.js': `async function fetchPrices(symbol) {\n  await null;\n  throw new Error('upstream returned ' + ${vars.status} + ' for ' + symbol);\n}\nfetchPrices('${rng.pick(['AAPL', 'MSFT', 'NVDA'])}');\n` },
+        files: {
+          'prices.js': `async function fetchPrices(symbol) {\n  await null;\n  throw new Error('upstream returned ' + ${vars.status} + ' for ' + symbol);\n}\nfetchPrices('${rng.pick(['AAPL', 'MSFT', 'NVDA'])}');\n`,
+        },
         cmd: node('prices.js'),
       };
     },
@@ -92,7 +101,10 @@ export const nodeScenarios: Scenario[] = [
     variants: 4,
     prepare: ({ rng, vars }) => {
       vars.port = String(rng.port());
-      return { files: { 'client.js': `const net = require('net');\nconst sock = net.connect(${vars.port}, '127.0.0.1');\nsock.on('connect', () => sock.end());\n` }, cmd: node('client.js') };
+      return {
+        files: { 'client.js': `const net = require('net');\nconst sock = net.connect(${vars.port}, '127.0.0.1');\nsock.on('connect', () => sock.end());\n` },
+        cmd: node('client.js'),
+      };
     },
     expect: ({ vars }) => failure(`Error: connect ECONNREFUSED 127.0.0.1:${vars.port}`),
   },
@@ -102,7 +114,12 @@ export const nodeScenarios: Scenario[] = [
     program: 'readFileSync() of a config file missing from its temp dir',
     prepare: ({ rng, dir, vars }) => {
       vars.path = `${dir}/config-${rng.int(1, 9999)}.json`;
-      return { files: { 'cfg.js': `const fs = require('fs');\nfunction loadConfig(p) {\n  return JSON.parse(fs.readFileSync(p, 'utf8'));\n}\nloadConfig(${JSON.stringify(vars.path)});\n` }, cmd: node('cfg.js') };
+      return {
+        files: {
+          'cfg.js': `const fs = require('fs');\nfunction loadConfig(p) {\n  return JSON.parse(fs.readFileSync(p, 'utf8'));\n}\nloadConfig(${JSON.stringify(vars.path)});\n`,
+        },
+        cmd: node('cfg.js'),
+      };
     },
     expect: ({ vars }) => failure(`Error: ENOENT: no such file or directory, open '${vars.path}'`),
   },
@@ -110,7 +127,12 @@ export const nodeScenarios: Scenario[] = [
     id: 'node-assert-strict-equal',
     tool: 'node',
     program: 'assert.strictEqual() on a wrong count (numbers vary)',
-    prepare: ({ rng }) => ({ files: { 'check.js': `const assert = require('assert');\nfunction checkCount(n) {\n  assert.strictEqual(n, ${rng.int(50, 99)});\n}\ncheckCount(${rng.int(1, 49)});\n` }, cmd: node('check.js') }),
+    prepare: ({ rng }) => ({
+      files: {
+        'check.js': `const assert = require('assert');\nfunction checkCount(n) {\n  assert.strictEqual(n, ${rng.int(50, 99)});\n}\ncheckCount(${rng.int(1, 49)});\n`,
+      },
+      cmd: node('check.js'),
+    }),
     expect: () => failure('AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:'),
   },
   {
@@ -118,7 +140,9 @@ export const nodeScenarios: Scenario[] = [
     tool: 'node',
     program: 'JSON.parse() of a reply that is not JSON (reply varies)',
     prepare: ({ rng }) => ({
-      files: { 'reply.js': `function parseReply(body) {\n  return JSON.parse(body);\n}\nparseReply(${JSON.stringify(rng.pick(['OK ' + rng.int(1, 99), 'not json', 'undefined', '<html>']))});\n` },
+      files: {
+        'reply.js': `function parseReply(body) {\n  return JSON.parse(body);\n}\nparseReply(${JSON.stringify(rng.pick(['OK ' + rng.int(1, 99), 'not json', 'undefined', '<html>']))});\n`,
+      },
       cmd: node('reply.js'),
     }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^SyntaxError: /)),
@@ -142,7 +166,10 @@ export const nodeScenarios: Scenario[] = [
     id: 'node-stack-overflow',
     tool: 'node',
     program: 'visit() recurses without a base case',
-    prepare: ({ rng }) => ({ files: { 'walk.js': `${pad(rng.int(0, 4), '//')}function visit(n) {\n  return visit(n + ${rng.int(1, 9)}) + 1;\n}\nvisit(0);\n` }, cmd: node('walk.js') }),
+    prepare: ({ rng }) => ({
+      files: { 'walk.js': `${pad(rng.int(0, 4), '//')}function visit(n) {\n  return visit(n + ${rng.int(1, 9)}) + 1;\n}\nvisit(0);\n` },
+      cmd: node('walk.js'),
+    }),
     expect: () => failure('RangeError: Maximum call stack size exceeded'),
   },
   {
@@ -160,7 +187,9 @@ export const nodeScenarios: Scenario[] = [
     tool: 'node',
     program: 'fetch() to a closed local port fails; the error is logged with console.error and the process exits 0',
     prepare: ({ rng }) => ({
-      files: { 'poll.js': `async function poll() {\n  try {\n    await fetch('http://127.0.0.1:${rng.port()}/health');\n  } catch (err) {\n    console.error(err);\n  }\n}\npoll();\n` },
+      files: {
+        'poll.js': `async function poll() {\n  try {\n    await fetch('http://127.0.0.1:${rng.port()}/health');\n  } catch (err) {\n    console.error(err);\n  }\n}\npoll();\n`,
+      },
       cmd: node('poll.js'),
     }),
     expect: () => recovered('TypeError: fetch failed'),
@@ -171,7 +200,12 @@ export const nodeScenarios: Scenario[] = [
     program: 'a CLI prints "Error: invalid config: missing <key>" and exits 2',
     prepare: ({ rng, vars }) => {
       vars.key = rng.ident();
-      return { files: { 'cli.js': `const cfg = {};\nif (!cfg[${JSON.stringify(vars.key)}]) {\n  console.error('Error: invalid config: missing "${vars.key}"');\n  process.exit(2);\n}\n` }, cmd: node('cli.js') };
+      return {
+        files: {
+          'cli.js': `const cfg = {};\nif (!cfg[${JSON.stringify(vars.key)}]) {\n  console.error('Error: invalid config: missing "${vars.key}"');\n  process.exit(2);\n}\n`,
+        },
+        cmd: node('cli.js'),
+      };
     },
     expect: ({ vars }) => failure(`Error: invalid config: missing "${vars.key}"`),
   },
@@ -182,7 +216,9 @@ export const nodeScenarios: Scenario[] = [
     prepare: ({ rng, vars }) => {
       vars.port = String(rng.port());
       return {
-        files: { 'server.js': `const net = require('net');\nconst a = net.createServer().listen(${vars.port}, '127.0.0.1', () => {\n  net.createServer().listen(${vars.port}, '127.0.0.1');\n  setTimeout(() => a.close(), 200);\n});\n` },
+        files: {
+          'server.js': `const net = require('net');\nconst a = net.createServer().listen(${vars.port}, '127.0.0.1', () => {\n  net.createServer().listen(${vars.port}, '127.0.0.1');\n  setTimeout(() => a.close(), 200);\n});\n`,
+        },
         cmd: node('server.js'),
       };
     },
@@ -208,7 +244,9 @@ export const nodeScenarios: Scenario[] = [
     tool: 'node',
     program: 'adds more listeners than the EventEmitter limit (count varies)',
     prepare: ({ rng }) => ({
-      files: { 'bus.js': `const { EventEmitter } = require('events');\nconst bus = new EventEmitter();\nfor (let i = 0; i < ${rng.int(11, 40)}; i++) bus.on('job', () => {});\n` },
+      files: {
+        'bus.js': `const { EventEmitter } = require('events');\nconst bus = new EventEmitter();\nfor (let i = 0; i < ${rng.int(11, 40)}; i++) bus.on('job', () => {});\n`,
+      },
       cmd: node('bus.js'),
     }),
     expect: () => warning(),
@@ -217,7 +255,10 @@ export const nodeScenarios: Scenario[] = [
     id: 'node-emit-warning',
     tool: 'node',
     program: 'process.emitWarning() about a cache over its soft limit',
-    prepare: ({ rng }) => ({ files: { 'cache.js': `process.emitWarning('cache size ${rng.int(100, 9999)} exceeds soft limit ${rng.int(10, 99)}');\n` }, cmd: node('cache.js') }),
+    prepare: ({ rng }) => ({
+      files: { 'cache.js': `process.emitWarning('cache size ${rng.int(100, 9999)} exceeds soft limit ${rng.int(10, 99)}');\n` },
+      cmd: node('cache.js'),
+    }),
     expect: () => warning(),
   },
   // -- noise
@@ -237,7 +278,12 @@ export const nodeScenarios: Scenario[] = [
     id: 'node-debug-noise',
     tool: 'node',
     program: 'prints debug timings to stderr',
-    prepare: ({ rng }) => ({ files: { 'dbg.js': `console.error('debug: connected to db in ${rng.int(1, 90)}ms (pool=${rng.int(2, 16)})');\nconsole.error('debug: cache warm, ${rng.int(10, 999)} keys');\n` }, cmd: node('dbg.js') }),
+    prepare: ({ rng }) => ({
+      files: {
+        'dbg.js': `console.error('debug: connected to db in ${rng.int(1, 90)}ms (pool=${rng.int(2, 16)})');\nconsole.error('debug: cache warm, ${rng.int(10, 999)} keys');\n`,
+      },
+      cmd: node('dbg.js'),
+    }),
     expect: () => noise(),
   },
 ];

@@ -197,7 +197,9 @@ export const python: Scenario[] = [
     prepare: ({ rng, dir, vars }) => {
       vars.path = `${dir}/build-${rng.int(1, 9999)}`;
       return {
-        files: { 'build.py': `import subprocess\n\ndef list_outputs(path):\n    subprocess.run(["ls", path], check=True)\n\nlist_outputs(${JSON.stringify(vars.path)})\n` },
+        files: {
+          'build.py': `import subprocess\n\ndef list_outputs(path):\n    subprocess.run(["ls", path], check=True)\n\nlist_outputs(${JSON.stringify(vars.path)})\n`,
+        },
         cmd: py('build.py'),
       };
     },
@@ -223,7 +225,9 @@ export const python: Scenario[] = [
     prepare: ({ rng, dir, vars }) => {
       vars.path = `${dir}/state-${rng.int(1, 999)}.db`;
       return {
-        files: { 'db.py': `import os, sys\npath = ${JSON.stringify(vars.path)}\nif not os.path.exists(path):\n    sys.exit(f"fatal: cannot open database {path}")\n` },
+        files: {
+          'db.py': `import os, sys\npath = ${JSON.stringify(vars.path)}\nif not os.path.exists(path):\n    sys.exit(f"fatal: cannot open database {path}")\n`,
+        },
         cmd: py('db.py'),
       };
     },
@@ -320,7 +324,10 @@ export const python: Scenario[] = [
     id: 'py-deprecation-imp',
     tool: 'python3',
     program: 'imports the deprecated imp module with -W default',
-    prepare: ({ rng }) => ({ files: { 'legacy.py': `${pad(rng.int(0, 3))}import imp\nprint(imp.get_suffixes()[0])\n` }, cmd: ['python3', '-W', 'default', 'legacy.py'] }),
+    prepare: ({ rng }) => ({
+      files: { 'legacy.py': `${pad(rng.int(0, 3))}import imp\nprint(imp.get_suffixes()[0])\n` },
+      cmd: ['python3', '-W', 'default', 'legacy.py'],
+    }),
     expect: () => warning(),
   },
   {

@@ -101,7 +101,9 @@ export const round2: Scenario[] = [
     tool: 'valgrind',
     program: 'valgrind -q runs a C program that reads past a heap block; the program still exits 0',
     prepare: ({ rng }) => ({
-      files: { 'r.c': `#include <stdlib.h>\n#include <stdio.h>\nint main(void) {\n    int *a = malloc(4 * sizeof(int));\n    int r = a[${rng.int(4, 9)}];\n    free(a);\n    printf("%d\\n", r & 0);\n    return 0;\n}\n` },
+      files: {
+        'r.c': `#include <stdlib.h>\n#include <stdio.h>\nint main(void) {\n    int *a = malloc(4 * sizeof(int));\n    int r = a[${rng.int(4, 9)}];\n    free(a);\n    printf("%d\\n", r & 0);\n    return 0;\n}\n`,
+      },
       setup: [['gcc', '-g', '-O0', 'r.c', '-o', 'r']],
       cmd: ['valgrind', '-q', './r'],
     }),
@@ -160,7 +162,10 @@ export const round2: Scenario[] = [
     id: 'node-top-missing-module',
     tool: 'node',
     program: 'main.js requires a local module file that is missing, at top level (a missing source file, not a missing package)',
-    prepare: ({ rng }) => ({ files: { 'main.js': `${'// pad\n'.repeat(rng.int(0, 3))}const cfg = require('./config-local');\nconsole.log(cfg);\n` }, cmd: ['node', 'main.js'] }),
+    prepare: ({ rng }) => ({
+      files: { 'main.js': `${'// pad\n'.repeat(rng.int(0, 3))}const cfg = require('./config-local');\nconsole.log(cfg);\n` },
+      cmd: ['node', 'main.js'],
+    }),
     expect: () => failure("Error: Cannot find module './config-local'"),
   },
   {
@@ -169,7 +174,12 @@ export const round2: Scenario[] = [
     program: 'main.js reads a file that does not exist, at top level (file name varies)',
     prepare: ({ rng, vars }) => {
       vars.file = `input-${rng.int(1, 999)}.csv`;
-      return { files: { 'main.js': `${'// pad\n'.repeat(rng.int(0, 3))}const fs = require('fs');\nconst rows = fs.readFileSync('${vars.file}', 'utf8');\nconsole.log(rows);\n` }, cmd: ['node', 'main.js'] };
+      return {
+        files: {
+          'main.js': `${'// pad\n'.repeat(rng.int(0, 3))}const fs = require('fs');\nconst rows = fs.readFileSync('${vars.file}', 'utf8');\nconsole.log(rows);\n`,
+        },
+        cmd: ['node', 'main.js'],
+      };
     },
     expect: ({ vars }) => failure(`Error: ENOENT: no such file or directory, open '${vars.file}'`),
   },
@@ -178,7 +188,10 @@ export const round2: Scenario[] = [
     tool: 'node',
     program: 'main.js parses data.json at top level; the file has a trailing comma (position varies)',
     prepare: ({ rng }) => ({
-      files: { 'data.json': `{"n": ${rng.int(1, 99999)},}`, 'main.js': `const fs = require('fs');\nconst data = JSON.parse(fs.readFileSync('data.json', 'utf8'));\nconsole.log(data.n);\n` },
+      files: {
+        'data.json': `{"n": ${rng.int(1, 99999)},}`,
+        'main.js': `const fs = require('fs');\nconst data = JSON.parse(fs.readFileSync('data.json', 'utf8'));\nconsole.log(data.n);\n`,
+      },
       cmd: ['node', 'main.js'],
     }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^SyntaxError: Expected double-quoted property name in JSON at position \d+/)),
@@ -188,7 +201,10 @@ export const round2: Scenario[] = [
     tool: 'node',
     program: 'main.js parses data.json at top level; the file is cut short',
     prepare: ({ rng }) => ({
-      files: { 'data.json': `{"n": ${rng.int(1, 99999)}, "items": [`, 'main.js': `const fs = require('fs');\nconst data = JSON.parse(fs.readFileSync('data.json', 'utf8'));\nconsole.log(data.n);\n` },
+      files: {
+        'data.json': `{"n": ${rng.int(1, 99999)}, "items": [`,
+        'main.js': `const fs = require('fs');\nconst data = JSON.parse(fs.readFileSync('data.json', 'utf8'));\nconsole.log(data.n);\n`,
+      },
       cmd: ['node', 'main.js'],
     }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^SyntaxError: (?:Unexpected end of JSON input|Expected .* in JSON at position \d+)/)),
@@ -198,7 +214,9 @@ export const round2: Scenario[] = [
     tool: 'node',
     program: 'an anonymous forEach callback throws Error("record N has no id") (N varies)',
     prepare: ({ rng }) => ({
-      files: { 'main.js': `const records = [{ id: 1 }, {}];\nrecords.forEach((r, i) => {\n  if (!r.id) throw new Error('record ' + (i + ${rng.int(0, 50)}) + ' has no id');\n});\n` },
+      files: {
+        'main.js': `const records = [{ id: 1 }, {}];\nrecords.forEach((r, i) => {\n  if (!r.id) throw new Error('record ' + (i + ${rng.int(0, 50)}) + ' has no id');\n});\n`,
+      },
       cmd: ['node', 'main.js'],
     }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^Error: record \d+ has no id$/)),
@@ -208,7 +226,9 @@ export const round2: Scenario[] = [
     tool: 'node',
     program: 'an anonymous forEach callback in the same file throws Error("quota exceeded for N")',
     prepare: ({ rng }) => ({
-      files: { 'main.js': `const records = [{ id: 1 }, {}];\nrecords.forEach((r, i) => {\n  if (!r.id) throw new Error('quota exceeded for ' + (i + ${rng.int(0, 50)}));\n});\n` },
+      files: {
+        'main.js': `const records = [{ id: 1 }, {}];\nrecords.forEach((r, i) => {\n  if (!r.id) throw new Error('quota exceeded for ' + (i + ${rng.int(0, 50)}));\n});\n`,
+      },
       cmd: ['node', 'main.js'],
     }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^Error: quota exceeded for \d+$/)),
@@ -226,7 +246,8 @@ export const round2: Scenario[] = [
       setup: [['javac', '-g', 'Main.java']],
       cmd: ['java', '-cp', '.', 'Main'],
     }),
-    expect: (_c, run) => failure(lineOf(run.stderr, /IllegalStateException: connection Main\$Conn@[0-9a-f]+ already closed/).replace(/^Exception in thread "main" /, '')),
+    expect: (_c, run) =>
+      failure(lineOf(run.stderr, /IllegalStateException: connection Main\$Conn@[0-9a-f]+ already closed/).replace(/^Exception in thread "main" /, '')),
   },
   {
     id: 'c-segfault-pipeline',

@@ -22,7 +22,10 @@ export const rust: Scenario[] = [
     program: 'uses a value that is not in scope (name varies)',
     prepare: ({ rng, v, vars }) => {
       vars.name = rng.pick(['totl', 'cnt', 'itemz']) + rng.int(1, 9);
-      return { files: { 'main.rs': `${pad(rng.int(0, 4), '//')}fn main() {\n    let total = ${rng.int(1, 9)};\n    println!("{}", ${vars.name} + total);\n}\n` }, cmd: ['rustc', ...color(v), 'main.rs'] };
+      return {
+        files: { 'main.rs': `${pad(rng.int(0, 4), '//')}fn main() {\n    let total = ${rng.int(1, 9)};\n    println!("{}", ${vars.name} + total);\n}\n` },
+        cmd: ['rustc', ...color(v), 'main.rs'],
+      };
     },
     expect: ({ vars }) => failure(`error[E0425]: cannot find value \`${vars.name}\` in this scope`),
   },
@@ -33,7 +36,9 @@ export const rust: Scenario[] = [
     prepare: ({ rng, vars }) => {
       vars.name = rng.pick(['name', 'label', 'path']);
       return {
-        files: { 'main.rs': `${pad(rng.int(0, 4), '//')}fn consume(s: String) -> usize { s.len() }\nfn main() {\n    let ${vars.name} = String::from("${rng.ident()}");\n    let n = consume(${vars.name});\n    println!("{} {}", n, ${vars.name});\n}\n` },
+        files: {
+          'main.rs': `${pad(rng.int(0, 4), '//')}fn consume(s: String) -> usize { s.len() }\nfn main() {\n    let ${vars.name} = String::from("${rng.ident()}");\n    let n = consume(${vars.name});\n    println!("{} {}", n, ${vars.name});\n}\n`,
+        },
         cmd: ['rustc', 'main.rs'],
       };
     },
@@ -43,7 +48,10 @@ export const rust: Scenario[] = [
     id: 'rustc-syntax-expected-semicolon',
     tool: 'rustc',
     program: 'a let statement without its semicolon',
-    prepare: ({ rng }) => ({ files: { 'main.rs': `${pad(rng.int(0, 4), '//')}fn main() {\n    let a = ${rng.int(1, 99)}\n    let b = a + 1;\n    println!("{}", b);\n}\n` }, cmd: ['rustc', 'main.rs'] }),
+    prepare: ({ rng }) => ({
+      files: { 'main.rs': `${pad(rng.int(0, 4), '//')}fn main() {\n    let a = ${rng.int(1, 99)}\n    let b = a + 1;\n    println!("{}", b);\n}\n` },
+      cmd: ['rustc', 'main.rs'],
+    }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^error: expected `;`/)),
   },
   {
@@ -54,7 +62,9 @@ export const rust: Scenario[] = [
     prepare: ({ rng, v, vars }) => {
       vars.idx = String(rng.int(5, 99));
       return {
-        files: { 'main.rs': `${pad(rng.int(0, 3), '//')}fn pick(v: &[u32], i: usize) -> u32 {\n    v[i]\n}\nfn main() {\n    let v = vec![1, 2, 3];\n    println!("{}", pick(&v, ${vars.idx}));\n}\n` },
+        files: {
+          'main.rs': `${pad(rng.int(0, 3), '//')}fn pick(v: &[u32], i: usize) -> u32 {\n    v[i]\n}\nfn main() {\n    let v = vec![1, 2, 3];\n    println!("{}", pick(&v, ${vars.idx}));\n}\n`,
+        },
         setup: [['rustc', 'main.rs']],
         cmd: ['./main'],
         env: v % 2 === 0 ? noBacktrace : { RUST_BACKTRACE: '1' },
@@ -67,7 +77,9 @@ export const rust: Scenario[] = [
     tool: 'rustc',
     program: 'unwrap() on a None returned by a map lookup',
     prepare: ({ rng }) => ({
-      files: { 'main.rs': `use std::collections::HashMap;\nfn main() {\n    let m: HashMap<&str, u32> = HashMap::new();\n    let v = m.get("${rng.ident()}").unwrap();\n    println!("{}", v);\n}\n` },
+      files: {
+        'main.rs': `use std::collections::HashMap;\nfn main() {\n    let m: HashMap<&str, u32> = HashMap::new();\n    let v = m.get("${rng.ident()}").unwrap();\n    println!("{}", v);\n}\n`,
+      },
       setup: [['rustc', 'main.rs']],
       cmd: ['./main'],
       env: noBacktrace,
@@ -82,7 +94,9 @@ export const rust: Scenario[] = [
     prepare: ({ rng, v, vars }) => {
       vars.n = String(rng.int(2, 9999));
       return {
-        files: { 'main.rs': `fn check(state: u32) {\n    if state > 1 {\n        panic!("invalid state: {}", state);\n    }\n}\nfn main() {\n    check(${vars.n});\n}\n` },
+        files: {
+          'main.rs': `fn check(state: u32) {\n    if state > 1 {\n        panic!("invalid state: {}", state);\n    }\n}\nfn main() {\n    check(${vars.n});\n}\n`,
+        },
         setup: [['rustc', 'main.rs']],
         cmd: ['./main'],
         env: v < 2 ? noBacktrace : { RUST_BACKTRACE: '1' },
@@ -95,7 +109,9 @@ export const rust: Scenario[] = [
     tool: 'rustc',
     program: 'main() returns the Err of a failed integer parse',
     prepare: ({ rng }) => ({
-      files: { 'main.rs': `fn main() -> Result<(), std::num::ParseIntError> {\n    let n: i64 = "${rng.pick(['12a', 'x' + rng.int(1, 9), 'ten'])}".parse()?;\n    println!("{}", n);\n    Ok(())\n}\n` },
+      files: {
+        'main.rs': `fn main() -> Result<(), std::num::ParseIntError> {\n    let n: i64 = "${rng.pick(['12a', 'x' + rng.int(1, 9), 'ten'])}".parse()?;\n    println!("{}", n);\n    Ok(())\n}\n`,
+      },
       setup: [['rustc', 'main.rs']],
       cmd: ['./main'],
     }),

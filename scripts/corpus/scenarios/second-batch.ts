@@ -10,7 +10,10 @@ export const secondBatch: Scenario[] = [
     id: 'py-missing-argument',
     tool: 'python3',
     program: 'calls a function without one of its required arguments',
-    prepare: ({ rng }) => ({ files: { 'calc.py': `${pad(rng.int(0, 4))}def scale(value, factor):\n    return value * factor\n\nprint(scale(${rng.int(1, 99)}))\n` }, cmd: ['python3', 'calc.py'] }),
+    prepare: ({ rng }) => ({
+      files: { 'calc.py': `${pad(rng.int(0, 4))}def scale(value, factor):\n    return value * factor\n\nprint(scale(${rng.int(1, 99)}))\n` },
+      cmd: ['python3', 'calc.py'],
+    }),
     expect: () => failure("TypeError: scale() missing 1 required positional argument: 'factor'"),
   },
   {
@@ -18,7 +21,9 @@ export const secondBatch: Scenario[] = [
     tool: 'python3',
     program: 'queries a table that does not exist in a fresh sqlite database (table name fixed, db path varies)',
     prepare: ({ rng, dir }) => ({
-      files: { 'q.py': `import sqlite3\n\ndef count_users(path):\n    con = sqlite3.connect(path)\n    return con.execute("SELECT count(*) FROM users").fetchone()\n\ncount_users(${JSON.stringify(`${dir}/db-${rng.int(1, 999)}.sqlite`)})\n` },
+      files: {
+        'q.py': `import sqlite3\n\ndef count_users(path):\n    con = sqlite3.connect(path)\n    return con.execute("SELECT count(*) FROM users").fetchone()\n\ncount_users(${JSON.stringify(`${dir}/db-${rng.int(1, 999)}.sqlite`)})\n`,
+      },
       cmd: ['python3', 'q.py'],
     }),
     expect: () => failure('sqlite3.OperationalError: no such table: users'),
@@ -27,7 +32,10 @@ export const secondBatch: Scenario[] = [
     id: 'py-unicode-decode',
     tool: 'python3',
     program: 'decodes bytes that are not UTF-8 (the byte and position vary)',
-    prepare: ({ rng }) => ({ files: { 'dec.py': `def decode(raw):\n    return raw.decode("utf-8")\n\ndecode(bytes([${rng.int(0x80, 0xbf)}]) * ${rng.int(1, 4)})\n` }, cmd: ['python3', 'dec.py'] }),
+    prepare: ({ rng }) => ({
+      files: { 'dec.py': `def decode(raw):\n    return raw.decode("utf-8")\n\ndecode(bytes([${rng.int(0x80, 0xbf)}]) * ${rng.int(1, 4)})\n` },
+      cmd: ['python3', 'dec.py'],
+    }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^UnicodeDecodeError: 'utf-8' codec can't decode byte/)),
   },
   {
@@ -35,7 +43,10 @@ export const secondBatch: Scenario[] = [
     tool: 'python3',
     program: 'a long loop interrupted by SIGINT (KeyboardInterrupt traceback)',
     variants: 2,
-    prepare: ({ rng }) => ({ files: { 'loop.py': `import os, signal\n\ndef work(n):\n    os.kill(os.getpid(), signal.SIGINT)\n    return n\n\nwork(${rng.int(1, 9)})\n` }, cmd: ['python3', 'loop.py'] }),
+    prepare: ({ rng }) => ({
+      files: { 'loop.py': `import os, signal\n\ndef work(n):\n    os.kill(os.getpid(), signal.SIGINT)\n    return n\n\nwork(${rng.int(1, 9)})\n` },
+      cmd: ['python3', 'loop.py'],
+    }),
     expect: () => failure('KeyboardInterrupt'),
   },
   {
@@ -44,7 +55,10 @@ export const secondBatch: Scenario[] = [
     program: 'an assert with a message fails in validate() (count varies)',
     prepare: ({ rng, vars }) => {
       vars.n = String(-rng.int(1, 50));
-      return { files: { 'v.py': `def validate(count):\n    assert count >= 0, f"count must be >= 0, got {count}"\n\nvalidate(${vars.n})\n` }, cmd: ['python3', 'v.py'] };
+      return {
+        files: { 'v.py': `def validate(count):\n    assert count >= 0, f"count must be >= 0, got {count}"\n\nvalidate(${vars.n})\n` },
+        cmd: ['python3', 'v.py'],
+      };
     },
     expect: ({ vars }) => failure(`AssertionError: count must be >= 0, got ${vars.n}`),
   },
@@ -70,7 +84,9 @@ export const secondBatch: Scenario[] = [
     prepare: ({ rng, vars }) => {
       vars.name = 'adds two numbers';
       return {
-        files: { 'add.test.js': `const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds two numbers', () => {\n  assert.strictEqual(1 + ${rng.int(1, 9)}, ${rng.int(20, 99)});\n});\n` },
+        files: {
+          'add.test.js': `const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds two numbers', () => {\n  assert.strictEqual(1 + ${rng.int(1, 9)}, ${rng.int(20, 99)});\n});\n`,
+        },
         cmd: ['node', '--test', 'add.test.js'],
         stream: 'combined',
       };
@@ -81,7 +97,10 @@ export const secondBatch: Scenario[] = [
     id: 'node-missing-arg-typeerror',
     tool: 'node',
     program: 'calls toUpperCase on an undefined argument inside formatName()',
-    prepare: ({ rng }) => ({ files: { 'fmt.js': `${pad(rng.int(0, 3), '//')}function formatName(name) {\n  return name.toUpperCase();\n}\nformatName();\n` }, cmd: ['node', 'fmt.js'] }),
+    prepare: ({ rng }) => ({
+      files: { 'fmt.js': `${pad(rng.int(0, 3), '//')}function formatName(name) {\n  return name.toUpperCase();\n}\nformatName();\n` },
+      cmd: ['node', 'fmt.js'],
+    }),
     expect: () => failure("TypeError: Cannot read properties of undefined (reading 'toUpperCase')"),
   },
   {
@@ -89,7 +108,9 @@ export const secondBatch: Scenario[] = [
     tool: 'java',
     program: 'a worker thread dies of an ArithmeticException; main carries on and exits 0',
     prepare: ({ rng }) => ({
-      files: { 'Main.java': `public class Main {\n  static int rate(int n) { return ${rng.int(1, 99)} / n; }\n  public static void main(String[] a) throws Exception {\n    Thread t = new Thread(() -> rate(0));\n    t.start();\n    t.join();\n    System.out.println("main done");\n  }\n}\n` },
+      files: {
+        'Main.java': `public class Main {\n  static int rate(int n) { return ${rng.int(1, 99)} / n; }\n  public static void main(String[] a) throws Exception {\n    Thread t = new Thread(() -> rate(0));\n    t.start();\n    t.join();\n    System.out.println("main done");\n  }\n}\n`,
+      },
       setup: [['javac', 'Main.java']],
       cmd: ['java', '-cp', '.', 'Main'],
     }),
@@ -108,7 +129,9 @@ export const secondBatch: Scenario[] = [
     tool: 'gcc',
     program: 'a C program built with -fsanitize=address reads past a heap buffer',
     prepare: ({ rng }) => ({
-      files: { 'buf.c': `#include <stdlib.h>\nint main(void) {\n    int *a = malloc(4 * sizeof(int));\n    int r = a[${rng.int(4, 9)}];\n    free(a);\n    return r;\n}\n` },
+      files: {
+        'buf.c': `#include <stdlib.h>\nint main(void) {\n    int *a = malloc(4 * sizeof(int));\n    int r = a[${rng.int(4, 9)}];\n    free(a);\n    return r;\n}\n`,
+      },
       setup: [['gcc', '-fsanitize=address', '-g', 'buf.c', '-o', 'buf']],
       cmd: ['./buf'],
     }),
@@ -155,7 +178,11 @@ export const secondBatch: Scenario[] = [
     program: 'git commit with nothing staged (git says so on stdout; combined)',
     prepare: ({ rng }) => ({
       files: { 'a.txt': `${rng.int(1, 9)}\n` },
-      setup: [['git', 'init', '-q', '-b', 'main'], ['git', 'add', '-A'], ['git', 'commit', '-q', '-m', 'init']],
+      setup: [
+        ['git', 'init', '-q', '-b', 'main'],
+        ['git', 'add', '-A'],
+        ['git', 'commit', '-q', '-m', 'init'],
+      ],
       cmd: ['git', 'commit', '-m', `update ${rng.int(1, 99)}`],
       stream: 'combined',
     }),
@@ -167,7 +194,12 @@ export const secondBatch: Scenario[] = [
     program: 'git push from a repository that has no remote at all',
     prepare: () => ({
       files: { 'a.txt': 'a\n' },
-      setup: [['git', 'init', '-q', '-b', 'main'], ['git', 'add', '-A'], ['git', 'commit', '-q', '-m', 'init'], ['git', 'checkout', '-q', '-b', 'feature']],
+      setup: [
+        ['git', 'init', '-q', '-b', 'main'],
+        ['git', 'add', '-A'],
+        ['git', 'commit', '-q', '-m', 'init'],
+        ['git', 'checkout', '-q', '-b', 'feature'],
+      ],
       cmd: ['git', 'push'],
     }),
     // (First labelled "no upstream branch": git checks for a remote first. The label was wrong, not vigil.)
@@ -178,7 +210,10 @@ export const secondBatch: Scenario[] = [
     tool: 'git',
     program: 'git apply of a patch whose context does not match',
     prepare: ({ rng }) => ({
-      files: { 'a.txt': `one\ntwo-${rng.int(1, 99)}\nthree\n`, 'fix.patch': 'diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n' },
+      files: {
+        'a.txt': `one\ntwo-${rng.int(1, 99)}\nthree\n`,
+        'fix.patch': 'diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n',
+      },
       setup: [['git', 'init', '-q', '-b', 'main']],
       cmd: ['git', 'apply', 'fix.patch'],
     }),

@@ -6,7 +6,10 @@ const gitInit = (): string[][] => [
   ['git', 'config', 'user.name', 'Corpus Bot'],
   ['git', 'config', 'user.email', 'bot@example.invalid'],
 ];
-const gitCommitAll = (msg: string): string[][] => [['git', 'add', '-A'], ['git', 'commit', '-q', '-m', msg]];
+const gitCommitAll = (msg: string): string[][] => [
+  ['git', 'add', '-A'],
+  ['git', 'commit', '-q', '-m', msg],
+];
 
 export const git: Scenario[] = [
   {
@@ -130,7 +133,11 @@ export const git: Scenario[] = [
     program: 'git clone of a local repository (progress on stderr)',
     prepare: ({ rng }) => ({
       files: { 'src/a.txt': 'a\n' },
-      setup: [['git', '-C', 'src', 'init', '-q', '-b', 'main'], ['git', '-C', 'src', 'add', '.'], ['git', '-C', 'src', 'commit', '-q', '-m', 'x']],
+      setup: [
+        ['git', '-C', 'src', 'init', '-q', '-b', 'main'],
+        ['git', '-C', 'src', 'add', '.'],
+        ['git', '-C', 'src', 'commit', '-q', '-m', 'x'],
+      ],
       cmd: ['git', 'clone', 'src', `copy-${rng.int(1, 999)}`],
     }),
     expect: () => noise(),
@@ -162,7 +169,10 @@ export const npm: Scenario[] = [
     id: 'npm-ejsonparse',
     tool: 'npm',
     program: 'npm install with a package.json that is not valid JSON',
-    prepare: ({ rng }) => ({ files: { 'package.json': `{"name": "app-${rng.int(1, 999)}" "version": "1.0.${rng.int(0, 9)}"}\n` }, cmd: ['npm', 'install', '--offline'] }),
+    prepare: ({ rng }) => ({
+      files: { 'package.json': `{"name": "app-${rng.int(1, 999)}" "version": "1.0.${rng.int(0, 9)}"}\n` },
+      cmd: ['npm', 'install', '--offline'],
+    }),
     expect: (_c, run) => failure(lineOf(run.stderr, /^npm error JSON\.parse Invalid package\.json/)),
   },
   {
@@ -187,7 +197,7 @@ export const npm: Scenario[] = [
     // The same server as node-eaddrinuse, started through npm: the same failure.
     failureId: 'node-eaddrinuse',
     tool: 'npm',
-    program: 'npm start of a server that dies on EADDRINUSE (the node error is inside npm\'s output)',
+    program: "npm start of a server that dies on EADDRINUSE (the node error is inside npm's output)",
     prepare: ({ rng, vars }) => {
       vars.port = String(rng.port());
       return {
@@ -206,14 +216,20 @@ export const npm: Scenario[] = [
     id: 'npm-warn-unknown-config',
     tool: 'npm',
     program: 'npm with an unknown config flag (npm warn)',
-    prepare: ({ rng }) => ({ files: { 'package.json': pkg('app') }, cmd: ['npm', `--${rng.pick(['fastmode', 'legacy-thing', 'turbo'])}=${rng.int(1, 9)}`, 'pkg', 'get', 'name'] }),
+    prepare: ({ rng }) => ({
+      files: { 'package.json': pkg('app') },
+      cmd: ['npm', `--${rng.pick(['fastmode', 'legacy-thing', 'turbo'])}=${rng.int(1, 9)}`, 'pkg', 'get', 'name'],
+    }),
     expect: () => warning(),
   },
   {
     id: 'npm-pack-dry-run-noise',
     tool: 'npm',
     program: 'npm pack --dry-run (npm notice lines on stderr)',
-    prepare: ({ rng }) => ({ files: { 'package.json': pkg(`lib-${rng.int(1, 999)}`), 'index.js': `module.exports = ${rng.int(1, 99)};\n` }, cmd: ['npm', 'pack', '--dry-run'] }),
+    prepare: ({ rng }) => ({
+      files: { 'package.json': pkg(`lib-${rng.int(1, 999)}`), 'index.js': `module.exports = ${rng.int(1, 99)};\n` },
+      cmd: ['npm', 'pack', '--dry-run'],
+    }),
     expect: () => noise(),
   },
 ];
@@ -243,7 +259,7 @@ export const make: Scenario[] = [
   {
     id: 'make-gcc-error',
     tool: 'make',
-    program: 'make builds a C file with a missing semicolon (the compiler error is inside make\'s output)',
+    program: "make builds a C file with a missing semicolon (the compiler error is inside make's output)",
     prepare: ({ rng }) => ({
       files: { Makefile: 'prog: prog.c\n\tgcc -c prog.c\n', 'prog.c': `${pad(rng.int(0, 3), '//')}int f(int x) {\n    return x + ${rng.int(1, 9)}\n}\n` },
       cmd: ['make'],
@@ -265,11 +281,14 @@ export const make: Scenario[] = [
   {
     id: 'make-python-traceback',
     tool: 'make',
-    program: 'make runs a Python step that raises a KeyError (the traceback is inside make\'s output)',
+    program: "make runs a Python step that raises a KeyError (the traceback is inside make's output)",
     prepare: ({ rng, vars }) => {
       vars.key = rng.ident();
       return {
-        files: { Makefile: 'report:\n\tpython3 report.py\n', 'report.py': `ROWS = {}\n\ndef column(name):\n    return ROWS[name]\n\ncolumn(${JSON.stringify(vars.key)})\n` },
+        files: {
+          Makefile: 'report:\n\tpython3 report.py\n',
+          'report.py': `ROWS = {}\n\ndef column(name):\n    return ROWS[name]\n\ncolumn(${JSON.stringify(vars.key)})\n`,
+        },
         cmd: ['make', 'report'],
       };
     },
@@ -308,7 +327,10 @@ export const perl: Scenario[] = [
       vars.path = `${dir}/app-${rng.int(1, 999)}.cfg`;
       const line = rng.int(2, 6);
       vars.msg = `Cannot open config ${vars.path}: No such file or directory at ${dir}/app.pl line ${line}.`;
-      return { files: { 'app.pl': `use strict;\n${'# c\n'.repeat(line - 2)}open(my $fh, '<', '${vars.path}') or die "Cannot open config ${vars.path}: $!";\n` }, cmd: ['perl', `${dir}/app.pl`] };
+      return {
+        files: { 'app.pl': `use strict;\n${'# c\n'.repeat(line - 2)}open(my $fh, '<', '${vars.path}') or die "Cannot open config ${vars.path}: $!";\n` },
+        cmd: ['perl', `${dir}/app.pl`],
+      };
     },
     expect: ({ vars }) => failure(vars.msg!),
   },
@@ -362,14 +384,20 @@ export const perl: Scenario[] = [
     id: 'perl-uninitialized-warning',
     tool: 'perl',
     program: 'use warnings: concatenates an undefined variable (exit 0)',
-    prepare: ({ rng }) => ({ files: { 'w.pl': `use strict;\nuse warnings;\nmy $${rng.pick(['name', 'host', 'id'])};\nmy $x;\nprint "value: " . $x . "\\n";\n` }, cmd: ['perl', 'w.pl'] }),
+    prepare: ({ rng }) => ({
+      files: { 'w.pl': `use strict;\nuse warnings;\nmy $${rng.pick(['name', 'host', 'id'])};\nmy $x;\nprint "value: " . $x . "\\n";\n` },
+      cmd: ['perl', 'w.pl'],
+    }),
     expect: () => warning(),
   },
   {
     id: 'perl-isnt-numeric-warning',
     tool: 'perl',
     program: 'use warnings: adds a non-numeric string (exit 0)',
-    prepare: ({ rng }) => ({ files: { 'n.pl': `use warnings;\nmy $v = "${rng.pick(['abc', 'x12', 'n/a'])}";\nprint $v + ${rng.int(1, 9)}, "\\n";\n` }, cmd: ['perl', 'n.pl'] }),
+    prepare: ({ rng }) => ({
+      files: { 'n.pl': `use warnings;\nmy $v = "${rng.pick(['abc', 'x12', 'n/a'])}";\nprint $v + ${rng.int(1, 9)}, "\\n";\n` },
+      cmd: ['perl', 'n.pl'],
+    }),
     expect: () => warning(),
   },
 ];
@@ -381,14 +409,22 @@ export const tsc: Scenario[] = [
     id: 'tsc-ts2304',
     tool: 'tsc',
     program: 'tsc on a file that uses an undeclared name (tsc reports on stdout)',
-    prepare: ({ rng }) => ({ files: { 'main.ts': `${pad(rng.int(0, 4), '//')}export const result = ${rng.pick(['quotaLimit', 'retryBudget', 'pageSize'])}${rng.int(1, 9)} + 1;\n` }, cmd: [...TSC_ARGS, 'main.ts'], stream: 'combined' }),
+    prepare: ({ rng }) => ({
+      files: { 'main.ts': `${pad(rng.int(0, 4), '//')}export const result = ${rng.pick(['quotaLimit', 'retryBudget', 'pageSize'])}${rng.int(1, 9)} + 1;\n` },
+      cmd: [...TSC_ARGS, 'main.ts'],
+      stream: 'combined',
+    }),
     expect: (_c, run) => failure(lineOf(run.stdout, /error TS2304: Cannot find name/)),
   },
   {
     id: 'tsc-ts2322',
     tool: 'tsc',
     program: 'tsc on a file that assigns a string to a number',
-    prepare: ({ rng }) => ({ files: { 'types.ts': `${pad(rng.int(0, 4), '//')}export const n: number = "${rng.int(1, 999)}";\n` }, cmd: [...TSC_ARGS, 'types.ts'], stream: 'combined' }),
+    prepare: ({ rng }) => ({
+      files: { 'types.ts': `${pad(rng.int(0, 4), '//')}export const n: number = "${rng.int(1, 999)}";\n` },
+      cmd: [...TSC_ARGS, 'types.ts'],
+      stream: 'combined',
+    }),
     expect: (_c, run) => failure(lineOf(run.stdout, /error TS2322: Type 'string' is not assignable to type 'number'/)),
   },
 ];

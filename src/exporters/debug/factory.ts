@@ -30,9 +30,7 @@ export const debugExporterFactory: ExporterFactory<DebugExporterConfig> = {
       async export(entries) {
         const work = entries.filter(isWorkEntry);
         if (work.length === 0) return;
-        const text = work
-          .map((e) => (cfg.verbosity === 'detailed' ? JSON.stringify(e.event, null, 2) : formatWorkEventLine(e)))
-          .join('\n');
+        const text = work.map((e) => (cfg.verbosity === 'detailed' ? JSON.stringify(e.event, null, 2) : formatWorkEventLine(e))).join('\n');
         write(text + '\n');
       },
       async shutdown() {},

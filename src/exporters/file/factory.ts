@@ -109,7 +109,11 @@ export function createFileExporter(settings: ExporterSettings, cfg: FileExporter
         await fs.rename(`${path}.${i}`, `${path}.${i + 1}`).catch(() => undefined);
       }
       if (cfg.max_backups > 0) await fs.rename(path, `${path}.1`);
-      else await fs.stat(path).then(() => fs.rename(path, `${path}.1`)).catch(() => undefined);
+      else
+        await fs
+          .stat(path)
+          .then(() => fs.rename(path, `${path}.1`))
+          .catch(() => undefined);
     } catch (err) {
       throw failure('rotating', err);
     }

@@ -69,12 +69,19 @@ export const webhookExporterFactory: ExporterFactory<WebhookExporterConfig> = {
     const where = redactUrl(cfg.endpoint);
     // fetch refuses credentials in a URL: send them as Basic auth instead.
     const target = new URL(cfg.endpoint);
-    const basic = target.username || target.password ? Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64') : undefined;
+    const basic =
+      target.username || target.password
+        ? Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')
+        : undefined;
     target.username = '';
     target.password = '';
     const url = target.toString();
     // Error texts may quote the URL (query tokens, credentials): never let them into logs.
-    const hide = (text: string) => redactText(text, [{ secret: url, shownAs: where }, { secret: cfg.endpoint, shownAs: where }]);
+    const hide = (text: string) =>
+      redactText(text, [
+        { secret: url, shownAs: where },
+        { secret: cfg.endpoint, shownAs: where },
+      ]);
 
     async function post(entry: OutboxEntry & { kind: 'work' }): Promise<void> {
       const body = JSON.stringify(entry.event);
@@ -100,15 +107,21 @@ export const webhookExporterFactory: ExporterFactory<WebhookExporterConfig> = {
       const answer = await readBounded(res, MAX_RESPONSE_BODY_BYTES);
       if (res.status >= 300 && res.status < 400) {
         const location = res.headers.get('location');
-        throw fail(`answered ${res.status} redirecting to ${location ? redactUrl(new URL(location, url).toString()) : '(no location)'}; redirects are not followed: set the endpoint to the final URL`, {
-          permanent: true,
-          reason: 'redirect',
-        });
+        throw fail(
+          `answered ${res.status} redirecting to ${location ? redactUrl(new URL(location, url).toString()) : '(no location)'}; redirects are not followed: set the endpoint to the final URL`,
+          {
+            permanent: true,
+            reason: 'redirect',
+          },
+        );
       }
       if (res.ok) {
         if (answer.kind === 'whole') return;
         if (answer.kind === 'too-large') {
-          throw fail(`answered ${res.status} with a body over ${MAX_RESPONSE_BODY_BYTES} bytes; not read (is the endpoint a webhook receiver?)`, { permanent: true, reason: 'response_too_large' });
+          throw fail(`answered ${res.status} with a body over ${MAX_RESPONSE_BODY_BYTES} bytes; not read (is the endpoint a webhook receiver?)`, {
+            permanent: true,
+            reason: 'response_too_large',
+          });
         }
         const why = (answer.error as Error).name === 'TimeoutError' ? `timed out after ${cfg.timeout}ms` : ((answer.error as Error).message ?? String(answer.error));
         // The answer was cut short: the receiving side may not have finished; send again (same Idempotency-Key).

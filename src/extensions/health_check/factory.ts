@@ -52,7 +52,11 @@ export const healthCheckFactory: ExtensionFactory<HealthCheckConfig> = {
           }
           if (path === '/livez') return json(200, { status: 'alive' });
           const unauthorized = () =>
-            json(401, { error: `GET ${path} needs Authorization: Bearer <token> (the health_check auth.bearer_token, else a receiver token)` }, { 'www-authenticate': 'Bearer' });
+            json(
+              401,
+              { error: `GET ${path} needs Authorization: Bearer <token> (the health_check auth.bearer_token, else a receiver token)` },
+              { 'www-authenticate': 'Bearer' },
+            );
           if (path === '/status') {
             if (!auth.check(req.headers.authorization)) return unauthorized();
             settings
@@ -65,7 +69,8 @@ export const healthCheckFactory: ExtensionFactory<HealthCheckConfig> = {
             if (!auth.check(req.headers.authorization)) return unauthorized();
             const since = url.searchParams.get('since');
             const sinceMs = since === null || since === '' ? 0 : Number(since);
-            if (!Number.isFinite(sinceMs) || sinceMs < 0) return json(400, { error: `since must be milliseconds since the epoch (e.g. since=${Date.now() - 3_600_000}), got '${since}'` });
+            if (!Number.isFinite(sinceMs) || sinceMs < 0)
+              return json(400, { error: `since must be milliseconds since the epoch (e.g. since=${Date.now() - 3_600_000}), got '${since}'` });
             (settings.failures?.(sinceMs) ?? Promise.resolve([]))
               .then((failures) => json(200, { failures }))
               .catch((err: Error) => json(503, { error: err.message }));
@@ -76,7 +81,10 @@ export const healthCheckFactory: ExtensionFactory<HealthCheckConfig> = {
         const { host, port } = parseEndpoint(cfg.endpoint)!;
         const where = { what: `extension '${settings.id}'`, configKey: `extensions.${settings.id}.endpoint` };
         await listen(server, host, port, where);
-        warnIfExposed(settings.logger, host, port, auth.enabled, { ...where, fix: `GET /status and /v1/failures show session ids and signatures to anyone; set extensions.${settings.id}.auth.bearer_token, or bind 127.0.0.1` });
+        warnIfExposed(settings.logger, host, port, auth.enabled, {
+          ...where,
+          fix: `GET /status and /v1/failures show session ids and signatures to anyone; set extensions.${settings.id}.auth.bearer_token, or bind 127.0.0.1`,
+        });
       },
       address() {
         const a = server?.address();

@@ -73,7 +73,7 @@ export function detect(text: string): Detection {
   const lines = frameLines(text);
   lastAtLine = UNKNOWN;
   let best: Finding | undefined;
-  for (let i = 0; i < lines.length; ) {
+  for (let i = 0; i < lines.length;) {
     let line = lines[i]!;
     if (line.length > MAX_LINE) line = lines[i] = line.slice(0, MAX_LINE);
     // No marker is shorter than three characters (blank lines, carets, braces end here).

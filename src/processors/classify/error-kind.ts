@@ -36,7 +36,10 @@ export function tellingText(c: RuntimeErrorCase): string {
  * a cut — what the reference runtime writes as a case's evidence. Idempotent on its own output.
  */
 export function compactEvidence(text: string, max = EVIDENCE_MAX_CHARS): string {
-  const compact = text.split(/\s+/).filter((w) => w !== '').join(' ');
+  const compact = text
+    .split(/\s+/)
+    .filter((w) => w !== '')
+    .join(' ');
   const chars = [...compact];
   if (chars.length <= max) return compact;
   if (compact.endsWith('...') && chars.length <= max + 3) return compact;

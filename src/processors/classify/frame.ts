@@ -15,8 +15,7 @@ const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-
 const LINE_BREAK = /\r\n|\r|\n/;
 // `2026-01-31T12:00:00.123Z `, `2026-01-31 12:00:00,123 `, `[2026-01-31 12:00:00] `, `12:00:00.123 `,
 // `[12:00:00] `; then optional spaces. Anchored at the start; each part is bounded.
-const TIMESTAMP =
-  /^\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)\]?[ \t]+/;
+const TIMESTAMP = /^\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)\]?[ \t]+/;
 
 /** Removes ANSI escape sequences. */
 export function stripAnsi(text: string): string {

@@ -125,7 +125,7 @@ export function normalizeMessage(input: string): string {
       const tilde = c === 126;
       // After `prog:` a single `/` starts a path (`psql:/tmp/x.sql:6`); `://` is a URL.
       const afterColon = p === 58 && s.charCodeAt(i + 1) !== 47;
-      if ((tilde ? s.charCodeAt(i + 1) === 47 && !prevWord : !prevWord && p !== 46 && (p !== 58 || afterColon) && p !== 47 && p !== 93 && p !== 126 && p !== 45)) {
+      if (tilde ? s.charCodeAt(i + 1) === 47 && !prevWord : !prevWord && p !== 46 && (p !== 58 || afterColon) && p !== 47 && p !== 93 && p !== 126 && p !== 45) {
         const m = sticky(UNIX_PATH, s, tilde ? i + 1 : i);
         if (m) {
           text = `<path>${extensionOf(m[0])}`;
@@ -201,7 +201,19 @@ interface WordMask {
 
 function isSpace(c: number): boolean {
   return (
-    c === 32 || (c >= 9 && c <= 13) || (c > 127 && (c === 0xa0 || c === 0x2028 || c === 0x2029 || c === 0xfeff || (c >= 0x2000 && c <= 0x200a) || c === 0x3000 || c === 0x1680 || c === 0x202f || c === 0x205f || c === 0x85))
+    c === 32 ||
+    (c >= 9 && c <= 13) ||
+    (c > 127 &&
+      (c === 0xa0 ||
+        c === 0x2028 ||
+        c === 0x2029 ||
+        c === 0xfeff ||
+        (c >= 0x2000 && c <= 0x200a) ||
+        c === 0x3000 ||
+        c === 0x1680 ||
+        c === 0x202f ||
+        c === 0x205f ||
+        c === 0x85))
   );
 }
 

@@ -182,8 +182,14 @@ export function detectedCase(spec: {
 
 const BEHAVIOUR: Readonly<Record<DetectorKind, readonly [string, string]>> = {
   invalid_tool_args: ['Tool calls should use arguments that satisfy the tool input schema.', 'The tool rejected the call: its arguments failed validation.'],
-  tool_schema_error: ['Tool calls should name an available tool, with arguments that parse.', 'The tool call did not fit the tool schema: its arguments did not parse, or no such tool exists.'],
-  repeated_identical_tool_error: ['After a tool error the agent should change its call rather than repeat it.', 'The same tool failed with the same error repeatedly in one turn.'],
+  tool_schema_error: [
+    'Tool calls should name an available tool, with arguments that parse.',
+    'The tool call did not fit the tool schema: its arguments did not parse, or no such tool exists.',
+  ],
+  repeated_identical_tool_error: [
+    'After a tool error the agent should change its call rather than repeat it.',
+    'The same tool failed with the same error repeatedly in one turn.',
+  ],
   model_request_repeated_failure: ['Model requests should succeed, or the agent should stop retrying them.', 'Model requests failed repeatedly in one turn.'],
   context_overflow_after_recovery: [
     'Context compaction should recover enough budget for the model request.',

@@ -126,7 +126,8 @@ export function detectPage(page: WorkPage, opts: DetectOptions, stored: Map<stri
     const tool = d && isFailure(d) && !d.errorKind ? toolFailureOf(event) : undefined;
     const model = d && isFailure(d) && !d.errorKind && !tool ? modelFailureOf(event) : undefined;
     const marker = activityOf(event);
-    const activity = marker && (marker.activity === 'compaction' || (marker.activity === 'model_request.ok' && marker.fields.output_empty === true)) ? marker : undefined;
+    const activity =
+      marker && (marker.activity === 'compaction' || (marker.activity === 'model_request.ok' && marker.fields.output_empty === true)) ? marker : undefined;
     // Only these records take part; the rest pass without touching the turn's state.
     if (turn === undefined || !(d?.errorKind || tool || model || activity)) {
       items.push(item);
@@ -160,7 +161,15 @@ export function detectPage(page: WorkPage, opts: DetectOptions, stored: Map<stri
     } else if (tool) {
       const argKind = argumentKind(tool);
       if (argKind && on(argKind)) {
-        const c = detectedCase({ kind: argKind, caseId: `${event.eventId}#${argKind}`, turn, time: event.time, detectedBy: opts.detectedBy, evidence: tool.message, toolCall: tool.tool });
+        const c = detectedCase({
+          kind: argKind,
+          caseId: `${event.eventId}#${argKind}`,
+          turn,
+          time: event.time,
+          detectedBy: opts.detectedBy,
+          evidence: tool.message,
+          toolCall: tool.tool,
+        });
         current = account({ ...item, diagnosis: withExcerpt(errorKindDiagnosis(c, 'detected'), d) });
       }
       if (first && on('repeated_identical_tool_error')) {
@@ -202,9 +211,7 @@ export function detectPage(page: WorkPage, opts: DetectOptions, stored: Map<stri
     items.push(current, ...added);
   }
 
-  const writes = [...turns]
-    .filter(([, t]) => t.changed)
-    .map(([turn, t]) => state.put(stateKey(turn), t.value, { version: t.version + 1, ttlMs: opts.turnTtlMs }));
+  const writes = [...turns].filter(([, t]) => t.changed).map(([turn, t]) => state.put(stateKey(turn), t.value, { version: t.version + 1, ttlMs: opts.turnTtlMs }));
   return withState({ ...page, items }, writes);
 }
 

@@ -14,7 +14,15 @@ import {
   workEventId,
   workId as makeWorkId,
 } from '../../model/identity.ts';
-import { isOccurrenceEvent, type Decision, type GroupState, type OutboxItem, type OccurrenceEventType, type WorkEventData, type WorkOutboxItem } from '../../model/work.ts';
+import {
+  isOccurrenceEvent,
+  type Decision,
+  type GroupState,
+  type OutboxItem,
+  type OccurrenceEventType,
+  type WorkEventData,
+  type WorkOutboxItem,
+} from '../../model/work.ts';
 import type { StateEntry, StateWrite } from '../../store/state.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { PageItem, WorkPage } from '../page.ts';
@@ -161,12 +169,7 @@ function startedRevisions(page: WorkPage): Map<string, string> {
  * store, then the payload, then the resource's `service.version`. With an execution id but no
  * revision found the occurrence is stamped `unresolved_revision` — never with vigil's own version.
  */
-function resolveRevision(
-  event: AgentEvent,
-  execId: string | undefined,
-  pageRevisions: Map<string, string>,
-  storedRevisions: Map<string, string>,
-): string {
+function resolveRevision(event: AgentEvent, execId: string | undefined, pageRevisions: Map<string, string>, storedRevisions: Map<string, string>): string {
   if (execId) {
     const known = pageRevisions.get(execId) ?? storedRevisions.get(execId);
     if (known) return known;
@@ -229,10 +232,22 @@ function applyPage(
         const c = before.entry;
         items[p.index] = {
           ...item,
-          occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision: c.d, workId: c.w, revision: p.revision, ...operationOf(p), count: c.c, ...(c.s ? { suppressed: c.s } : {}) },
+          occurrence: {
+            occurrenceId: p.occurrenceId,
+            groupKey: p.groupKey,
+            decision: c.d,
+            workId: c.w,
+            revision: p.revision,
+            ...operationOf(p),
+            count: c.c,
+            ...(c.s ? { suppressed: c.s } : {}),
+          },
         };
         if (!c.p.includes(page.pipeline)) {
-          for (const e of c.e) replayed.push(workEvent(e.type === 'c' ? 'dev.vigil.work.created' : 'dev.vigil.work.updated', items[p.index]!, p, snapshotGroup(p.groupKey, c.w!, e), e.d));
+          for (const e of c.e)
+            replayed.push(
+              workEvent(e.type === 'c' ? 'dev.vigil.work.created' : 'dev.vigil.work.updated', items[p.index]!, p, snapshotGroup(p.groupKey, c.w!, e), e.d),
+            );
           ledger.push(countedWrite(p.occurrenceId, { ...c, p: [...c.p, page.pipeline] }, before.version + 1));
         }
       }
@@ -276,7 +291,16 @@ function applyPage(
     groups.set(p.groupKey, next);
     items[p.index] = {
       ...item,
-      occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, ...operationOf(p), count: total, ...(suppressed ? { suppressed } : {}) },
+      occurrence: {
+        occurrenceId: p.occurrenceId,
+        groupKey: p.groupKey,
+        decision,
+        workId,
+        revision: p.revision,
+        ...operationOf(p),
+        count: total,
+        ...(suppressed ? { suppressed } : {}),
+      },
     };
     failures.push({
       time: event.time,
@@ -308,7 +332,9 @@ function applyPage(
   for (const id of counted ? countedNow : []) {
     const item = items.find((i) => i.occurrence?.occurrenceId === id)!;
     const o = item.occurrence!;
-    ledger.push(countedWrite(id, { p: [page.pipeline], d: o.decision, w: o.workId, c: o.count, ...(o.suppressed ? { s: o.suppressed } : {}), e: emitted.get(id) ?? [] }, 1));
+    ledger.push(
+      countedWrite(id, { p: [page.pipeline], d: o.decision, w: o.workId, c: o.count, ...(o.suppressed ? { s: o.suppressed } : {}), e: emitted.get(id) ?? [] }, 1),
+    );
   }
   outbox.push(...replayed);
 

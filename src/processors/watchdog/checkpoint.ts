@@ -54,7 +54,8 @@ export function readCheckpoint(value: unknown): CheckpointRead<RetryCheckpoint> 
   const common = readCommon(value);
   if (!common.ok) return common;
   const c = value as Partial<RetryCheckpoint>;
-  if (typeof c.conversation !== 'string' || typeof c.run !== 'string' || typeof c.pipeline !== 'string') return { ok: false, problem: 'it has no conversation, run or pipeline' };
+  if (typeof c.conversation !== 'string' || typeof c.run !== 'string' || typeof c.pipeline !== 'string')
+    return { ok: false, problem: 'it has no conversation, run or pipeline' };
   if (c.state !== 'pending' && c.state !== 'retried') return { ok: false, problem: `its state ${JSON.stringify(c.state)} is neither "pending" nor "retried"` };
   if (!Number.isFinite(c.failed_at_ms) || !Number.isFinite(c.resume_at_ms)) return { ok: false, problem: 'it has no failed_at_ms or resume_at_ms' };
   if (typeof c.failure !== 'object' || c.failure === null) return { ok: false, problem: 'it has no failure' };

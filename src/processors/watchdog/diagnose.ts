@@ -79,18 +79,22 @@ const TABLE: readonly Row[] = [
       has(
         /context_length_exceeded|maximum context length|prompt is too long|input token count \(?\d+\)? exceeds the maximum|input is too long for requested model|request_too_large|exceeds? (the|its) context window|too many tokens in the (prompt|request)|context window (is )?exceeded/,
       )(f),
-    hint: (f) => `The conversation is longer than ${f.model ? `${f.model}'s` : 'the model\'s'} context window: compact or shorten the context`,
+    hint: (f) => `The conversation is longer than ${f.model ? `${f.model}'s` : "the model's"} context window: compact or shorten the context`,
   },
   {
     category: 'oauth_refresh_failed',
     temporary: false,
-    test: has(/invalid_grant|oauth token refresh failed|failed to refresh (the )?oauth token|access token could not be refreshed|refresh token (was |has been )?(already used|revoked|expired|invalidated|invalid)|refresh_token_(invalidated|reused|expired)|token refresh failed/),
+    test: has(
+      /invalid_grant|oauth token refresh failed|failed to refresh (the )?oauth token|access token could not be refreshed|refresh token (was |has been )?(already used|revoked|expired|invalidated|invalid)|refresh_token_(invalidated|reused|expired)|token refresh failed/,
+    ),
     hint: (f) => `The ${f.provider} login expired and could not be refreshed: log in to ${f.provider} again${cliLogin(f)}`,
   },
   {
     category: 'not_logged_in',
     temporary: false,
-    test: has(/not logged in|run \/login|please log ?in|login required|log in again|sign in again|oauth token has expired|session (has )?expired|re-?authenticate|invalid bearer token/),
+    test: has(
+      /not logged in|run \/login|please log ?in|login required|log in again|sign in again|oauth token has expired|session (has )?expired|re-?authenticate|invalid bearer token/,
+    ),
     hint: (f) => `Log in to ${f.provider} again${cliLogin(f)}`,
   },
   {
@@ -128,13 +132,19 @@ const TABLE: readonly Row[] = [
     temporary: false,
     test: (f) =>
       f.status === 402 ||
-      has(/insufficient_quota|exceeded your current quota|quota (exceeded|exhausted)|enforced_spend_limit_reached|spend(ing)? limit|credit balance is too low|billing_error|billing hard limit|payment required|out of credits/)(f),
+      has(
+        /insufficient_quota|exceeded your current quota|quota (exceeded|exhausted)|enforced_spend_limit_reached|spend(ing)? limit|credit balance is too low|billing_error|billing hard limit|payment required|out of credits/,
+      )(f),
     hint: (f) => `Credits or quota at ${f.provider} are used up: add credits or raise the plan's limit`,
   },
   {
     category: 'rate_limited',
     temporary: true,
-    test: (f) => f.status === 429 || has(/rate_limit_exceeded|rate_limit_error|rate limit|ratelimiterror|throttlingexception|throttl|too many requests|too many tokens|requests per min|tokens per min/)(f),
+    test: (f) =>
+      f.status === 429 ||
+      has(
+        /rate_limit_exceeded|rate_limit_error|rate limit|ratelimiterror|throttlingexception|throttl|too many requests|too many tokens|requests per min|tokens per min/,
+      )(f),
     hint: (f) => `Rate limited by ${f.provider}: wait${waitHint(f)} before sending more requests, or lower the request rate`,
   },
   {
@@ -150,13 +160,21 @@ const TABLE: readonly Row[] = [
   {
     category: 'permission_denied',
     temporary: false,
-    test: (f) => f.status === 403 || has(/permission_error|permission_denied|permissiondenied|accessdeniedexception|access denied|don't have access to the model|does not have access|forbidden/)(f),
+    test: (f) =>
+      f.status === 403 ||
+      has(/permission_error|permission_denied|permissiondenied|accessdeniedexception|access denied|don't have access to the model|does not have access|forbidden/)(
+        f,
+      ),
     hint: (f) => `The credentials have no access to ${f.model ?? 'this model'} at ${f.provider}: grant access or choose another model`,
   },
   {
     category: 'model_not_found',
     temporary: false,
-    test: (f) => f.status === 404 || has(/model_not_found|deploymentnotfound|deployment for this resource does not exist|model \S+ (does not exist|not found)|unknown model|notfounderror|resourcenotfoundexception/)(f),
+    test: (f) =>
+      f.status === 404 ||
+      has(
+        /model_not_found|deploymentnotfound|deployment for this resource does not exist|model \S+ (does not exist|not found)|unknown model|notfounderror|resourcenotfoundexception/,
+      )(f),
     hint: (f) => `${f.model ? `The model ${f.model}` : 'The model'} does not exist at ${f.provider} or is not available to you: check the model name`,
   },
   {
@@ -171,7 +189,9 @@ const TABLE: readonly Row[] = [
     test: (f) =>
       f.status === 529 ||
       f.status === 503 ||
-      has(/overloaded_error|overloaded|serviceunavailableexception|service unavailable|modelnotreadyexception|currently loading|temporarily unavailable|high demand|\bunavailable\b/)(f),
+      has(
+        /overloaded_error|overloaded|serviceunavailableexception|service unavailable|modelnotreadyexception|currently loading|temporarily unavailable|high demand|\bunavailable\b/,
+      )(f),
     hint: (f) => `${f.provider} is overloaded: this passes, retrying later usually works`,
   },
   {
@@ -179,7 +199,9 @@ const TABLE: readonly Row[] = [
     temporary: true,
     test: (f) =>
       (f.status === undefined || f.status === 200) &&
-      has(/stream disconnected before completion|response\.failed|response\.incomplete|incomplete|stream ended|ended before|unexpected end of (json|input|stream)|premature close|empty response|no response body|response was cut/)(f),
+      has(
+        /stream disconnected before completion|response\.failed|response\.incomplete|incomplete|stream ended|ended before|unexpected end of (json|input|stream)|premature close|empty response|no response body|response was cut/,
+      )(f),
     hint: (f) => `The response from ${f.provider} ended early: this passes, retrying usually works`,
   },
   {
@@ -187,7 +209,9 @@ const TABLE: readonly Row[] = [
     temporary: true,
     test: (f) =>
       f.status === 408 ||
-      has(/apiconnectionerror|apiconnectiontimeouterror|connection error|econnreset|econnrefused|etimedout|enotfound|eai_again|socket hang up|fetch failed|timed out|timeout|network error|stream disconnected|api error \(no response\)|no response/)(f),
+      has(
+        /apiconnectionerror|apiconnectiontimeouterror|connection error|econnreset|econnrefused|etimedout|enotfound|eai_again|socket hang up|fetch failed|timed out|timeout|network error|stream disconnected|api error \(no response\)|no response/,
+      )(f),
     hint: (f) => `The connection to ${f.provider} failed or the stream was cut off: check the network; retrying usually works`,
   },
   {
@@ -195,7 +219,9 @@ const TABLE: readonly Row[] = [
     temporary: true,
     test: (f) =>
       (f.status !== undefined && (f.status >= 500 || f.status === 409 || f.status === 424)) ||
-      has(/api_error|internal server error|internalservererror|server_error|internal error|internalserverexception|modeltimeoutexception|timeout_error|bad gateway|gateway timeout/)(f),
+      has(
+        /api_error|internal server error|internalservererror|server_error|internal error|internalserverexception|modeltimeoutexception|timeout_error|bad gateway|gateway timeout/,
+      )(f),
     hint: (f) => `${f.provider} failed on its side (server error): this passes, retrying usually works`,
   },
   {
@@ -238,7 +264,8 @@ function factsOf(input: FailureFacts): Facts {
 
 /** The HTTP status an error text states (`429 {...}`, `Error code: 429 - ...`, `API Error: 529 ...`, `"code": 429`). */
 export function statusInText(text: string): number | undefined {
-  const m = /^\s*(?:[\w.]*error:?\s*)?(?:error code:\s*|api error:\s*|http\s*|status(?: code)?:?\s*)?([1-5]\d\d)\b/i.exec(text) ?? /"code"\s*:\s*([45]\d\d)\b/.exec(text);
+  const m =
+    /^\s*(?:[\w.]*error:?\s*)?(?:error code:\s*|api error:\s*|http\s*|status(?: code)?:?\s*)?([1-5]\d\d)\b/i.exec(text) ?? /"code"\s*:\s*([45]\d\d)\b/.exec(text);
   return m ? Number(m[1]) : undefined;
 }
 

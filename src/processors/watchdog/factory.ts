@@ -53,7 +53,15 @@ export const watchdogFactory: ProcessorFactory<WatchdogConfig> = {
   create(settings, cfg) {
     const now = Date.now;
     return watchdog(
-      { id: settings.id, pipeline: settings.pipeline, retryAfterMs: cfg.retry_after, failureLimit: cfg.failure_limit, openWork: cfg.open_work, now, startedAt: now() },
+      {
+        id: settings.id,
+        pipeline: settings.pipeline,
+        retryAfterMs: cfg.retry_after,
+        failureLimit: cfg.failure_limit,
+        openWork: cfg.open_work,
+        now,
+        startedAt: now(),
+      },
       watchdogStateView(settings.state),
       {
         log: (l) => {

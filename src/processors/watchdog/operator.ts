@@ -118,7 +118,11 @@ export function watchdog(opts: WatchdogOptions, state: WatchdogStateView, hooks:
         return from(withRecent(state, fx, opts)).pipe(
           map((recentWrites) => {
             log(fx);
-            const writes = [...m.write, ...conversationWrites(state, cs, fx, { facts: loaded.factsEntry, checkpoint: loaded.checkpointEntry, runs: runEntries }), ...recentWrites];
+            const writes = [
+              ...m.write,
+              ...conversationWrites(state, cs, fx, { facts: loaded.factsEntry, checkpoint: loaded.checkpointEntry, runs: runEntries }),
+              ...recentWrites,
+            ];
             let next = withTimers(withState(page, writes), timerWrites(state, fx, pending));
             next = { ...next, commit: { ...next.commit, outbox: [...next.commit.outbox, ...fx.events] } };
             return opts.openWork ? next : markHandled(next, fx, observations, opts.id);
@@ -252,7 +256,10 @@ function markHandled(page: WorkPage, fx: Effects, observations: ReadonlyArray<{ 
   const messages = new Map<string, string[]>();
   for (const { index, obs } of observations) {
     if (obs.kind !== 'failure' || !fx.handled.has(index)) continue;
-    const key = summarizeError(obs.failure.error).replace(/^\d{3} /, '').slice(0, 80).toLowerCase();
+    const key = summarizeError(obs.failure.error)
+      .replace(/^\d{3} /, '')
+      .slice(0, 80)
+      .toLowerCase();
     if (key.length >= 12) messages.set(obs.failure.run, [...(messages.get(obs.failure.run) ?? []), key]);
   }
   page.items.forEach((item, index) => {

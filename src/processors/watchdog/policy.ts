@@ -176,7 +176,11 @@ function onActivity(state: ConversationState, a: ActivityObservation, opts: Poli
   const cp = state.checkpoint;
   if (cp.kind === 'invalid') {
     if (isEnd) {
-      fx.logs.push({ level: 'warn', message: 'watchdog: a finished turn cleared a retry checkpoint that could not be read', fields: { conversation: state.conversation, problem: cp.problem } });
+      fx.logs.push({
+        level: 'warn',
+        message: 'watchdog: a finished turn cleared a retry checkpoint that could not be read',
+        fields: { conversation: state.conversation, problem: cp.problem },
+      });
       state.checkpoint = { kind: 'none' };
       fx.checkpoint = null;
     }
@@ -194,7 +198,11 @@ function onActivity(state: ConversationState, a: ActivityObservation, opts: Poli
   if (after && outcome) {
     state.checkpoint = { kind: 'none' };
     fx.checkpoint = null;
-    fx.logs.push({ level: 'info', message: 'watchdog: the conversation went on after the automatic retry', fields: { conversation: state.conversation, run: c.run, activity: a.activity } });
+    fx.logs.push({
+      level: 'info',
+      message: 'watchdog: the conversation went on after the automatic retry',
+      fields: { conversation: state.conversation, run: c.run, activity: a.activity },
+    });
   }
 }
 
@@ -269,7 +277,11 @@ function onFailure(state: ConversationState, index: number, failure: ProviderFai
   if (state.checkpoint.kind === 'invalid') {
     // The conversation's checkpoint cannot be read and must not be overwritten: no automatic retry, report instead.
     const why = `no automatic retry: the conversation's retry checkpoint cannot be read (${state.checkpoint.problem})`;
-    fx.logs.push({ level: 'error', message: `watchdog: ${why}; the failure is reported instead`, fields: { code: 'VIGIL_CHECKPOINT_INVALID', conversation: state.conversation, run } });
+    fx.logs.push({
+      level: 'error',
+      message: `watchdog: ${why}; the failure is reported instead`,
+      fields: { code: 'VIGIL_CHECKPOINT_INVALID', conversation: state.conversation, run },
+    });
     report(state, run, failure.time, failure.time, { ...rec, hint: `${rec.hint}; ${why}` }, false, fx);
     record(state, run, 'report', failure.time, fx);
     return;
@@ -342,7 +354,9 @@ export function judgeTimer(state: ConversationState, timer: { due: number; paylo
   const retriedAt = timer.due;
   const next: RetryCheckpoint = { ...c, state: 'retried', retried_at_ms: retriedAt, attempts: withAttempt(c.attempts, run) };
   putCheckpoint(state, next, fx);
-  fx.events.push(providerEvent({ type: RETRY_EVENT, run, conversation: state.conversation, failedAtMs: c.failed_at_ms, timeMs: retriedAt, failure: c.failure, retried: false }));
+  fx.events.push(
+    providerEvent({ type: RETRY_EVENT, run, conversation: state.conversation, failedAtMs: c.failed_at_ms, timeMs: retriedAt, failure: c.failure, retried: false }),
+  );
   fx.counts.retried = 1;
   fx.logs.push({ level: 'info', message: 'watchdog: automatic retry sent', fields: { conversation: state.conversation, run, request_id: `watchdog-retry:${run}` } });
   return fx;
@@ -368,7 +382,11 @@ function report(state: ConversationState, run: string, failedAtMs: number, timeM
   const item = providerEvent({ type: REPORT_EVENT, run, conversation: state.conversation, failedAtMs, timeMs, failure: rec, retried });
   fx.events.push(item);
   fx.reports.push(item);
-  fx.logs.push({ level: 'warn', message: `watchdog: ${(item.event.data as { line: string }).line}`, fields: { conversation: state.conversation, run, category: rec.category } });
+  fx.logs.push({
+    level: 'warn',
+    message: `watchdog: ${(item.event.data as { line: string }).line}`,
+    fields: { conversation: state.conversation, run, category: rec.category },
+  });
 }
 
 function record(state: ConversationState, run: string, verdict: Verdict, ms: number, fx: Effects): void {
@@ -407,7 +425,14 @@ function retryTimer(opts: PolicyOptions, partition: string, run: string, due: nu
 
 /** What a report or retry says of a failure: the table's verdict, the summarized error, the last step and title. */
 export function failureRecord(state: ConversationState, failure: ProviderFailure): FailureRecord {
-  const d = diagnoseProviderFailure({ error: failure.error, status: failure.status, errorType: failure.errorType, provider: failure.provider, model: failure.model, reason: failure.reason });
+  const d = diagnoseProviderFailure({
+    error: failure.error,
+    status: failure.status,
+    errorType: failure.errorType,
+    provider: failure.provider,
+    model: failure.model,
+    reason: failure.reason,
+  });
   return {
     category: d.category,
     temporary: d.temporary,

@@ -130,7 +130,10 @@ class JournalReceiver {
   private dirEvent = false;
   private tooMany = false;
 
-  constructor(private readonly settings: ReceiverSettings, private readonly cfg: JournalReceiverConfig) {
+  constructor(
+    private readonly settings: ReceiverSettings,
+    private readonly cfg: JournalReceiverConfig,
+  ) {
     this.consumers = Object.entries(settings.consumers).filter((e): e is [Signal, IngestConsumer] => !!e[1]);
     for (const [signal] of this.consumers) this.bySignal.set(signal, { appended: 0, duplicates: 0 });
     this.exclude = excludeMatchers(cfg.exclude);
@@ -139,7 +142,8 @@ class JournalReceiver {
 
   async start(): Promise<void> {
     const found = await this.expand();
-    if (found.length === 0) this.settings.logger.warn('no journal matches include yet; waiting for one to appear', { receiver: this.settings.id, include: this.cfg.include });
+    if (found.length === 0)
+      this.settings.logger.warn('no journal matches include yet; waiting for one to appear', { receiver: this.settings.id, include: this.cfg.include });
     this.loop = this.run();
   }
 
@@ -175,17 +179,37 @@ class JournalReceiver {
     return [
       counter('vigil_receiver_lines_total', 'Lines read from files (JSONL, journals) or stdin, blank lines aside.', {}, st.lines),
       ...Object.entries(st.skipped).map(([reason, n]) =>
-        counter('vigil_receiver_skipped_lines_total', 'Journal lines skipped with a warning naming file and byte offset, by reason: not_json, not_a_case, unknown_error_kind, overlong.', { reason }, n),
+        counter(
+          'vigil_receiver_skipped_lines_total',
+          'Journal lines skipped with a warning naming file and byte offset, by reason: not_json, not_a_case, unknown_error_kind, overlong.',
+          { reason },
+          n,
+        ),
       ),
       ...Object.entries(st.rewrites).map(([how, n]) =>
-        counter('vigil_receiver_file_rewrites_total', 'Times a followed journal was found rewritten by its consumer (compaction) and reading resynchronized, by how: truncated, rewritten in place, replaced at its path.', { how }, n),
+        counter(
+          'vigil_receiver_file_rewrites_total',
+          'Times a followed journal was found rewritten by its consumer (compaction) and reading resynchronized, by how: truncated, rewritten in place, replaced at its path.',
+          { how },
+          n,
+        ),
       ),
-      counter('vigil_receiver_refused_batches_total', 'Batches the store refused (backpressure, store down, concurrent writer); retried from the file.', {}, st.refused),
+      counter(
+        'vigil_receiver_refused_batches_total',
+        'Batches the store refused (backpressure, store down, concurrent writer); retried from the file.',
+        {},
+        st.refused,
+      ),
       gauge('vigil_receiver_files', 'Files the receiver follows now.', st.files),
       gauge('vigil_receiver_lag_bytes', 'Bytes written to the followed files and not read yet.', st.lagBytes),
       ...[...this.bySignal].flatMap(([signal, c]) => [
         counter('vigil_receiver_appended_records_total', 'Records durably appended to the ingest log.', { signal, protocol: 'journal' }, c.appended),
-        counter('vigil_receiver_duplicate_records_total', 'Records the ingest log already held (redeliveries), counted once.', { signal, protocol: 'journal' }, c.duplicates),
+        counter(
+          'vigil_receiver_duplicate_records_total',
+          'Records the ingest log already held (redeliveries), counted once.',
+          { signal, protocol: 'journal' },
+          c.duplicates,
+        ),
       ]),
     ];
   }
@@ -214,7 +238,8 @@ class JournalReceiver {
     const initial = this.firstLook ? this.cfg.start_at : 'beginning';
     this.firstLook = false;
     for (const path of paths) {
-      if (!this.files.has(path)) this.files.set(path, { file: new FollowedFile(path, undefined), loaded: false, committed: undefined, version: 0, retryAt: 0, attempts: 0, initial });
+      if (!this.files.has(path))
+        this.files.set(path, { file: new FollowedFile(path, undefined), loaded: false, committed: undefined, version: 0, retryAt: 0, attempts: 0, initial });
     }
     this.watchDirs(paths);
     let more = false;
@@ -237,7 +262,8 @@ class JournalReceiver {
     for (const pattern of this.cfg.include) for (const f of await expandGlob(pattern)) if (!excluded(f, this.exclude)) out.add(f);
     const list = [...out];
     if (list.length > MAX_MATCHES) {
-      if (!this.tooMany) this.settings.logger.warn(`include matches more than ${MAX_MATCHES} files; following the first ${MAX_MATCHES}`, { receiver: this.settings.id });
+      if (!this.tooMany)
+        this.settings.logger.warn(`include matches more than ${MAX_MATCHES} files; following the first ${MAX_MATCHES}`, { receiver: this.settings.id });
       this.tooMany = true;
       return list.slice(0, MAX_MATCHES);
     }
@@ -259,9 +285,12 @@ class JournalReceiver {
     if (c.status === 'absent') return 'absent';
     if (c.rewrite) {
       this.counters.rewrites[c.rewrite]++;
-      this.settings.logger.info(`${t.file.path}: the journal was ${c.rewrite === 'replaced' ? 'replaced' : c.rewrite} (compacted or rotated); reading resumes at byte ${t.file.offset!.offset}`, {
-        receiver: this.settings.id,
-      });
+      this.settings.logger.info(
+        `${t.file.path}: the journal was ${c.rewrite === 'replaced' ? 'replaced' : c.rewrite} (compacted or rotated); reading resumes at byte ${t.file.offset!.offset}`,
+        {
+          receiver: this.settings.id,
+        },
+      );
     }
     const read = await t.file.read(this.cfg.batch_size, this.cfg.max_line_size);
     const source: CaseSource = { file: t.file.path, fileSession: this.fileSession(t.file.path), service: this.cfg.service };
@@ -284,9 +313,15 @@ class JournalReceiver {
     skipped.sort((a, b) => a.offset - b.offset);
     for (const [i, k] of skipped.entries()) {
       this.counters.skipped[k.reason]++;
-      if (i < WARNINGS_PER_READ) this.settings.logger.warn(`${t.file.path}: byte ${k.offset}: skipped: ${k.error}`, { receiver: this.settings.id, reason: k.reason, skipped_total: this.counters.skipped[k.reason] });
+      if (i < WARNINGS_PER_READ)
+        this.settings.logger.warn(`${t.file.path}: byte ${k.offset}: skipped: ${k.error}`, {
+          receiver: this.settings.id,
+          reason: k.reason,
+          skipped_total: this.counters.skipped[k.reason],
+        });
     }
-    if (skipped.length > WARNINGS_PER_READ) this.settings.logger.warn(`${t.file.path}: ${skipped.length - WARNINGS_PER_READ} more lines skipped in this read`, { receiver: this.settings.id });
+    if (skipped.length > WARNINGS_PER_READ)
+      this.settings.logger.warn(`${t.file.path}: ${skipped.length - WARNINGS_PER_READ} more lines skipped in this read`, { receiver: this.settings.id });
     t.file.offset = read.next;
     t.file.lag = read.remaining;
     t.attempts = 0;
@@ -393,5 +428,13 @@ function sameOffset(a: FileOffset, b: FileOffset | undefined): boolean {
 
 function isFileOffset(v: unknown): v is FileOffset {
   const o = v as FileOffset;
-  return typeof v === 'object' && v !== null && o.v === 1 && typeof o.offset === 'number' && typeof o.ino === 'number' && typeof o.dev === 'number' && typeof o.tail === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    o.v === 1 &&
+    typeof o.offset === 'number' &&
+    typeof o.ino === 'number' &&
+    typeof o.dev === 'number' &&
+    typeof o.tail === 'string'
+  );
 }

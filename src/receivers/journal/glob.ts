@@ -33,7 +33,14 @@ export function staticBase(pattern: string): string {
 
 /** A regular expression for one path segment (`*`, `?`). */
 function segmentRegExp(segment: string): RegExp {
-  return new RegExp('^' + segment.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]') + '$');
+  return new RegExp(
+    '^' +
+      segment
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '[^/]*')
+        .replace(/\?/g, '[^/]') +
+      '$',
+  );
 }
 
 /** A regular expression for a whole path: `**` spans directories, `*` and `?` stay within one. */

@@ -49,7 +49,10 @@ class JsonlReceiver {
   private readonly bySignal = new Map<Signal, { appended: number; duplicates: number }>();
   private readonly consumers: Array<[Signal, IngestConsumer]>;
 
-  constructor(private readonly settings: ReceiverSettings, private readonly cfg: JsonlReceiverConfig) {
+  constructor(
+    private readonly settings: ReceiverSettings,
+    private readonly cfg: JsonlReceiverConfig,
+  ) {
     this.consumers = Object.entries(settings.consumers).filter((e): e is [Signal, IngestConsumer] => !!e[1]);
     for (const [signal] of this.consumers) this.bySignal.set(signal, { appended: 0, duplicates: 0 });
   }
@@ -65,7 +68,12 @@ class JsonlReceiver {
       counter('vigil_receiver_malformed_lines_total', 'JSONL lines skipped as malformed or overlong, each logged with its FILE:LINE.', {}, this.counters.malformed),
       ...[...this.bySignal].flatMap(([signal, c]) => [
         counter('vigil_receiver_appended_records_total', 'Records durably appended to the ingest log.', { signal, protocol: 'jsonl' }, c.appended),
-        counter('vigil_receiver_duplicate_records_total', 'Records the ingest log already held (redeliveries), counted once.', { signal, protocol: 'jsonl' }, c.duplicates),
+        counter(
+          'vigil_receiver_duplicate_records_total',
+          'Records the ingest log already held (redeliveries), counted once.',
+          { signal, protocol: 'jsonl' },
+          c.duplicates,
+        ),
       ]),
     ];
   }
@@ -218,8 +226,18 @@ async function expand(pattern: string): Promise<string[]> {
   const abs = resolve(pattern);
   const name = basename(abs);
   if (!/[*?]/.test(name)) return [abs];
-  const re = new RegExp('^' + name.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
+  const re = new RegExp(
+    '^' +
+      name
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.') +
+      '$',
+  );
   const dir = dirname(abs);
   const entries = await readdir(dir).catch(() => [] as string[]);
-  return entries.filter((e) => re.test(e)).sort().map((e) => resolve(dir, e));
+  return entries
+    .filter((e) => re.test(e))
+    .sort()
+    .map((e) => resolve(dir, e));
 }

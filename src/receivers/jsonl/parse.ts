@@ -20,7 +20,7 @@ export function parseReferenceLine(line: string, where: { source: string; lineNo
     return { ok: false, error: 'expected a JSON object {"kind": ..., "payload": {...}}' };
   }
   const o = value as Record<string, unknown>;
-  if (typeof o.kind !== 'string' || o.kind === '') return { ok: false, error: "missing string field 'kind' (e.g. \"execution.completed\")" };
+  if (typeof o.kind !== 'string' || o.kind === '') return { ok: false, error: 'missing string field \'kind\' (e.g. "execution.completed")' };
   if (typeof o.payload !== 'object' || o.payload === null || Array.isArray(o.payload)) {
     return { ok: false, error: "missing object field 'payload'" };
   }

@@ -54,20 +54,25 @@ class ProtocolSection<T> extends Schema<T | undefined> {
   }
 }
 
-export const otlpConfigSchema: Schema<OtlpReceiverConfig> = s.object({
-  protocols: s.object({
-    http: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_HTTP_ENDPOINT) })),
-    grpc: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_GRPC_ENDPOINT) })),
-  }),
-  max_request_body_size: s.size().default(DEFAULT_MAX_REQUEST_BODY_SIZE),
-  // Written but empty (`auth:`, `bearer_token: ${env:TOK}` with TOK empty) is an error, never "no auth".
-  auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
-}).check((c, report) => {
-  const { http, grpc } = c.protocols;
-  if (http && grpc && http.endpoint === grpc.endpoint && !http.endpoint.endsWith(':0')) {
-    report(['protocols', 'grpc', 'endpoint'], `(${grpc.endpoint}) is the same as protocols.http.endpoint: each protocol needs its own port (the defaults are 4317 for gRPC, 4318 for HTTP)`);
-  }
-});
+export const otlpConfigSchema: Schema<OtlpReceiverConfig> = s
+  .object({
+    protocols: s.object({
+      http: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_HTTP_ENDPOINT) })),
+      grpc: new ProtocolSection(s.object({ endpoint: s.endpoint().default(DEFAULT_GRPC_ENDPOINT) })),
+    }),
+    max_request_body_size: s.size().default(DEFAULT_MAX_REQUEST_BODY_SIZE),
+    // Written but empty (`auth:`, `bearer_token: ${env:TOK}` with TOK empty) is an error, never "no auth".
+    auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
+  })
+  .check((c, report) => {
+    const { http, grpc } = c.protocols;
+    if (http && grpc && http.endpoint === grpc.endpoint && !http.endpoint.endsWith(':0')) {
+      report(
+        ['protocols', 'grpc', 'endpoint'],
+        `(${grpc.endpoint}) is the same as protocols.http.endpoint: each protocol needs its own port (the defaults are 4317 for gRPC, 4318 for HTTP)`,
+      );
+    }
+  });
 
 /** The HTTP endpoint to serve: the configured one, or the default when no protocol is configured. */
 export function httpEndpointOf(config: OtlpReceiverConfig): string | undefined {

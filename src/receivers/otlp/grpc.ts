@@ -85,7 +85,8 @@ export class OtlpGrpcServer {
     if (this.server) return;
     const { id, endpoint, maxMessageSize } = this.options;
     const parsed = parseEndpoint(endpoint);
-    if (!parsed) throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4317; change protocols.grpc.endpoint`);
+    if (!parsed)
+      throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4317; change protocols.grpc.endpoint`);
     const server = new Server({
       'grpc.max_receive_message_length': maxMessageSize,
       interceptors: [this.countingInterceptor()],
@@ -183,14 +184,19 @@ export class OtlpGrpcServer {
     let input: DecodedSignal;
     try {
       const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
-      input = signal === 'traces' ? { signal, decoded: decodeTracesProtobuf(call.request, options) } : { signal, decoded: decodeLogsProtobuf(call.request, options) };
+      input =
+        signal === 'traces' ? { signal, decoded: decodeTracesProtobuf(call.request, options) } : { signal, decoded: decodeLogsProtobuf(call.request, options) };
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
       throw err;
     }
     let outcome;
     try {
-      outcome = await exportDecoded(input, consumer, counters, 'grpc', { now: this.options.now, forward: this.options.forward?.[signal] === true, markers: this.options.markers?.[signal] === true });
+      outcome = await exportDecoded(input, consumer, counters, 'grpc', {
+        now: this.options.now,
+        forward: this.options.forward?.[signal] === true,
+        markers: this.options.markers?.[signal] === true,
+      });
     } catch (err) {
       const refusal = refusalOf(err);
       if (refusal.reason === 'backpressure') throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, refusal.message, GRPC_RETRY_AFTER_SECONDS);
@@ -198,7 +204,12 @@ export class OtlpGrpcServer {
       throw new Refused(GrpcStatus.INTERNAL, refusal.message);
     }
     if (outcome.rejected > 0) {
-      this.options.logger.warn('OTLP export partially rejected', { signal, protocol: 'grpc', rejected: outcome.rejected, reason: outcome.errorMessage.slice(0, 500) });
+      this.options.logger.warn('OTLP export partially rejected', {
+        signal,
+        protocol: 'grpc',
+        rejected: outcome.rejected,
+        reason: outcome.errorMessage.slice(0, 500),
+      });
     }
     return encodeExportResponse(outcome.rejected, outcome.errorMessage);
   }

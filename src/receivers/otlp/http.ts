@@ -104,7 +104,8 @@ export class OtlpHttpServer {
     if (this.server) return;
     const { id, endpoint } = this.options;
     const parsed = parseEndpoint(endpoint);
-    if (!parsed) throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4318; change protocols.http.endpoint`);
+    if (!parsed)
+      throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4318; change protocols.http.endpoint`);
     const server = createServer((req, res) => this.onRequest(req, res));
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = Math.min(REQUEST_TIMEOUT_MS, 30_000);
@@ -180,7 +181,10 @@ export class OtlpHttpServer {
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
-        const decoded = DECODERS[bodyEncoding][signal](body, { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true });
+        const decoded = DECODERS[bodyEncoding][signal](body, {
+          skipIrrelevant: this.options.forward?.[signal] !== true,
+          markers: this.options.markers?.[signal] === true,
+        });
         input = { signal, decoded } as DecodedSignal;
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
@@ -222,9 +226,7 @@ export class OtlpHttpServer {
     }
     const rejectedKey = signal === 'traces' ? 'rejectedSpans' : 'rejectedLogRecords';
     const response =
-      outcome.rejected > 0 || outcome.errorMessage !== ''
-        ? { partialSuccess: { [rejectedKey]: String(outcome.rejected), errorMessage: outcome.errorMessage } }
-        : {};
+      outcome.rejected > 0 || outcome.errorMessage !== '' ? { partialSuccess: { [rejectedKey]: String(outcome.rejected), errorMessage: outcome.errorMessage } } : {};
     this.send(res, 200, response);
   }
 
@@ -239,7 +241,10 @@ export class OtlpHttpServer {
     const consumer = consumers[signal];
     if (!consumer) throw new Refused(404, RPC.NOT_FOUND, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
 
-    const [mediaType = '', ...params] = (req.headers['content-type'] ?? '').toLowerCase().split(';').map((p) => p.trim());
+    const [mediaType = '', ...params] = (req.headers['content-type'] ?? '')
+      .toLowerCase()
+      .split(';')
+      .map((p) => p.trim());
     if (encoding === undefined) {
       throw new Refused(
         415,
@@ -247,7 +252,10 @@ export class OtlpHttpServer {
         `unsupported content type '${truncate(mediaType || '(none)', 100)}'; send application/x-protobuf (OTLP/protobuf) or application/json (OTLP/JSON)`,
       );
     }
-    const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
+    const charset = params
+      .find((p) => p.startsWith('charset='))
+      ?.slice('charset='.length)
+      .replace(/"/g, '');
     if (encoding === 'json' && charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported charset '${truncate(charset, 40)}'; OTLP/JSON is UTF-8`);
     }

@@ -76,31 +76,41 @@ export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptio
     group.spans.forEach((span, i) => {
       noteSession(result, span.traceId, span.attributes, group.resource);
       const record: ForwardRecord | undefined = options.forward ? { signal: 'traces', resource: group.resource, scope: group.scope, span } : undefined;
-      const mapped = collect(result, () => `span ${span.traceId}:${span.spanId} (#${i})`, () => {
-        const failure = mapSpan(span, group, now);
-        const events: Array<AgentEvent | PendingMarker> = failure ? [failure] : [];
-        if (options.markers) {
-          const taken = new Set(events.map((e) => e.eventId));
-          const id = taken.has(`${span.traceId}:${span.spanId}`) ? `${span.traceId}:${span.spanId}/turn.end` : undefined;
-          const m = markMarker(markOfSpan(span), group, now, id, failure ? span.status.message || undefined : undefined);
-          if (m) {
-            taken.add(m.eventId);
-            events.push(m);
+      const mapped = collect(
+        result,
+        () => `span ${span.traceId}:${span.spanId} (#${i})`,
+        () => {
+          const failure = mapSpan(span, group, now);
+          const events: Array<AgentEvent | PendingMarker> = failure ? [failure] : [];
+          if (options.markers) {
+            const taken = new Set(events.map((e) => e.eventId));
+            const id = taken.has(`${span.traceId}:${span.spanId}`) ? `${span.traceId}:${span.spanId}/turn.end` : undefined;
+            const m = markMarker(markOfSpan(span), group, now, id, failure ? span.status.message || undefined : undefined);
+            if (m) {
+              taken.add(m.eventId);
+              events.push(m);
+            }
+            events.push(...spanEventMarkers(span, group, now, taken));
           }
-          events.push(...spanEventMarkers(span, group, now, taken));
-        }
-        return events;
-      });
+          return events;
+        },
+      );
       if (!mapped) return;
-      if (record) mapped.forwardOnly = () => forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs ?? now(), 'otlp.traces', record);
+      if (record)
+        mapped.forwardOnly = () =>
+          forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs ?? now(), 'otlp.traces', record);
       attachForward(mapped, record);
       records.push(mapped);
     });
     for (const mark of group.marks ?? []) {
-      const mapped = collect(result, () => `span ${mark.traceId}:${mark.spanId}`, () => {
-        const m = markMarker(mark, group, now);
-        return m ? [m] : [];
-      });
+      const mapped = collect(
+        result,
+        () => `span ${mark.traceId}:${mark.spanId}`,
+        () => {
+          const m = markMarker(mark, group, now);
+          return m ? [m] : [];
+        },
+      );
       if (mapped) records.push(mapped);
     }
   }
@@ -116,14 +126,25 @@ export function mapLogs(groups: readonly NormalizedLogs[], options: MapOptions =
     group.logs.forEach((log, i) => {
       noteSession(result, log.traceId, log.attributes, group.resource);
       const record: ForwardRecord | undefined = options.forward ? { signal: 'logs', resource: group.resource, scope: group.scope, log } : undefined;
-      const mapped = collect(result, () => `log record #${i}`, () => {
-        const event = mapLog(log, group, now, options.markers === true);
-        return event ? [event] : [];
-      });
+      const mapped = collect(
+        result,
+        () => `log record #${i}`,
+        () => {
+          const event = mapLog(log, group, now, options.markers === true);
+          return event ? [event] : [];
+        },
+      );
       if (!mapped) return;
       if (record) {
         mapped.forwardOnly = () =>
-          forwardOnly(text(log.attributes['log.record.uid']) ?? logContentHash(log, group.resource), log.attributes, group.resource, log.timeMs ?? log.observedTimeMs ?? now(), 'otlp.logs', record);
+          forwardOnly(
+            text(log.attributes['log.record.uid']) ?? logContentHash(log, group.resource),
+            log.attributes,
+            group.resource,
+            log.timeMs ?? log.observedTimeMs ?? now(),
+            'otlp.logs',
+            record,
+          );
       }
       attachForward(mapped, record);
       records.push(mapped);

@@ -5,7 +5,16 @@
  * are kept both as the sender's nanosecond string (for identity) and as milliseconds (for use).
  */
 
-import type { AttributeValue, Attributes, NormalizedLog, NormalizedScope, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus } from '../../model/otlp.ts';
+import type {
+  AttributeValue,
+  Attributes,
+  NormalizedLog,
+  NormalizedScope,
+  NormalizedSpan,
+  NormalizedSpanEvent,
+  NormalizedSpanLink,
+  NormalizedStatus,
+} from '../../model/otlp.ts';
 
 export type { AttributeValue, Attributes, NormalizedLog, NormalizedScope, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus };
 

@@ -42,7 +42,11 @@ export class RedisConnection {
   private readyWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
 
   /** `scripts`: names of the store's Lua commands (see the autopipelining note below). */
-  constructor(readonly cfg: ConnectionConfig, scripts: string[], private readonly logger?: Logger) {
+  constructor(
+    readonly cfg: ConnectionConfig,
+    scripts: string[],
+    private readonly logger?: Logger,
+  ) {
     this.where = [cfg.url, ...cfg.cluster.nodes].map((u) => redactUrl(u, { keepUser: true })).join(', ');
     const { node, options } = nodeOptions(cfg.url);
     const common = {

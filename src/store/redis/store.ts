@@ -101,7 +101,11 @@ export class RedisStore implements StateStore {
   /** Fault injection for tests: thrown between the two steps of a cluster commit, like a crash there. */
   readonly faults: { betweenCommitSteps?: () => void } = {};
 
-  constructor(private readonly cfg: RedisStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly cfg: RedisStoreConfig,
+    private readonly logger?: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
     this.keys = keySpace(cfg.key_prefix);
     this.cluster = cfg.cluster.enabled;
   }
@@ -182,7 +186,11 @@ export class RedisStore implements StateStore {
     if (coded?.[1] === 'VIGIL_STATE_FULL') return new VigilError('VIGIL_STATE_FULL', coded[2]!, { transient: true });
     if (coded?.[1] === 'VIGIL_STORE_CORRUPT') return new VigilError('VIGIL_STORE_CORRUPT', coded[2]!);
     if (msg.startsWith('WRONGTYPE')) {
-      return new VigilError('VIGIL_STORE_CORRUPT', `redis at ${this.conn?.where ?? '?'} holds a key of another type under prefix '${this.cfg.key_prefix}' (${msg}); use a prefix of its own`, { cause: err });
+      return new VigilError(
+        'VIGIL_STORE_CORRUPT',
+        `redis at ${this.conn?.where ?? '?'} holds a key of another type under prefix '${this.cfg.key_prefix}' (${msg}); use a prefix of its own`,
+        { cause: err },
+      );
     }
     return new VigilError('VIGIL_STORE_UNAVAILABLE', `cannot ${what} in redis at ${this.conn?.where ?? '?'}: ${msg}`, { transient: true, cause: err });
   }

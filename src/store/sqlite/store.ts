@@ -104,7 +104,11 @@ export class SqliteStore implements StateStore {
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
 
-  constructor(private readonly cfg: SqliteStoreConfig, private readonly logger?: Logger, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly cfg: SqliteStoreConfig,
+    private readonly logger?: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
     this.file = resolve(cfg.path);
   }
 
@@ -136,7 +140,9 @@ export class SqliteStore implements StateStore {
       db?.close();
       lock?.release();
       if ((err as { code?: string }).code === 'SQLITE_CANTOPEN' && opts.readOnly) {
-        throw new VigilError('VIGIL_STORE_UNAVAILABLE', `no vigil state at '${this.file}' (SQLite database missing); has vigil run with this configuration?`, { cause: err });
+        throw new VigilError('VIGIL_STORE_UNAVAILABLE', `no vigil state at '${this.file}' (SQLite database missing); has vigil run with this configuration?`, {
+          cause: err,
+        });
       }
       throw sqliteError(err, this.file, 'open the state store', this.cfg.busy_timeout);
     }
@@ -169,7 +175,10 @@ export class SqliteStore implements StateStore {
     if (from === undefined) {
       db.transaction(() => {
         db.exec(SCHEMA);
-        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('schema_version', String(SCHEMA_VERSION));
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+          'schema_version',
+          String(SCHEMA_VERSION),
+        );
       }).immediate();
       return;
     }
@@ -219,7 +228,11 @@ export class SqliteStore implements StateStore {
     await Promise.all(this.syncing);
     const wal = this.walFd;
     this.walFd = undefined;
-    if (wal) await wal.then((fd) => new Promise((resolve) => closeFd(fd, resolve)), () => undefined);
+    if (wal)
+      await wal.then(
+        (fd) => new Promise((resolve) => closeFd(fd, resolve)),
+        () => undefined,
+      );
     // Last: the next writer may open the file once nothing of this one is in flight.
     this.lock?.release();
     this.lock = undefined;
@@ -458,7 +471,9 @@ export class SqliteStore implements StateStore {
             }
             const at = stored?.cursor ?? 0;
             if (cursor <= at || (base !== undefined && base !== String(at))) {
-              throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, { transient: true });
+              throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
+                transient: true,
+              });
             }
           }
           this.checkState(state, now);
@@ -466,7 +481,9 @@ export class SqliteStore implements StateStore {
           for (const g of c.groups) {
             const v = (q.groupVersion.get(g.groupKey) as { version: number } | undefined)?.version ?? 0;
             if (v !== g.version - 1) {
-              throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, { transient: true });
+              throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
+                transient: true,
+              });
             }
           }
           for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
@@ -498,7 +515,8 @@ export class SqliteStore implements StateStore {
 
   /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
   private state(): ReturnType<typeof prepareState> {
-    if (!this.qs) throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite database '${this.file}' is at schema version 1 and opened read-only; run vigil once to migrate it`);
+    if (!this.qs)
+      throw new VigilError('VIGIL_STORE_UNAVAILABLE', `SQLite database '${this.file}' is at schema version 1 and opened read-only; run vigil once to migrate it`);
     return this.qs;
   }
 
@@ -597,7 +615,11 @@ export class SqliteStore implements StateStore {
   }
 
   private entryOf(row: StateRow): StateEntry {
-    return { value: parseStored(row.value, `SQLite database '${this.file}' state entry`), version: row.version, ...(row.expires !== null ? { expiresAt: row.expires } : {}) };
+    return {
+      value: parseStored(row.value, `SQLite database '${this.file}' state entry`),
+      version: row.version,
+      ...(row.expires !== null ? { expiresAt: row.expires } : {}),
+    };
   }
 
   async dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers> {
@@ -611,7 +633,11 @@ export class SqliteStore implements StateStore {
 
   private namespaceStatus(now: number): NamespaceStatus[] {
     if (!this.qs) return [];
-    return (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>).map((r) => ({ namespace: r.namespace, entries: r.entries, evicted: r.evicted }));
+    return (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>).map((r) => ({
+      namespace: r.namespace,
+      entries: r.entries,
+      evicted: r.evicted,
+    }));
   }
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
@@ -646,7 +672,9 @@ export class SqliteStore implements StateStore {
    */
   async probeWrite(bytes: number): Promise<void> {
     this.run('write a probe', (db) => {
-      db.transaction(() => db.prepare("INSERT INTO meta (key, value) VALUES ('probe', zeroblob(?)) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(bytes)).immediate();
+      db.transaction(() =>
+        db.prepare("INSERT INTO meta (key, value) VALUES ('probe', zeroblob(?)) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(bytes),
+      ).immediate();
       db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
     });
   }
@@ -689,7 +717,12 @@ export class SqliteStore implements StateStore {
   async status(): Promise<StoreStatus> {
     return this.run('read the status', (db) => {
       const q = this.q;
-      const pipelines = [...new Set([...(q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline), ...((this.qs?.timerPipelines.all() ?? []) as Array<{ pipeline: string }>).map((r) => r.pipeline)])].sort();
+      const pipelines = [
+        ...new Set([
+          ...(q.pipelines.all() as Array<{ pipeline: string }>).map((r) => r.pipeline),
+          ...((this.qs?.timerPipelines.all() ?? []) as Array<{ pipeline: string }>).map((r) => r.pipeline),
+        ]),
+      ].sort();
       const out: PipelineStatus[] = pipelines.map((pipeline) => {
         const last = (q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
         return {
@@ -711,9 +744,9 @@ export class SqliteStore implements StateStore {
         };
       });
       const groups = db.prepare('SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM groups').get() as { n: number; open: number };
-      const recent = (db.prepare('SELECT failure FROM recent_failures ORDER BY time DESC, id ASC LIMIT ?').all(RECENT_FAILURES_MAX) as Array<{ failure: string }>).map(
-        (r) => parseJson<RecentFailure>(r.failure, this.file, 'recent failure'),
-      );
+      const recent = (
+        db.prepare('SELECT failure FROM recent_failures ORDER BY time DESC, id ASC LIMIT ?').all(RECENT_FAILURES_MAX) as Array<{ failure: string }>
+      ).map((r) => parseJson<RecentFailure>(r.failure, this.file, 'recent failure'));
       const deadTotal = (db.prepare('SELECT COUNT(*) AS n FROM dead_letters').get() as { n: number }).n;
       const newest = (q.deadList.all(5) as Array<{ letter: string }>).map((r) => parseJson<DeadLetter>(r.letter, this.file, 'dead letter'));
       return {
@@ -808,7 +841,9 @@ function prepare(db: Db) {
     backlog: p('SELECT partition, COUNT(*) AS pending FROM ingest_log WHERE pipeline = ? GROUP BY partition ORDER BY MIN(seq)'),
     readPage: p('SELECT seq, event FROM ingest_log WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?'),
     cursorGet: p('SELECT cursor FROM partition_cursors WHERE pipeline = ? AND partition = ?'),
-    cursorPut: p('INSERT INTO partition_cursors (pipeline, partition, cursor) VALUES (?, ?, ?) ON CONFLICT (pipeline, partition) DO UPDATE SET cursor = excluded.cursor'),
+    cursorPut: p(
+      'INSERT INTO partition_cursors (pipeline, partition, cursor) VALUES (?, ?, ?) ON CONFLICT (pipeline, partition) DO UPDATE SET cursor = excluded.cursor',
+    ),
     groupGet: p('SELECT state FROM groups WHERE group_key = ?'),
     groupVersion: p('SELECT version FROM groups WHERE group_key = ?'),
     groupPut: p(

@@ -115,7 +115,12 @@ export function nodeThrownValue(lines: readonly string[], i: number): Hit | unde
 
 /** `function@module` for a frame; `!` marks frames outside the program (node internals, node_modules). */
 function frameKey(fn: string, location: string): string {
-  const external = location.startsWith('node:') || location.includes('/node_modules/') || location.includes('\\node_modules\\') || location === '<anonymous>' || location === 'native';
+  const external =
+    location.startsWith('node:') ||
+    location.includes('/node_modules/') ||
+    location.includes('\\node_modules\\') ||
+    location === '<anonymous>' ||
+    location === 'native';
   // Frames outside the program are dropped by the caller: no need to name them.
   if (external) return '!';
   const file = basename(location.replace(/:\d+(?::\d+)?$/, '')).replace(/\.[cm]?[jt]sx?$/, '');

@@ -7,7 +7,8 @@
 import { Rank, type Hit } from '../finding.ts';
 
 const PREFIXES = ['npm error ', 'npm ERR! '];
-const BOOKKEEPING = /^(?:code|errno|syscall|path|workspace|location|command|signal|A complete log of this run|Log files were not written|You can rerun the command|To see a list of|\s|$)/;
+const BOOKKEEPING =
+  /^(?:code|errno|syscall|path|workspace|location|command|signal|A complete log of this run|Log files were not written|You can rerun the command|To see a list of|\s|$)/;
 
 /** A block of npm error lines starting at line `i`. */
 export function npmError(lines: readonly string[], i: number): Hit | undefined {

@@ -188,5 +188,8 @@ export function pytestError(lines: readonly string[], i: number, t: string): Hit
       break;
     }
   }
-  return { finding: { rank: Rank.Exception, line: i, signature: t, format: 'pytest', key: { kind: 'diag', tool: 'pytest', code: '', file, message: m[1]! } }, next: i + 1 };
+  return {
+    finding: { rank: Rank.Exception, line: i, signature: t, format: 'pytest', key: { kind: 'diag', tool: 'pytest', code: '', file, message: m[1]! } },
+    next: i + 1,
+  };
 }

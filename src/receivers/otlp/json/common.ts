@@ -539,7 +539,15 @@ export class WatchedKeys {
   }
 }
 
-function keyValue(r: JsonReader, stats: DecodeStats, index: number, list: AttributeList, target: Attributes | undefined, watched?: WatchedKeys, facts?: Attributes): void {
+function keyValue(
+  r: JsonReader,
+  stats: DecodeStats,
+  index: number,
+  list: AttributeList,
+  target: Attributes | undefined,
+  watched?: WatchedKeys,
+  facts?: Attributes,
+): void {
   if (compactKeyValue(r, stats, index, target, watched, facts)) return;
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
   r.openObject();
@@ -644,7 +652,15 @@ function rewind(r: JsonReader, pos: number): false {
 const DROPPED = Symbol('dropped') as unknown as AttributeValue;
 
 /** The value of a KeyValue whose key is known, at the cursor (`r`), or absent (no `r`): applies the cap when building. */
-function keyedValue(r: JsonReader | undefined, stats: DecodeStats, index: number, list: AttributeList, target: Attributes | undefined, key: string, watchedId: number): AttributeValue {
+function keyedValue(
+  r: JsonReader | undefined,
+  stats: DecodeStats,
+  index: number,
+  list: AttributeList,
+  target: Attributes | undefined,
+  key: string,
+  watchedId: number,
+): AttributeValue {
   let isNew = false;
   if (target && index >= MAX_ATTRIBUTES) {
     if (index === MAX_ATTRIBUTES) list.kept = Object.keys(target).length;
@@ -729,7 +745,11 @@ export interface RecordKind<R, F extends { attributes: Attributes } & TraceIdAt,
  * counts to the walk that builds; a record the test keeps as an activity mark is made from its
  * facts instead. A record with a bad field is rejected alone (its syntax is still checked to its end).
  */
-export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt, M>(body: string | Uint8Array, kind: RecordKind<R, F, M>, options: DecodeOptions): DecodedRecords<R, M> {
+export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt, M>(
+  body: string | Uint8Array,
+  kind: RecordKind<R, F, M>,
+  options: DecodeOptions,
+): DecodedRecords<R, M> {
   const stats = emptyStats();
   const groups: DecodedRecords<R, M>['groups'] = [];
   const markers = options.markers === true;
@@ -1006,4 +1026,3 @@ function countRecords(r: JsonReader, path: string, first: number): number {
 function invalid(message: string): VigilError {
   return new VigilError('VIGIL_PAYLOAD_INVALID', message);
 }
-

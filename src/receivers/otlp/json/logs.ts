@@ -9,7 +9,22 @@ import { LOG_ATTRIBUTE_KEYS, LOG_TEST_KEYS, logMayMatter } from '../mapping/rele
 import type { LogFacts, TraceIdAt } from '../mapping/relevance.ts';
 import { MAX_BODY_BYTES, MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, DecodedLogs, NormalizedLog } from '../normalized.ts';
-import { WatchedKeys, wrongType, anyValue, attributeList, attributes, decodeSignal, enumField, hexTraceId, idField, noteTraceId, nanosField, optionalId, stringField, uint32Field } from './common.ts';
+import {
+  WatchedKeys,
+  wrongType,
+  anyValue,
+  attributeList,
+  attributes,
+  decodeSignal,
+  enumField,
+  hexTraceId,
+  idField,
+  noteTraceId,
+  nanosField,
+  optionalId,
+  stringField,
+  uint32Field,
+} from './common.ts';
 import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
 import type { JsonReader } from './reader.ts';

@@ -227,7 +227,13 @@ export class JsonReader {
         const e = buf[pos + 1];
         if (e === undefined || ESCAPES[e] !== 1) syntaxError('bad escape in a string', pos);
         if (e === 0x75) {
-          if (pos + 6 > end || HEX_DIGIT[buf[pos + 2]!] !== 1 || HEX_DIGIT[buf[pos + 3]!] !== 1 || HEX_DIGIT[buf[pos + 4]!] !== 1 || HEX_DIGIT[buf[pos + 5]!] !== 1) {
+          if (
+            pos + 6 > end ||
+            HEX_DIGIT[buf[pos + 2]!] !== 1 ||
+            HEX_DIGIT[buf[pos + 3]!] !== 1 ||
+            HEX_DIGIT[buf[pos + 4]!] !== 1 ||
+            HEX_DIGIT[buf[pos + 5]!] !== 1
+          ) {
             syntaxError('bad \\u escape in a string', pos);
           }
           pos += 6;

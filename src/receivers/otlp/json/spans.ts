@@ -10,8 +10,32 @@ import type { Checking } from '../decoding.ts';
 import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_MARKER_KEYS, SPAN_TEST_KEYS, spanVerdict } from '../mapping/relevance.ts';
 import type { SpanFacts, TraceIdAt } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
-import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, SpanMark } from '../normalized.ts';
-import { WatchedKeys, wrongType, attributeList, attributes, decodeSignal, enumField, hexTraceId, idField, noteTraceId, nanosField, optionalId, requiredId, stringField } from './common.ts';
+import type {
+  Attributes,
+  DecodeOptions,
+  DecodeStats,
+  DecodedTraces,
+  NormalizedSpan,
+  NormalizedSpanEvent,
+  NormalizedSpanLink,
+  NormalizedStatus,
+  SpanMark,
+} from '../normalized.ts';
+import {
+  WatchedKeys,
+  wrongType,
+  attributeList,
+  attributes,
+  decodeSignal,
+  enumField,
+  hexTraceId,
+  idField,
+  noteTraceId,
+  nanosField,
+  optionalId,
+  requiredId,
+  stringField,
+} from './common.ts';
 import type { RecordKind } from './common.ts';
 import { FieldNames, JsonType, withSnakeCase } from './reader.ts';
 import type { JsonReader } from './reader.ts';
@@ -26,7 +50,20 @@ const SPAN_KINDS: Record<string, number> = {
 };
 const STATUS_CODES: Record<string, number> = { STATUS_CODE_UNSET: 0, STATUS_CODE_OK: 1, STATUS_CODE_ERROR: 2 };
 
-const S = { TRACE_ID: 1, SPAN_ID: 2, PARENT_SPAN_ID: 3, TRACE_STATE: 4, NAME: 5, KIND: 6, START: 7, END: 8, ATTRIBUTES: 9, EVENTS: 10, LINKS: 11, STATUS: 12 } as const;
+const S = {
+  TRACE_ID: 1,
+  SPAN_ID: 2,
+  PARENT_SPAN_ID: 3,
+  TRACE_STATE: 4,
+  NAME: 5,
+  KIND: 6,
+  START: 7,
+  END: 8,
+  ATTRIBUTES: 9,
+  EVENTS: 10,
+  LINKS: 11,
+  STATUS: 12,
+} as const;
 const SPAN_FIELDS = new FieldNames(
   withSnakeCase({
     traceId: S.TRACE_ID,
@@ -72,14 +109,31 @@ const SPANS: RecordKind<NormalizedSpan, JsonSpanFacts, SpanMark> = {
     statusCode: f.statusCode,
     attributes: f.attributes,
   }),
-  newFacts: () => ({ statusCode: 0, name: '', eventNames: [], attributes: {}, traceId: '', spanId: '', start: '0', end: '0', traceIdAt: -1, traceIdText: undefined, sameTrace: false }),
+  newFacts: () => ({
+    statusCode: 0,
+    name: '',
+    eventNames: [],
+    attributes: {},
+    traceId: '',
+    spanId: '',
+    start: '0',
+    end: '0',
+    traceIdAt: -1,
+    traceIdText: undefined,
+    sameTrace: false,
+  }),
   traceIdOf: hexTraceId,
 };
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for a body that cannot be read at all. */
 export function decodeTracesJson(body: string | Uint8Array, options: DecodeOptions = {}): DecodedTraces {
   const { groups, stats, skipped, sessions } = decodeSignal(body, SPANS, options);
-  return { groups: groups.map(({ resource, scope, records, marks }) => (marks ? { resource, scope, spans: records, marks } : { resource, scope, spans: records })), stats, skipped, sessions };
+  return {
+    groups: groups.map(({ resource, scope, records, marks }) => (marks ? { resource, scope, spans: records, marks } : { resource, scope, spans: records })),
+    stats,
+    skipped,
+    sessions,
+  };
 }
 
 /** The span object at the cursor: built (no `checking`), or only checked, filling `checking.facts`. */
@@ -143,7 +197,9 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpan
         end = nanosField(r, 'endTimeUnixNano', read);
         break;
       case S.ATTRIBUTES:
-        if (!attributes(r, 'attributes', stats, list, attrs, checking?.markers ? WATCHED_FOR_MARKS : facts?.sameTrace ? WATCHED_BY_TEST : WATCHED, facts?.attributes)) {
+        if (
+          !attributes(r, 'attributes', stats, list, attrs, checking?.markers ? WATCHED_FOR_MARKS : facts?.sameTrace ? WATCHED_BY_TEST : WATCHED, facts?.attributes)
+        ) {
           checking!.mustBuild = true;
           return undefined;
         }

@@ -73,7 +73,11 @@ export function markMarker(mark: SpanMark, group: Pick<NormalizedTraces, 'resour
       break;
     case 'execute_tool':
       if (failed) return undefined;
-      payload = compactPayload({ activity: 'tool.ok', tool_name: firstText(a, TOOL_NAME_KEYS) ?? toolNameOfSpan(mark.name), call_id: firstText(a, TOOL_CALL_ID_KEYS) });
+      payload = compactPayload({
+        activity: 'tool.ok',
+        tool_name: firstText(a, TOOL_NAME_KEYS) ?? toolNameOfSpan(mark.name),
+        call_id: firstText(a, TOOL_CALL_ID_KEYS),
+      });
       break;
     case 'invoke_agent':
       payload = turnEnd(a, mark.statusCode === STATUS_CODE_ERROR ? 'error' : 'ok', error);
@@ -159,8 +163,16 @@ export function idFor(mark: Pick<SpanMark, 'traceId' | 'spanId'>, activity: stri
  */
 const LOG_MARKERS: Record<string, (a: Attributes, body: AttributeValue | undefined) => ActivityPayload | null> = {
   // Claude Code
-  api_request: (a) => compactPayload({ activity: 'model_request.ok', provider: 'anthropic', model: text(a['model']), finish_reasons: [], output_empty: integer(a['output_tokens']) === 0 }),
-  tool_result: (a) => (flag(a['success']) === true ? compactPayload({ activity: 'tool.ok', tool_name: text(a['tool_name']), call_id: text(a['tool_use_id']) }) : null),
+  api_request: (a) =>
+    compactPayload({
+      activity: 'model_request.ok',
+      provider: 'anthropic',
+      model: text(a['model']),
+      finish_reasons: [],
+      output_empty: integer(a['output_tokens']) === 0,
+    }),
+  tool_result: (a) =>
+    flag(a['success']) === true ? compactPayload({ activity: 'tool.ok', tool_name: text(a['tool_name']), call_id: text(a['tool_use_id']) }) : null,
   user_prompt: () => ({ activity: 'prompt' }),
   compaction: (a) => compactPayload({ activity: 'compaction', trigger: trigger(a) }),
   // Codex CLI
@@ -168,7 +180,8 @@ const LOG_MARKERS: Record<string, (a: Attributes, body: AttributeValue | undefin
     text(a['error.message']) === undefined && (integer(a['http.response.status_code']) ?? 200) < 400
       ? compactPayload({ activity: 'model_request.ok', provider: 'openai', model: text(a['model']), finish_reasons: [], output_empty: false })
       : null,
-  'codex.tool_result': (a) => (flag(a['success']) === true ? compactPayload({ activity: 'tool.ok', tool_name: text(a['tool_name']), call_id: text(a['call_id']) }) : null),
+  'codex.tool_result': (a) =>
+    flag(a['success']) === true ? compactPayload({ activity: 'tool.ok', tool_name: text(a['tool_name']), call_id: text(a['call_id']) }) : null,
   'codex.user_prompt': () => ({ activity: 'prompt' }),
   // Gemini CLI
   'gemini_cli.api_response': (a) =>
@@ -182,7 +195,13 @@ const LOG_MARKERS: Record<string, (a: Attributes, body: AttributeValue | undefin
         })
       : null,
   'gemini_cli.tool_call': (a) =>
-    flag(a['success']) === true ? compactPayload({ activity: 'tool.ok', tool_name: text(a['function_name']) ?? text(a['tool_name']), call_id: firstText(a, TOOL_CALL_ID_KEYS) ?? text(a['call_id']) }) : null,
+    flag(a['success']) === true
+      ? compactPayload({
+          activity: 'tool.ok',
+          tool_name: text(a['function_name']) ?? text(a['tool_name']),
+          call_id: firstText(a, TOOL_CALL_ID_KEYS) ?? text(a['call_id']),
+        })
+      : null,
   'gemini_cli.user_prompt': () => ({ activity: 'prompt' }),
   'gemini_cli.chat_compression': (a) => compactPayload({ activity: 'compaction', trigger: trigger(a) }),
   // Runtimes: a turn's end (with its reason) and a provider retry checkpoint, as log events.
@@ -409,7 +428,7 @@ function checkpointPayload(v: AttributeValue | null): ActivityPayload {
 /** A checkpoint given as the event's own attributes (`version`, `resume_at_ms`, `attempts`, ...). */
 function checkpointFromAttributes(a: Attributes): AttributeValue {
   const out: Record<string, AttributeValue> = {};
-  for (const [k, v] of Object.entries(a)) out[k] = typeof v === 'string' && /^[[{]/.test(v.trim()) ? (parseJson(v) ?? v) as AttributeValue : v;
+  for (const [k, v] of Object.entries(a)) out[k] = typeof v === 'string' && /^[[{]/.test(v.trim()) ? ((parseJson(v) ?? v) as AttributeValue) : v;
   return out;
 }
 

@@ -429,7 +429,15 @@ function arrayValues(r: WireReader, end: number, depth: number, maxBytes: number
   }
 }
 
-function kvlistValues(r: WireReader, end: number, depth: number, maxBytes: number, stats: DecodeStats, build: boolean, out: { [key: string]: AttributeValue }): void {
+function kvlistValues(
+  r: WireReader,
+  end: number,
+  depth: number,
+  maxBytes: number,
+  stats: DecodeStats,
+  build: boolean,
+  out: { [key: string]: AttributeValue },
+): void {
   let i = 0;
   while (r.next(end)) {
     if (r.field !== F.LIST_VALUES) {
@@ -477,7 +485,14 @@ function isObject(v: AttributeValue): v is { [key: string]: AttributeValue } {
  * Decodes a message field from its ranges: one → in place; several → their concatenation, which
  * protobuf defines as the merge of the occurrences. The cursor is left anywhere; callers reposition it.
  */
-export function withMerged<T, A>(r: WireReader, ranges: Ranges, build: boolean, decode: (r: WireReader, end: number, build: boolean, arg: A, stats: DecodeStats) => T, arg: A, stats: DecodeStats): T {
+export function withMerged<T, A>(
+  r: WireReader,
+  ranges: Ranges,
+  build: boolean,
+  decode: (r: WireReader, end: number, build: boolean, arg: A, stats: DecodeStats) => T,
+  arg: A,
+  stats: DecodeStats,
+): T {
   if (ranges.length === 2) {
     r.pos = ranges[0]!;
     return decode(r, ranges[1]!, build, arg, stats);
@@ -552,7 +567,11 @@ export interface RecordKind<R, F extends { attributes: Attributes } & TraceIdAt,
  * counts to the walk that builds; a record the test keeps as an activity mark is made from its
  * facts instead. A record with a bad field is rejected alone.
  */
-export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt, M>(body: Uint8Array, kind: RecordKind<R, F, M>, options: DecodeOptions): DecodedRecords<R, M> {
+export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt, M>(
+  body: Uint8Array,
+  kind: RecordKind<R, F, M>,
+  options: DecodeOptions,
+): DecodedRecords<R, M> {
   const stats = emptyStats();
   const groups: DecodedRecords<R, M>['groups'] = [];
   const markers = options.markers === true;
@@ -685,7 +704,13 @@ function resourceGroup(r: WireReader, start: number, end: number, rPath: string,
 }
 
 /** The scope ranges and the record ranges (start, end pairs) of one ScopeSpans/ScopeLogs. */
-function scanScope(r: WireReader, start: number, end: number, sPath: string, itemsKey: string): { scopeRanges: Ranges; scopeWireError: string | undefined; records: number[] } {
+function scanScope(
+  r: WireReader,
+  start: number,
+  end: number,
+  sPath: string,
+  itemsKey: string,
+): { scopeRanges: Ranges; scopeWireError: string | undefined; records: number[] } {
   r.pos = start;
   const scopeRanges: Ranges = [];
   let scopeWireError: string | undefined;

@@ -11,8 +11,35 @@ import type { Checking } from '../decoding.ts';
 import { SPAN_ATTRIBUTE_KEYS, SPAN_EVENT_NAMES, SPAN_MARKER_KEYS, SPAN_TEST_KEYS, spanVerdict } from '../mapping/relevance.ts';
 import type { SpanFacts, TraceIdAt } from '../mapping/relevance.ts';
 import { MAX_STRING_BYTES, decimalNanosToMs } from '../normalized.ts';
-import type { Attributes, DecodeOptions, DecodeStats, DecodedTraces, NormalizedSpan, NormalizedSpanEvent, NormalizedSpanLink, NormalizedStatus, SpanMark } from '../normalized.ts';
-import { NameIndex, checkString, checkUtf8, decodeSignal, enumValue, expectWire, id, indexOfName, keyValue, message, nanos, nanosMs, rawTraceId, readString, required, withMerged } from './common.ts';
+import type {
+  Attributes,
+  DecodeOptions,
+  DecodeStats,
+  DecodedTraces,
+  NormalizedSpan,
+  NormalizedSpanEvent,
+  NormalizedSpanLink,
+  NormalizedStatus,
+  SpanMark,
+} from '../normalized.ts';
+import {
+  NameIndex,
+  checkString,
+  checkUtf8,
+  decodeSignal,
+  enumValue,
+  expectWire,
+  id,
+  indexOfName,
+  keyValue,
+  message,
+  nanos,
+  nanosMs,
+  rawTraceId,
+  readString,
+  required,
+  withMerged,
+} from './common.ts';
 import type { Ranges, RecordKind } from './common.ts';
 import { LEN } from './wire.ts';
 import type { WireReader } from './wire.ts';
@@ -63,14 +90,30 @@ const SPANS: RecordKind<NormalizedSpan, ProtoSpanFacts, SpanMark> = {
     statusCode: f.statusCode,
     attributes: f.attributes,
   }),
-  newFacts: () => ({ statusCode: 0, name: '', eventNames: [], attributes: {}, traceIdAt: -1, traceIdText: undefined, sameTrace: false, spanIdAt: -1, startMs: undefined, endMs: undefined }),
+  newFacts: () => ({
+    statusCode: 0,
+    name: '',
+    eventNames: [],
+    attributes: {},
+    traceIdAt: -1,
+    traceIdText: undefined,
+    sameTrace: false,
+    spanIdAt: -1,
+    startMs: undefined,
+    endMs: undefined,
+  }),
   traceIdOf: rawTraceId,
 };
 
 /** Decodes an OTLP/protobuf ExportTraceServiceRequest. Throws VigilError VIGIL_PAYLOAD_INVALID for bytes that are not such a message. */
 export function decodeTracesProtobuf(body: Uint8Array, options: DecodeOptions = {}): DecodedTraces {
   const { groups, stats, skipped, sessions } = decodeSignal(body, SPANS, options);
-  return { groups: groups.map(({ resource, scope, records, marks }) => (marks ? { resource, scope, spans: records, marks } : { resource, scope, spans: records })), stats, skipped, sessions };
+  return {
+    groups: groups.map(({ resource, scope, records, marks }) => (marks ? { resource, scope, spans: records, marks } : { resource, scope, spans: records })),
+    stats,
+    skipped,
+    sessions,
+  };
 }
 
 /**
@@ -307,4 +350,3 @@ function walkStatus(r: WireReader, end: number, build: boolean, _arg: undefined,
   }
   return { code, message };
 }
-
