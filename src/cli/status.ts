@@ -54,7 +54,7 @@ export async function printStatus(cfg: VigilConfig, registry: Registry, json: bo
     return 1;
   }
   if (json) {
-    process.stdout.write(JSON.stringify(extra ?? { ...status, processors }, null, 2) + '\n');
+    process.stdout.write(terminalJson(extra ?? { ...status, processors }) + '\n');
     return 0;
   }
   process.stdout.write(formatStatus(status!, processors));
@@ -110,6 +110,18 @@ export function printable(text: unknown): string {
     const code = c.charCodeAt(0);
     return named[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
   });
+}
+
+/** Characters JSON.stringify leaves raw that still reorder or break what a terminal shows. */
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `value` as indented JSON that is safe to print: JSON.stringify already escapes C0 controls, and
+ * the rest of UNPRINTABLE is written as `\uXXXX` escapes, so the text parses to the same value
+ * while a crafted session id cannot reorder the lines a person reads (`vigil status --json | less`).
+ */
+export function terminalJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(RAW_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function isoTime(ms: number): string {
