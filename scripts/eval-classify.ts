@@ -56,11 +56,14 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const CORPUS_PATH = join(ROOT, 'test/corpus/cases.jsonl');
 /** The held-out part: cases written from real tools by someone who had not read the rules. */
 export const HELDOUT_PATH = join(ROOT, 'test/corpus/heldout.jsonl');
+/** A second held-out batch, by another outsider, after the rules had been tuned on the first. */
+export const HELDOUT2_PATH = join(ROOT, 'test/corpus/heldout2.jsonl');
 
 /** The parts of the corpus that exist, by name. */
 export function corpusParts(): Array<{ name: string; cases: CorpusCase[] }> {
   const parts = [{ name: 'ours', cases: loadCorpus(CORPUS_PATH) }];
   if (existsSync(HELDOUT_PATH)) parts.push({ name: 'held-out', cases: loadCorpus(HELDOUT_PATH) });
+  if (existsSync(HELDOUT2_PATH)) parts.push({ name: 'held-out 2', cases: loadCorpus(HELDOUT2_PATH) });
   return parts;
 }
 
