@@ -16,7 +16,17 @@ import { embeddedError, genericError, isGenericError } from './formats/generic.t
 import { goPanic } from './formats/go.ts';
 import { jvmTrace, mavenCompilerError } from './formats/jvm.ts';
 import { makeError } from './formats/make.ts';
-import { assertionFailure, compilerDiagnostic, cxxTerminate, linkerError, memcheckError, sanitizerReport, signalReport, tscDiagnostic } from './formats/native.ts';
+import {
+  assertionFailure,
+  compilerDiagnostic,
+  cxxTerminate,
+  glibcAbort,
+  linkerError,
+  memcheckError,
+  sanitizerReport,
+  signalReport,
+  tscDiagnostic,
+} from './formats/native.ts';
 import { nodeError, nodeThrownValue } from './formats/node.ts';
 import { npmError } from './formats/npm.ts';
 import { perlError } from './formats/perl.ts';
@@ -46,7 +56,7 @@ const COLON_OR_START_MARKER = new RegExp(
 );
 // A few distinctive words.
 const WORD_MARKER =
-  /CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace\/breakpoint|Bus error|node --trace-uncaught|\[Errno |ttempt \d|[Rr]etry| failed \(|== (?:Invalid|Conditional|Use of|Syscall|Source and|Process term|Argument|[\d,]+ bytes)/;
+  /CRIT|SEVERE|ALERT|EMERG|undefined reference|multiple definition|cannot find -l|Assertion|\(\): |double free|corrupted |Sanitizer: |Segmentation fault|Aborted|Killed|Floating point|Illegal instruction|Trace\/breakpoint|Bus error|node --trace-uncaught|\[Errno |ttempt \d|[Rr]etry| failed \(|== (?:Invalid|Conditional|Use of|Syscall|Source and|Process term|Argument|[\d,]+ bytes)/;
 
 /** Whether a line — or a whole text — holds anything a detector could claim. */
 function hasMarker(text: string): boolean {
@@ -171,6 +181,7 @@ function detectAt(lines: string[], i: number, line: string): Hit | undefined {
   if ((hit = linkerError(i, t))) return hit;
   if (t.includes('Sanitizer: ') && (hit = sanitizerReport(i, t))) return hit;
   if (t.includes('Assertion') && (hit = assertionFailure(i, t))) return hit;
+  if ((t.includes('***') || t.includes('(): ') || t.includes('double free') || t.includes('corrupted ')) && (hit = glibcAbort(i, t))) return hit;
   if ((t.includes('***') || t.includes('] Error ')) && (hit = makeError(i, t))) return hit;
   if ((hit = perlError(i, t))) return hit;
   if ((hit = shellError(i, t))) return hit;

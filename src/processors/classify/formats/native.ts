@@ -86,6 +86,23 @@ export function assertionFailure(i: number, t: string): Hit | undefined {
   return hit(i, Rank.Tool, t, 'cc', { kind: 'text', text: t });
 }
 
+// glibc's reports before it aborts the process: fortify and stack protector failures (`*** stack
+// smashing detected ***: terminated`, `*** buffer overflow detected ***: terminated`) and the
+// malloc checks (`free(): invalid pointer`, `double free or corruption (out)`, `malloc(): corrupted
+// top size`, `munmap_chunk(): invalid pointer`, `corrupted size vs. prev_size`).
+const GLIBC_ABORT =
+  /^(?:\*\*\* [a-z][a-z -]{2,40} \*\*\*: terminated|(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc|tcache_thread_shutdown)\(\): [a-z][\w .,()!-]{2,60}|double free or corruption \([!\w]+\)|corrupted (?:size vs\. prev_size|double-linked list)(?: \(not small\))?)$/;
+
+/**
+ * glibc's last words before SIGABRT (the caller saw `***`, `(): `, `double free` or `corrupted `):
+ * named and identified by the line, so a stack smash and a bad free are two failures, not one
+ * silent `SIGABRT`.
+ */
+export function glibcAbort(i: number, t: string): Hit | undefined {
+  if (!GLIBC_ABORT.test(t)) return undefined;
+  return hit(i, Rank.Exception, t, 'cc', { kind: 'text', text: t });
+}
+
 /** libstdc++: `terminate called after throwing an instance of 'T'` and the `what():` line after it. */
 export function cxxTerminate(lines: readonly string[], i: number, t: string): Hit | undefined {
   const m = /^terminate called after throwing an instance of '([^']+)'$/.exec(t);

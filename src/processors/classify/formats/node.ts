@@ -10,8 +10,9 @@ import { indentOf, isBlank } from '../frame.ts';
 import { basename, isWeakStack, MAX_FRAMES, Rank, type Hit } from '../finding.ts';
 
 // `TypeError: msg`, `Error [ERR_X]: msg`, `AssertionError [ERR_ASSERTION]: msg`, `Uncaught TypeError: msg`,
-// `[UnhandledPromiseRejection: …]`, `DbError: msg`. The type is an identifier (no spaces).
-const HEAD = /^(?:Uncaught )?\[?([A-Z$_][\w$.]*)(?: \[([A-Z][A-Z0-9_]*)\])?(?::(?: |$)|$)/;
+// `[UnhandledPromiseRejection: …]`, `DbError: msg`, `DOMException [TimeoutError]: msg` (a DOMException
+// shows its name in brackets, as a code). The type is an identifier (no spaces).
+const HEAD = /^(?:Uncaught )?\[?([A-Z$_][\w$.]*)(?: \[([A-Z][A-Za-z0-9_]*)\])?(?::(?: |$)|$)/;
 // `at fn (loc)` / `at async fn (loc)` / `at new Foo (loc)` / `at loc`. The location has no `(`.
 const V8_FRAME = /^at (?:async )?(?:new )?(?:(.+?) \(([^()]*)\)|([^\s()]+))(?: \{)?$/;
 const REJECTION_REASON = 'The promise rejected with the reason ';

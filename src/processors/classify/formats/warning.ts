@@ -30,8 +30,8 @@ const GIT_ADVICE = ['Turn off this advice by setting config variable advice.', '
 // `prog: Removing leading …`, `prog[2]: Ignoring …`: what a tool left out of what it was given.
 const TOOL_NOTICE = /^[\w.+-]+(?:\[\d+\])?: (?:Removing|Ignoring|Skipping|Omitting|Dropping) /;
 const TOOL_DROPPED = /^[\w.+-]+(?:\[\d+\])?: .* (?:dropped|ignored)\.$/;
-// `CMake Deprecation Warning at x:1 (…):`, `CMake Warning (dev) at …`.
-const WARNING_AT = /^(?:[A-Z][\w-]* ){0,3}\w*Warning(?: \([^)]*\))? at /;
+// `CMake Deprecation Warning at x:1 (…):`, `CMake Warning (dev) at …`, `CMake Warning (dev) in CMakeLists.txt:`.
+const WARNING_AT = /^(?:[A-Z][\w-]* ){0,3}\w*Warning(?: \([^)]*\))? (?:at|in) /;
 const NODE_PROCESS_WARNING = /^\(node:\d+\) |^\(Use `node --trace-/;
 
 /** Whether a trimmed line is a warning. */

@@ -7,7 +7,8 @@
  * number never splits a group and the line groups with the same error printed unwrapped.
  *
  * Recognised prefixes, any number of them, in any order:
- * - a retry tag: `[retry] `, `[retrying] `, `[attempt 2] `, `[attempt 2/3] `;
+ * - a retry tag: `[retry] `, `[retrying] `, `[attempt 2] `, `[attempt 2/3] `, or a short tag naming
+ *   the job (`[sync] `), which only counts before one of the prefixes below;
  * - an attempt that failed: `attempt 2 failed: `, `retry 2/3 failed: `, `try 1 of 3 failed with: `;
  * - a named call that failed on an attempt: `tool run_python failed (attempt 3): `,
  *   `fetch rates failed (try 2/5): `;
@@ -17,7 +18,9 @@
  *   error line).
  */
 
-const TAG = /^\[(?:retry|retrying|attempt \d+(?:\/\d+)?)\] /i;
+// A retry tag, or any short tag naming the job (`[sync] attempt 1 failed: …`): a tag alone never
+// makes a wrapper (below), so a logger's `[INFO] ` prefix before a failed attempt reads the same.
+const TAG = /^\[(?:retry|retrying|attempt \d+(?:\/\d+)?|[A-Za-z][\w.:-]{0,31})\] /i;
 const ATTEMPT_FAILED = /^(?:attempt|retry|try) #?\d+(?:(?:\/| of )\d+)? failed(?: with)?: /i;
 // `<what> failed (attempt N[/M]): `; what: a short phrase without a colon.
 const CALL_FAILED = /^[^:()]{1,80} failed \((?:attempt|retry|try) #?\d+(?:(?:\/| of )\d+)?\): /i;
