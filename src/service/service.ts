@@ -346,10 +346,24 @@ export class Service {
    */
   private async retireRemovedExporters(): Promise<void> {
     const store = this.store!;
-    if (!store.retireExporters) return;
+    if (store.retireExporters) {
+      for (const [pid, p] of this.config.service.pipelines) {
+        const gone = await store.retireExporters(pid, p.exporters);
+        if (gone.length) this.opts.logger.info('exporters no longer configured: their outbox cursors are retired', { pipeline: pid, exporters: gone });
+      }
+      return;
+    }
+    // A shared store keeps every cursor any sidecar registered: one of an exporter removed from
+    // every config holds the outbox back for ever. Only the operator knows whether another sidecar
+    // still runs it, so say so at start, with the command that retires it.
+    if (!store.foreignExporters) return;
     for (const [pid, p] of this.config.service.pipelines) {
-      const gone = await store.retireExporters(pid, p.exporters);
-      if (gone.length) this.opts.logger.info('exporters no longer configured: their outbox cursors are retired', { pipeline: pid, exporters: gone });
+      for (const f of await store.foreignExporters(pid, p.exporters)) {
+        this.opts.logger.warn(
+          `exporter '${f.exporter}' has an outbox cursor in the shared store but is not in this config: the outbox of pipeline '${pid}' is kept until it reads it. If no sidecar runs it any more, retire it: ${f.retire}`,
+          { pipeline: pid, exporter: f.exporter, heldBack: f.lag },
+        );
+      }
     }
   }
 

@@ -172,6 +172,12 @@ export interface StateStore {
    */
   retireExporters?(pipeline: string, keep: readonly string[]): Promise<string[]>;
   /**
+   * Shared stores (Redis), which cannot retire cursors themselves: the exporter cursors registered
+   * for a pipeline that are not among `keep` (this sidecar's exporters), each with the entries it
+   * holds back and how an operator retires it once no sidecar runs that exporter any more.
+   */
+  foreignExporters?(pipeline: string, keep: readonly string[]): Promise<Array<{ exporter: string; lag: number; retire: string }>>;
+  /**
    * Whether a write of about `bytes` fits now; throws like the failed write when it does not.
    * Readiness uses it to find out when a store that refused appends (disk or memory full) can take
    * data again, without waiting for a client to try.

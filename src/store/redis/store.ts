@@ -483,6 +483,18 @@ export class RedisStore implements StateStore {
     );
   }
 
+  async foreignExporters(pipeline: string, keep: readonly string[]): Promise<Array<{ exporter: string; lag: number; retire: string }>> {
+    const key = this.keys.exporterCursors(pipeline);
+    const [cursors, last] = await this.run('list exporter cursors', (c) => this.trip(Promise.all([c.hgetall(key), c.get(this.keys.outboxSeq(pipeline))])));
+    return Object.entries(cursors)
+      .filter(([exporter]) => !keep.includes(exporter))
+      .map(([exporter, cursor]) => ({
+        exporter,
+        lag: Math.max(0, Number(last ?? 0) - Number(cursor)),
+        retire: `redis-cli HDEL '${key}' '${exporter}'`,
+      }));
+  }
+
   async outboxLag(pipeline: string, exporter: string): Promise<number> {
     const [last, cursor] = await this.run('measure an exporter queue', (c) =>
       this.trip(Promise.all([c.get(this.keys.outboxSeq(pipeline)), c.hget(this.keys.exporterCursors(pipeline), exporter)])),
