@@ -3,16 +3,21 @@
  * ("a","bc") never collide, and ids carry no wall-clock or process state: a replay or another
  * sidecar computes the same ids for the same evidence.
  */
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
+
+/** One-shot SHA-256 in hex: `crypto.hash` (Node ≥ 20.12), else a Hash object (same digest). */
+const sha256Hex: (input: string) => string =
+  typeof crypto.hash === 'function' ? (input) => crypto.hash('sha256', input, 'hex') : (input) => crypto.createHash('sha256').update(input).digest('hex');
 
 export function stableHash(parts: ReadonlyArray<string | number | null | undefined>, length = 32): string {
-  const h = createHash('sha256');
+  // One string hashed in one call: the same bytes as updating the hash part by part, without a
+  // Hash object and two native calls per part (this runs several times per failure on the hot path).
+  let input = '';
   for (const p of parts) {
     const s = p === null || p === undefined ? '\u0000' : String(p);
-    h.update(`${Buffer.byteLength(s)}:`);
-    h.update(s);
+    input += `${Buffer.byteLength(s)}:${s}`;
   }
-  return h.digest('hex').slice(0, length);
+  return sha256Hex(input).slice(0, length);
 }
 
 export interface GroupKeyInput {
