@@ -15,7 +15,7 @@ import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
 import { PageBases } from '../page-bases.ts';
-import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
+import { newestFailures, RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
   decodeTimer,
   encodeStateWrites,
@@ -419,9 +419,9 @@ export class SqliteStore implements StateStore {
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
     return this.run('load groups', () => {
       const out = new Map<string, GroupState>();
-      for (const k of keys) {
-        const row = this.q.groupGet.get(k) as { state: string } | undefined;
-        if (row) out.set(k, parseJson<GroupState>(row.state, this.file, 'group'));
+      // One statement for the page's groups (the keys as a JSON array), not one per group.
+      for (const row of this.q.groupsGet.all(JSON.stringify(keys)) as Array<{ group_key: string; state: string }>) {
+        out.set(row.group_key, parseJson<GroupState>(row.state, this.file, 'group'));
       }
       return out;
     });
@@ -478,8 +478,14 @@ export class SqliteStore implements StateStore {
           }
           this.checkState(state, now);
           this.checkTimers(c.pipeline, timers);
+          const versions = new Map<string, number>();
+          if (c.groups.length) {
+            for (const r of q.groupVersions.all(JSON.stringify(c.groups.map((g) => g.groupKey))) as Array<{ group_key: string; version: number }>) {
+              versions.set(r.group_key, r.version);
+            }
+          }
           for (const g of c.groups) {
-            const v = (q.groupVersion.get(g.groupKey) as { version: number } | undefined)?.version ?? 0;
+            const v = versions.get(g.groupKey) ?? 0;
             if (v !== g.version - 1) {
               throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
                 transient: true,
@@ -499,7 +505,8 @@ export class SqliteStore implements StateStore {
             q.outboxHeadPut.run(c.pipeline, seq);
           }
           if (c.failures.length) {
-            for (const f of c.failures) q.failureInsert.run(f.time, JSON.stringify(f));
+            // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+            for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
             q.failureTrim.run(RECENT_FAILURES_MAX);
           }
           if (c.cursor === null) return;
@@ -844,8 +851,8 @@ function prepare(db: Db) {
     cursorPut: p(
       'INSERT INTO partition_cursors (pipeline, partition, cursor) VALUES (?, ?, ?) ON CONFLICT (pipeline, partition) DO UPDATE SET cursor = excluded.cursor',
     ),
-    groupGet: p('SELECT state FROM groups WHERE group_key = ?'),
-    groupVersion: p('SELECT version FROM groups WHERE group_key = ?'),
+    groupsGet: p('SELECT group_key, state FROM groups WHERE group_key IN (SELECT value FROM json_each(?))'),
+    groupVersions: p('SELECT group_key, version FROM groups WHERE group_key IN (SELECT value FROM json_each(?))'),
     groupPut: p(
       `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
        ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
