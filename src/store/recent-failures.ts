@@ -21,18 +21,14 @@ export class RecentFailures {
 }
 
 /**
- * The failures of `list` that can be among the newest `max` once added to any earlier ones: the
- * page's own newest `max` (by time, the earlier one first on a tie, as the stores order them), in
- * their original order. The others would be trimmed at once, so a store need not write them.
+ * The failures of `list` that can be among the newest `max` once added to any earlier ones, in
+ * their original order: the page's newest `max` by time, and every other failure as new as the
+ * last of them (stores break ties differently: SQLite by insertion, Redis by member). The others
+ * are older than `max` of the page's own, so a store would trim them at once: it need not write
+ * (or send) them.
  */
 export function newestFailures(list: readonly RecentFailure[], max = RECENT_FAILURES_MAX): readonly RecentFailure[] {
   if (list.length <= max) return list;
-  const keep = new Set(
-    list
-      .map((f, i) => ({ t: f.time, i }))
-      .sort((a, b) => b.t - a.t || a.i - b.i)
-      .slice(0, max)
-      .map((x) => x.i),
-  );
-  return list.filter((_, i) => keep.has(i));
+  const bound = list.map((f) => f.time).sort((a, b) => b - a)[max - 1]!;
+  return list.filter((f) => f.time >= bound);
 }
