@@ -163,9 +163,11 @@ function countersOf(store: StateStore): Counters {
   return () => ({ trips: store.counters.roundTrips, commands });
 }
 
+/** Each store made gets keys of its own: a later run (the sweep) must not find an earlier one's events (deduplicated) or groups. */
+let redisRuns = 0;
 const redisConfig = (url: string, cluster?: RedisCluster) => ({
   url,
-  key_prefix: 'bench:',
+  key_prefix: `bench${++redisRuns}:`,
   cluster: { enabled: !!cluster, nodes: cluster?.nodes ?? [] },
   dedupe_window: 24 * 3_600_000,
   connect_timeout: 5000,
