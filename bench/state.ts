@@ -5,8 +5,13 @@
  * reporting the process's RSS as it goes: it must stay flat (trimmed logs, no per-event memory).
  *
  *   npm run bench:state -- [--events 50000] [--groups 5000] [--partitions 20] [--page 256] [--cluster]
- *                          [--long 1000000] [--long-groups 100000] [--long-partitions 1000]
+ *                          [--stores memory,sqlite,redis] [--sweep]
+ *                          [--long 1000000] [--long-groups 100000] [--long-partitions 200]
  *                          [--long-stores sqlite,redis]
+ *
+ * Each store's rate is printed beside issue 15's goal for it (met or not). `--sweep` adds how the
+ * cost grows: the same run with other page sizes, group counts and partition counts, one varied
+ * at a time from the defaults.
  *
  * Redis runs on a private `redis-server` started here (no persistence), so command counts are
  * this benchmark's own. Records are appended in batches as receivers would and processed page by
@@ -40,12 +45,17 @@ const { values: args } = parseArgs({
     'long-partitions': { type: 'string', default: '200' },
     page: { type: 'string', default: '256' },
     cluster: { type: 'boolean', default: false },
+    stores: { type: 'string', default: 'memory,sqlite,redis' },
+    sweep: { type: 'boolean', default: false },
   },
 });
-const PAGE = Number(args.page);
+let PAGE = Number(args.page);
 let PARTITIONS = Number(args.partitions);
 const PIPELINE = 'logs';
 const logger = createLogger({ level: 'error' });
+
+/** Issue 15's goals for the failure path at the default shape (5,000 groups, 20 partitions, pages of 256), events/s. */
+const GOALS: Record<string, number> = { memory: 150_000, sqlite: 60_000, redis: 60_000 };
 
 /** A failure name per group made of letters only: digits would be masked by the fingerprint. */
 function groupName(k: number): string {
@@ -153,9 +163,11 @@ function countersOf(store: StateStore): Counters {
   return () => ({ trips: store.counters.roundTrips, commands });
 }
 
+/** Each store made gets keys of its own: a later run (the sweep) must not find an earlier one's events (deduplicated) or groups. */
+let redisRuns = 0;
 const redisConfig = (url: string, cluster?: RedisCluster) => ({
   url,
-  key_prefix: 'bench:',
+  key_prefix: `bench${++redisRuns}:`,
   cluster: { enabled: !!cluster, nodes: cluster?.nodes ?? [] },
   dedupe_window: 24 * 3_600_000,
   connect_timeout: 5000,
@@ -187,7 +199,9 @@ async function main(): Promise<void> {
     // Warm up the JIT on a throwaway run so the first store measured is not penalised.
     const warm = new MemoryStore();
     await run(warm, 10_000, 1000, 10_000, countersOf(warm));
+    const measured = String(args.stores).split(',').filter(Boolean);
     for (const [name, make] of stores) {
+      if (!measured.includes(name) && !(name === 'redis-cluster' && cluster)) continue;
       const store = make();
       await store.open();
       await store.whenReady?.();
@@ -201,6 +215,8 @@ async function main(): Promise<void> {
         store: name,
         'append ev/s': Math.round(append),
         'classify→recurrence→commit ev/s': Math.round(processRate),
+        goal: GOALS[name] ? GOALS[name].toLocaleString('en') : '—',
+        met: GOALS[name] ? (processRate >= GOALS[name] ? 'met' : 'not met') : '—',
         'vs memory': `${(processRate / baseline.process).toFixed(2)}×`,
         pages: m.pages,
       };
@@ -213,6 +229,39 @@ async function main(): Promise<void> {
       await store.close();
     }
     console.table(rows);
+    if (String(args.stores) !== 'memory,sqlite,redis' || groups !== 5000 || PARTITIONS !== 20 || PAGE !== 256 || events !== 50000) {
+      console.log('(goals are for the default shape: 50,000 events over 5,000 groups, 20 partitions, pages of 256)');
+    }
+
+    if (args.sweep) {
+      // One dimension varied at a time from the run above; events/s of classify → recurrence → commit.
+      const base = { page: PAGE, groups, partitions: PARTITIONS };
+      const variants: Array<{ page: number; groups: number; partitions: number; varied: string }> = [
+        ...[64, 1024].map((page) => ({ ...base, page, varied: 'page' })),
+        ...[500, 50_000].map((g) => ({ ...base, groups: g, varied: 'groups' })),
+        ...[1, 200].map((partitions) => ({ ...base, partitions, varied: 'partitions' })),
+      ];
+      const sweepRows: Array<Record<string, string | number>> = [];
+      for (const v of [{ ...base, varied: 'none' }, ...variants]) {
+        PAGE = v.page;
+        PARTITIONS = v.partitions;
+        const row: Record<string, string | number> = { varied: v.varied, page: v.page, groups: v.groups, partitions: v.partitions };
+        for (const [name, make] of stores) {
+          if (!measured.includes(name)) continue;
+          const store = make();
+          await store.open();
+          await store.whenReady?.();
+          const m = await run(store, events, v.groups, events, countersOf(store));
+          row[`${name} ev/s`] = Math.round(m.events / (m.processMs / 1000));
+          await store.close();
+        }
+        sweepRows.push(row);
+      }
+      PAGE = base.page;
+      PARTITIONS = base.partitions;
+      console.log('\nhow the cost grows (one dimension varied at a time):');
+      console.table(sweepRows);
+    }
 
     const long = Number(args.long);
     const longGroups = Number(args['long-groups']);
@@ -244,6 +293,8 @@ async function main(): Promise<void> {
           if (done % (long / 4) < chunk) marks.push(`${(done / 1e6).toFixed(2)}M: ${mb(process.memoryUsage().rss)}`);
         });
         clearInterval(timer);
+        globalThis.gc?.();
+        const end = process.memoryUsage().rss;
         const st = await store.status();
         longRows.push({
           store: name,
@@ -251,6 +302,7 @@ async function main(): Promise<void> {
           groups: st.groups,
           'RSS at start': mb(start),
           'RSS along the run': marks.join(', '),
+          'RSS at end': mb(end),
           'peak RSS': mb(peak),
           'log left': st.pipelines.flatMap((p) => p.partitions).reduce((n, p) => n + p.pending, 0),
           'outbox left': st.pipelines.reduce((n, p) => n + p.outbox.size, 0),

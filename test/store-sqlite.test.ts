@@ -279,3 +279,95 @@ describe('sqlite store: group commit of appends', () => {
     await reopened.close();
   });
 });
+
+describe('sqlite store: the ingest log is trimmed in batches', () => {
+  /** Entries kept in the file at or below their partition's cursor (processed, not yet deleted). */
+  function processedLeft(file: string): number {
+    const db = new Database(file, { readonly: true });
+    try {
+      return (
+        db
+          .prepare(
+            'SELECT COUNT(*) AS n FROM ingest_log l JOIN partition_cursors c ON c.pipeline = l.pipeline AND c.partition = l.partition WHERE l.seq <= c.cursor',
+          )
+          .get() as { n: number }
+      ).n;
+    } finally {
+      db.close();
+    }
+  }
+
+  test('processed entries are hidden by the cursor until a batch deletes them; counts and reads never see them; a reopen leaves none', async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    const parts = ['A', 'B', 'C'];
+    // Interleaved partitions, as sessions arrive: 3 × 50 entries.
+    for (let i = 0; i < 150; i++) await store.append('logs', [event({ id: `t-${i}`, time: 1000 + i, partition: parts[i % 3]! })]);
+    const commitPage = async (partition: string, n: number) => {
+      const page = await store.readPage('logs', partition, n);
+      await store.commit({ pipeline: 'logs', partition, cursor: page[page.length - 1]!.id, groups: [], turns: [], revisions: [], outbox: [], failures: [] });
+      return page;
+    };
+    let expected = 150;
+    let sawHidden = false;
+    const seen = new Set<string>();
+    for (let round = 0; round < 25; round++) {
+      for (const p of parts) {
+        const page = await commitPage(p, 2);
+        for (const e of page) {
+          assert.ok(!seen.has(e.event.eventId), `entry ${e.event.eventId} read again after its commit`);
+          seen.add(e.event.eventId);
+        }
+        expected -= page.length;
+        assert.equal(await store.pendingCount('logs'), expected);
+        const backlog = await store.backlog('logs');
+        assert.equal(
+          backlog.reduce((n, b) => n + b.pending, 0),
+          expected,
+        );
+        const status = await store.status();
+        assert.equal(
+          status.pipelines[0]!.partitions.reduce((n, b) => n + b.pending, 0),
+          expected,
+        );
+        if (processedLeft(file) > 0) sawHidden = true;
+        // Bounded: never more than a batch of commits' entries (32 commits of 2 here).
+        assert.ok(processedLeft(file) <= 64, `processed entries left: ${processedLeft(file)}`);
+      }
+    }
+    assert.ok(sawHidden, 'trimming is batched (some processed entries waited)');
+    assert.equal(expected, 0);
+    assert.deepEqual(await store.backlog('logs'), []);
+    await store.close();
+    assert.equal(processedLeft(file), 0, 'a clean close trims the rest');
+  });
+
+  test('entries a killed process left unprocessed-looking are trimmed at the next open, not served again', async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    for (let i = 0; i < 10; i++) await store.append('logs', [event({ id: `k-${i}`, time: 1000 + i, partition: 'K' })]);
+    const page = await store.readPage('logs', 'K', 4);
+    await store.commit({ pipeline: 'logs', partition: 'K', cursor: page[3]!.id, groups: [], turns: [], revisions: [], outbox: [], failures: [] });
+    assert.equal(processedLeft(file), 4, 'the commit left its entries for the next batch');
+    // A copy of the file as it is now stands for a process that stopped without closing.
+    const copy = join(tempDir(), 'state.db');
+    const db = new Database(file, { readonly: true });
+    await db.backup(copy);
+    db.close();
+    await store.close();
+    const again = new SqliteStore(config(copy));
+    await again.open();
+    try {
+      assert.equal(processedLeft(copy), 0);
+      assert.deepEqual(
+        (await again.readPage('logs', 'K', 10)).map((e) => e.event.eventId),
+        ['k-4', 'k-5', 'k-6', 'k-7', 'k-8', 'k-9'],
+      );
+      assert.equal(await again.pendingCount('logs'), 6);
+    } finally {
+      await again.close();
+    }
+  });
+});

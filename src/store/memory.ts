@@ -141,7 +141,7 @@ export class MemoryStore implements StateStore {
         continue;
       }
       this.seen.set(seenKey, now + this.cfg.dedupe_window);
-      this.partitionLog(pipeline, event.partition).entries.push({ id: String(this.nextSeq++), event });
+      this.partitionLog(pipeline, event.partition).entries.push(Object.freeze({ id: String(this.nextSeq++), event: deepFreeze(event) }));
       appended++;
     }
     return { appended, duplicates };
@@ -173,7 +173,9 @@ export class MemoryStore implements StateStore {
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
     this.check();
     const log = this.logs.get(pipeline)?.get(partition);
-    const page = structuredClone(log?.entries.slice(0, limit) ?? []);
+    // Entries are frozen when appended, so a page shares them instead of copying them: a processor
+    // cannot change what the log holds (what a durable store's fresh copy guarantees), at no cost.
+    const page = log?.entries.slice(0, limit) ?? [];
     this.bases.remember(pipeline, partition, page[page.length - 1]?.id, log?.cursor ? String(log.cursor) : '');
     return page;
   }
@@ -241,7 +243,8 @@ export class MemoryStore implements StateStore {
     }
     for (const r of c.revisions) this.revisions.set(r.executionId, r.revision);
     const outbox = this.outbox(c.pipeline);
-    for (const o of c.outbox) outbox.entries.push({ ...structuredClone(o), seq: outbox.nextSeq++ });
+    // Frozen, not copied: the page hands its items over, and no reader can change them later.
+    for (const o of c.outbox) outbox.entries.push(Object.freeze({ ...deepFreeze(o), seq: outbox.nextSeq++ }));
     for (const f of c.failures) this.recent.add(f);
     if (c.cursor === null || !log) return;
     // Trim what was processed: the log keeps only the backlog.
@@ -413,7 +416,12 @@ export class MemoryStore implements StateStore {
     this.check();
     const o = this.outbox(pipeline);
     const after = o.cursors.get(exporter) ?? 0;
-    return structuredClone(o.entries.filter((e) => e.seq > after).slice(0, limit));
+    const out: OutboxEntry[] = [];
+    for (const e of o.entries) {
+      if (out.length >= limit) break;
+      if (e.seq > after) out.push(e);
+    }
+    return out;
   }
 
   async ackOutbox(pipeline: string, exporter: string, seq: number, dead: Array<{ entry: OutboxEntry; reason: string }> = []): Promise<void> {
@@ -499,3 +507,15 @@ export const memoryStoreFactory: StoreFactory<MemoryStoreConfig> = {
   schema,
   create: (_settings, cfg) => new MemoryStore(cfg),
 };
+
+/**
+ * Freezes a value and everything it holds, in place: what the store keeps is shared with readers
+ * (no copy per read), so it must not change under them. Already frozen parts are not walked again.
+ */
+function deepFreeze<T>(value: T): T {
+  // Binary views cannot be frozen (and the durable stores keep JSON only).
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value) || ArrayBuffer.isView(value)) return value;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
+  return value;
+}

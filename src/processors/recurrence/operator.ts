@@ -25,7 +25,7 @@ import {
 } from '../../model/work.ts';
 import type { StateEntry, StateWrite } from '../../store/state.ts';
 import type { RecentFailure } from '../../store/types.ts';
-import type { PageItem, WorkPage } from '../page.ts';
+import type { Occurrence, PageItem, WorkPage } from '../page.ts';
 import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
 import { COUNTED_MAX_ENTRIES, COUNTED_NAMESPACE, COUNTED_TTL_MS, type CountedOccurrence } from './counted.ts';
 
@@ -313,8 +313,10 @@ function applyPage(
   }
 
   // One work.updated per group per page, carrying the state after the page.
+  const plannedAt = new Map<number, PlannedOccurrence>();
+  for (const p of planned) plannedAt.set(p.index, p);
   for (const [key, index] of updated) {
-    const p = planned.find((x) => x.index === index)!;
+    const p = plannedAt.get(index)!;
     const item = items[index]!;
     outbox.push(workEvent('dev.vigil.work.updated', item, p, groups.get(key)!, item.occurrence!.decision));
   }
@@ -329,9 +331,11 @@ function applyPage(
     list.push({ type: o.event.type === 'dev.vigil.work.created' ? 'c' : 'u', d: d.decision, c: d.count, f: Date.parse(d.first_seen), l: Date.parse(d.last_seen) });
     emitted.set(d.occurrence_id, list);
   }
+  // Looked up by id, not searched for: a page holds hundreds of occurrences.
+  const byOccurrence = new Map<string, Occurrence>();
+  if (counted) for (const i of items) if (i.occurrence && !byOccurrence.has(i.occurrence.occurrenceId)) byOccurrence.set(i.occurrence.occurrenceId, i.occurrence);
   for (const id of counted ? countedNow : []) {
-    const item = items.find((i) => i.occurrence?.occurrenceId === id)!;
-    const o = item.occurrence!;
+    const o = byOccurrence.get(id)!;
     ledger.push(
       countedWrite(id, { p: [page.pipeline], d: o.decision, w: o.workId, c: o.count, ...(o.suppressed ? { s: o.suppressed } : {}), e: emitted.get(id) ?? [] }, 1),
     );

@@ -381,14 +381,28 @@ end
 local err = state_check(stateKeys, stateAt, now) or timers_check(KEYS[11], timersAt, maxTimers)
 if err then return redis.error_reply(err) end
 
+-- Variadic writes in chunks (one command per few hundred groups, not three per group; chunks
+-- keep unpack within Lua's stack limit).
 a = 18
+local gs, vs, opened, closed = {}, {}, {}, {}
+local function flush(cmd, key, t)
+  if #t > 0 then redis.call(cmd, key, unpack(t)) end
+  return {}
+end
 for i = 1, nG do
   local key = ARGV[a]
-  redis.call('HSET', KEYS[1], key, ARGV[a + 3])
-  redis.call('HSET', KEYS[2], key, ARGV[a + 1])
-  if ARGV[a + 2] == '1' then redis.call('SADD', KEYS[3], key) else redis.call('SREM', KEYS[3], key) end
+  gs[#gs + 1], gs[#gs + 2] = key, ARGV[a + 3]
+  vs[#vs + 1], vs[#vs + 2] = key, ARGV[a + 1]
+  if ARGV[a + 2] == '1' then opened[#opened + 1] = key else closed[#closed + 1] = key end
+  if #gs >= 1000 then gs, vs = flush('HSET', KEYS[1], gs), flush('HSET', KEYS[2], vs) end
+  if #opened >= 500 then opened = flush('SADD', KEYS[3], opened) end
+  if #closed >= 500 then closed = flush('SREM', KEYS[3], closed) end
   a = a + 4
 end
+flush('HSET', KEYS[1], gs)
+flush('HSET', KEYS[2], vs)
+flush('SADD', KEYS[3], opened)
+flush('SREM', KEYS[3], closed)
 for i = 1, nT do
   redis.call('INCRBY', KEYS[k], ARGV[a])
   redis.call('PEXPIRE', KEYS[k], turnTtl)
@@ -398,16 +412,23 @@ for i = 1, nR do
   redis.call('SET', KEYS[k], ARGV[a], 'PX', revTtl)
   k, a = k + 1, a + 1
 end
-for i = 1, nO do
-  local seq = redis.call('INCR', KEYS[5])
-  redis.call('XADD', KEYS[4], seq .. '-0', 'o', ARGV[a])
-  a = a + 1
+if nO > 0 then
+  -- One INCRBY reserves the page's sequence numbers (the same ones INCR per item gave).
+  local seq = redis.call('INCRBY', KEYS[5], nO) - nO
+  for i = 1, nO do
+    seq = seq + 1
+    redis.call('XADD', KEYS[4], seq .. '-0', 'o', ARGV[a])
+    a = a + 1
+  end
 end
 if nF > 0 then
+  local fs = {}
   for i = 1, nF do
-    redis.call('ZADD', KEYS[6], ARGV[a], ARGV[a + 1])
+    fs[#fs + 1], fs[#fs + 2] = ARGV[a], ARGV[a + 1]
+    if #fs >= 1000 then fs = flush('ZADD', KEYS[6], fs) end
     a = a + 2
   end
+  flush('ZADD', KEYS[6], fs)
   redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -21)
 end
 state_apply(KEYS[9], KEYS[10], stateKeys, stateAt, now)

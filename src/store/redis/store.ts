@@ -34,7 +34,7 @@ import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
 import { PageBases } from '../page-bases.ts';
-import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
+import { newestFailures, RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
   decodeTimer,
   encodeStateWrites,
@@ -395,7 +395,10 @@ export class RedisStore implements StateStore {
     for (const t of cm.turns) body.push(t.created);
     for (const r of cm.revisions) body.push(r.revision);
     for (const o of cm.outbox) body.push(JSON.stringify(o));
-    for (const f of cm.failures) body.push(f.time, JSON.stringify(f));
+    // Only those that can stay among the newest (the script trims to them): a page of hundreds
+    // of failures sends a few, not all.
+    const failures = newestFailures(cm.failures);
+    for (const f of failures) body.push(f.time, JSON.stringify(f));
     const HEADER = 17;
     const stateAt = HEADER + 1 + body.length;
     const args: Array<string | number> = [
@@ -409,7 +412,7 @@ export class RedisStore implements StateStore {
       cm.turns.length,
       cm.revisions.length,
       cm.outbox.length,
-      cm.failures.length,
+      failures.length,
       this.cluster ? 'cluster' : 'single',
       (cm.cursor !== null ? this.bases.take(cm.pipeline, cm.partition, cm.cursor) : undefined) ?? '*',
       now,

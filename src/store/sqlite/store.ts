@@ -15,7 +15,7 @@ import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
 import { PageBases } from '../page-bases.ts';
-import { RECENT_FAILURES_MAX } from '../recent-failures.ts';
+import { newestFailures, RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
   decodeTimer,
   encodeStateWrites,
@@ -73,6 +73,14 @@ const VACUUM_EVERY_MS = 60_000;
 const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 /** Free pages returned to the file system per purge (incremental auto-vacuum, new databases only). */
 const VACUUM_PAGES = 4096;
+/**
+ * Processed log entries are deleted every this many page commits, for all partitions committed
+ * since, not at each commit. The partitions' entries are interleaved in the log (one sequence), so
+ * deleting one page of one partition rewrote nearly a database page per entry; deleting many
+ * partitions' entries at once rewrites each page once. Until then the cursor hides them (every
+ * read of the log counts and reads only entries after it).
+ */
+const LOG_TRIM_EVERY = 32;
 
 type Db = Database.Database;
 type Stmt = Database.Statement;
@@ -88,6 +96,9 @@ export class SqliteStore implements StateStore {
   private readonly pending = new Map<string, { at: number; count: number }>();
   private lastPurge = 0;
   private lastVacuum = 0;
+  /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
+  private untrimmed = new Map<string, [string, string]>();
+  private commitsSinceTrim = 0;
   private readonly bases = new PageBases();
   /** Appends waiting for this turn's group commit, and the scheduled commit. */
   private appends: Array<{
@@ -130,6 +141,10 @@ export class SqliteStore implements StateStore {
         db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
         db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
         this.migrate(db);
+        // Entries a previous run processed but had not trimmed yet (it stopped between trims).
+        db.prepare(
+          'DELETE FROM ingest_log WHERE seq <= (SELECT cursor FROM partition_cursors c WHERE c.pipeline = ingest_log.pipeline AND c.partition = ingest_log.partition)',
+        ).run();
         db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
         version = this.checkVersion(db);
@@ -222,6 +237,12 @@ export class SqliteStore implements StateStore {
       this.commitAppends();
     }
     const db = this.db;
+    try {
+      // A clean stop leaves no processed entries behind.
+      if (db && this.untrimmed.size) db.transaction(() => this.trimLog())();
+    } catch (err) {
+      this.logger?.warn('could not trim the ingest log on close; the next start does', { path: this.file, error: errorMessage(err) });
+    }
     this.db = undefined;
     db?.close();
     // Their WAL syncs run on a descriptor of their own: the appends answer once the disk has them.
@@ -419,9 +440,9 @@ export class SqliteStore implements StateStore {
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
     return this.run('load groups', () => {
       const out = new Map<string, GroupState>();
-      for (const k of keys) {
-        const row = this.q.groupGet.get(k) as { state: string } | undefined;
-        if (row) out.set(k, parseJson<GroupState>(row.state, this.file, 'group'));
+      // One statement for the page's groups (the keys as a JSON array), not one per group.
+      for (const row of this.q.groupsGet.all(JSON.stringify(keys)) as Array<{ group_key: string; state: string }>) {
+        out.set(row.group_key, parseJson<GroupState>(row.state, this.file, 'group'));
       }
       return out;
     });
@@ -458,6 +479,7 @@ export class SqliteStore implements StateStore {
     const state = encodeStateWrites(c.state);
     const timers = encodeTimers(c.timers);
     const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
+    const trimNow = c.cursor !== null && this.commitsSinceTrim + 1 >= LOG_TRIM_EVERY;
     this.run('commit a page', (db) =>
       db
         .transaction(() => {
@@ -478,8 +500,14 @@ export class SqliteStore implements StateStore {
           }
           this.checkState(state, now);
           this.checkTimers(c.pipeline, timers);
+          const versions = new Map<string, number>();
+          if (c.groups.length) {
+            for (const r of q.groupVersions.all(JSON.stringify(c.groups.map((g) => g.groupKey))) as Array<{ group_key: string; version: number }>) {
+              versions.set(r.group_key, r.version);
+            }
+          }
           for (const g of c.groups) {
-            const v = (q.groupVersion.get(g.groupKey) as { version: number } | undefined)?.version ?? 0;
+            const v = versions.get(g.groupKey) ?? 0;
             if (v !== g.version - 1) {
               throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
                 transient: true,
@@ -499,18 +527,40 @@ export class SqliteStore implements StateStore {
             q.outboxHeadPut.run(c.pipeline, seq);
           }
           if (c.failures.length) {
-            for (const f of c.failures) q.failureInsert.run(f.time, JSON.stringify(f));
+            // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+            for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
             q.failureTrim.run(RECENT_FAILURES_MAX);
           }
           if (c.cursor === null) return;
-          // The processed entries go; the log keeps only the backlog.
-          q.logTrim.run(c.pipeline, c.partition, cursor);
           q.cursorPut.run(c.pipeline, c.partition, cursor);
+          // The processed entries go in batches (LOG_TRIM_EVERY), this page's with them.
+          if (trimNow) this.trimLog([c.pipeline, c.partition]);
         })
         .immediate(),
     );
+    // Only once the commit stands: a refused one trims nothing and leaves the set as it was.
+    if (c.cursor !== null) {
+      if (trimNow) {
+        this.untrimmed.clear();
+        this.commitsSinceTrim = 0;
+      } else {
+        this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
+        this.commitsSinceTrim++;
+      }
+    }
     this.pending.delete(c.pipeline);
     for (const a of c.appends ?? []) this.pending.delete(a.pipeline);
+  }
+
+  /**
+   * Deletes the processed entries of the partitions committed since the last trim (and `also`),
+   * up to each one's stored cursor; inside the caller's transaction. Each delete is a range of
+   * the partition index; the set is cleared by the caller once the transaction stands.
+   */
+  private trimLog(also?: [string, string]): void {
+    const parts = [...this.untrimmed.values()];
+    if (also) parts.push(also);
+    for (const [pipeline, partition] of parts) this.q.logTrimToCursor.run({ pipeline, partition });
   }
 
   /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
@@ -829,6 +879,14 @@ function prepareState(db: Db) {
 }
 
 /** Every statement the store runs, prepared once per connection. */
+/** Entries after each partition's cursor, per partition of a pipeline (the parameter) with any. */
+const BACKLOG = `SELECT partition, pending, pipeline, cursor FROM (
+  SELECT t.pipeline, t.partition, c.cursor,
+    t.n - COALESCE((SELECT COUNT(*) FROM ingest_log l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq <= c.cursor), 0) AS pending
+  FROM (SELECT pipeline, partition, COUNT(*) AS n FROM ingest_log WHERE pipeline = ? GROUP BY partition) t
+  LEFT JOIN partition_cursors c ON c.pipeline = t.pipeline AND c.partition = t.partition
+) t WHERE pending > 0`;
+
 function prepare(db: Db) {
   const p = (sql: string): Stmt => db.prepare(sql);
   return {
@@ -836,16 +894,22 @@ function prepare(db: Db) {
     seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
     logInsert: p('INSERT INTO ingest_log (pipeline, partition, event) VALUES (?, ?, ?)'),
     logAny: p('SELECT 1 FROM ingest_log WHERE pipeline = ? AND partition = ? LIMIT 1'),
-    logTrim: p('DELETE FROM ingest_log WHERE pipeline = ? AND partition = ? AND seq <= ?'),
-    pendingCount: p('SELECT COUNT(*) AS n FROM ingest_log WHERE pipeline = ?'),
-    backlog: p('SELECT partition, COUNT(*) AS pending FROM ingest_log WHERE pipeline = ? GROUP BY partition ORDER BY MIN(seq)'),
+    logTrimToCursor: p(
+      'DELETE FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)',
+    ),
+    // Entries up to a partition's cursor may wait for the next trim: counted per partition, then
+    // the processed ones taken off (a probe of the partition index per partition, not a join per entry).
+    pendingCount: p(`SELECT COALESCE(SUM(pending), 0) AS n FROM (${BACKLOG})`),
+    backlog: p(
+      `${BACKLOG} ORDER BY (SELECT MIN(seq) FROM ingest_log l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq > COALESCE(t.cursor, 0))`,
+    ),
     readPage: p('SELECT seq, event FROM ingest_log WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?'),
     cursorGet: p('SELECT cursor FROM partition_cursors WHERE pipeline = ? AND partition = ?'),
     cursorPut: p(
       'INSERT INTO partition_cursors (pipeline, partition, cursor) VALUES (?, ?, ?) ON CONFLICT (pipeline, partition) DO UPDATE SET cursor = excluded.cursor',
     ),
-    groupGet: p('SELECT state FROM groups WHERE group_key = ?'),
-    groupVersion: p('SELECT version FROM groups WHERE group_key = ?'),
+    groupsGet: p('SELECT group_key, state FROM groups WHERE group_key IN (SELECT value FROM json_each(?))'),
+    groupVersions: p('SELECT group_key, version FROM groups WHERE group_key IN (SELECT value FROM json_each(?))'),
     groupPut: p(
       `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
        ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
@@ -898,7 +962,7 @@ function prepare(db: Db) {
     partitions: p(
       `SELECT partition, MAX(cursor) AS cursor, SUM(pending) AS pending FROM (
          SELECT partition, cursor, 0 AS pending FROM partition_cursors WHERE pipeline = ?
-         UNION ALL SELECT partition, NULL, COUNT(*) FROM ingest_log WHERE pipeline = ? GROUP BY partition
+         UNION ALL SELECT partition, NULL, pending FROM (${BACKLOG})
        ) GROUP BY partition ORDER BY partition`,
     ),
   };

@@ -1,0 +1,45 @@
+/**
+ * Ids must stay the same across versions (a replay, or another sidecar, computes the same ids):
+ * stableHash is checked against the length-prefixed hash it has always been, computed here
+ * independently by updating a SHA-256 part by part, on random parts (unicode, empty, null).
+ */
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { groupKey, occurrenceId, stableHash, workEventId, workId } from '../src/model/identity.ts';
+import { checkProperty } from './helpers/random.ts';
+
+function reference(parts: ReadonlyArray<string | number | null | undefined>, length = 32): string {
+  const h = createHash('sha256');
+  for (const p of parts) {
+    const s = p === null || p === undefined ? '\u0000' : String(p);
+    h.update(`${Buffer.byteLength(s)}:`);
+    h.update(s);
+  }
+  return h.digest('hex').slice(0, length);
+}
+
+const part = fc.oneof(fc.string({ unit: 'binary' }), fc.string(), fc.integer(), fc.constant(null), fc.constant(undefined), fc.constant(''));
+
+test('stableHash is the length-prefixed SHA-256 of its parts, part by part', () => {
+  checkProperty(
+    fc.property(fc.array(part, { maxLength: 8 }), fc.integer({ min: 1, max: 64 }), (parts, length) => {
+      if (stableHash(parts, length) !== reference(parts, length)) throw new Error(`differs for ${JSON.stringify(parts)}`);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('the ids built on it keep their inputs and prefixes', () => {
+  checkProperty(
+    fc.property(fc.string(), fc.string(), fc.string(), fc.string(), fc.option(fc.string(), { nil: undefined }), fc.nat(), (scope, op, rev, fp, ws, gen) => {
+      const key = groupKey({ scope, operation: op, revision: rev, fingerprint: fp, ...(ws !== undefined ? { workspace: ws } : {}) });
+      const parts = ['group', scope, op, rev, fp, ...(ws !== undefined ? [ws] : [])];
+      if (key !== 'g_' + reference(parts)) throw new Error('groupKey');
+      if (occurrenceId(key, op) !== 'o_' + reference(['occurrence', key, op])) throw new Error('occurrenceId');
+      if (workId(key, gen) !== 'w_' + reference(['work', key, gen])) throw new Error('workId');
+      if (workEventId(op, key, rev) !== reference(['work-event', op, key, rev])) throw new Error('workEventId');
+    }),
+    { numRuns: 300 },
+  );
+});
