@@ -19,7 +19,9 @@
  * server is measured twice: at full rate (8 keep-alive clients sending back to back: requests/s is
  * its maximum) and at half of that maximum (an open-loop schedule, latency counted from the
  * scheduled send, so a stall delays every request behind it), with the longest event-loop stall of
- * the main thread during it ("stall"). The clients run in a worker thread.
+ * the main thread during it ("stall"). At full rate, "busy ms/req" is the time the main thread
+ * spent off its event loop (event-loop utilization, drain included) per request: the server's own
+ * cost, which on a shared machine moves less than its throughput. The clients run in a worker thread.
  * Servers are measured in alternating slices so background load on the shared machine hits all
  * alike, and a vigil slice lasts until its pipeline has processed everything it accepted (vigil
  * gets no processing time for free). A decoder table compares the decoders alone on batches of
@@ -30,7 +32,7 @@
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it).
  */
 import { Worker } from 'node:worker_threads';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -71,6 +73,8 @@ interface LoadResult {
   latencies: number[];
   /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
   loopStallMs?: number;
+  /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
+  busyMs?: number;
 }
 
 /**
@@ -215,13 +219,13 @@ async function main(): Promise<void> {
   }
 
   console.log('');
-  console.log('                        | full rate                                   | half rate                                |');
-  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
+  console.log('                        | full rate                                                  | half rate                                |');
+  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures  busy ms/req |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
   for (const { encoding, server, full, half } of rows) {
     const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare')!;
     const ratio = server === 'bare' ? '' : `${(rateOf(full) / rateOf(bare.full)).toFixed(2)}×`;
     console.log(
-      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} | ` +
+      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} ${((full.busyMs ?? NaN) / full.requests).toFixed(2).padStart(12)} | ` +
         `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)}`,
     );
   }
@@ -240,6 +244,7 @@ async function alternate(
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
       const server = servers.get(name)!;
       const loop = monitorEventLoopDelay({ resolution: 1 });
+      const elu0 = performance.eventLoopUtilization();
       loop.enable();
       const result = await load(spec(server, name));
       loop.disable();
@@ -250,11 +255,13 @@ async function alternate(
         await server.drained();
         result.elapsedMs += performance.now() - t0;
       }
+      result.busyMs = performance.eventLoopUtilization(elu0).active;
       const total = totals.get(name)!;
       total.requests += result.requests;
       total.failures += result.failures;
       total.elapsedMs += result.elapsedMs;
       total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
+      total.busyMs = (total.busyMs ?? 0) + (result.busyMs ?? 0);
       for (const l of result.latencies) total.latencies.push(l);
     }
   }
@@ -403,8 +410,8 @@ exporters:
 state:
   ${setup === 'sqlite' ? `sqlite: { path: ${join(dir, 'state.db')} }` : 'memory: {}'}
 service:
-  # The failure wait is latency, not work: without it a slice's drain measures the processing cost
-  # (the correlation log's append, release and move) rather than 5 s of idle waiting.
+  # The failure wait is latency, not work: with it a slice's drain would time 5 s of idle waiting.
+  # Without it nothing waits in the correlation log, so a batch skips it (README, Ingest).
   correlation: { failure_wait: 0s }
   pipelines:
     traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, watchdog, recurrence' : 'classify'}], exporters: [file/work] }
