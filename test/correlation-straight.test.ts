@@ -10,11 +10,15 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { mayGoStraight, planAtIngest, waitingEvent } from '../src/correlation/ingest.ts';
+import { DEFAULT_CORRELATION, mayGoStraight, planAtIngest, waitingEvent } from '../src/correlation/ingest.ts';
+import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { mapTraces } from '../src/receivers/otlp/mapping.ts';
-import type { CorrelationStats } from '../src/service/correlation-runner.ts';
+import { CorrelationRunner, type CorrelationStats } from '../src/service/correlation-runner.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import { SqliteStore } from '../src/store/sqlite/store.ts';
+import type { StateStore } from '../src/store/types.ts';
 import type { Service } from '../src/service/service.ts';
 import { openaiTurn, tracesBody, type AgentRecord } from './helpers/agent-records.ts';
 import { startService } from './helpers/in-process.ts';
@@ -209,4 +213,61 @@ describe('the decision', () => {
       'a failure wait not over: they wait',
     );
   });
+});
+
+describe('two batches of one trace planned at ingest from the same state', () => {
+  const stores: Array<[string, () => StateStore]> = [
+    ['memory', () => new MemoryStore()],
+    ['sqlite', () => new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 })],
+  ];
+  for (const [name, make] of stores) {
+    test(`${name}: the second append conflicts whole (its batch then goes through the log), the first stands`, async () => {
+      const store = make();
+      await store.open();
+      try {
+        const runner = new CorrelationRunner({
+          store,
+          logger: memoryLogger(),
+          settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
+          pageSize: 64,
+          counting: new Set(['traces']),
+          forwarding: new Set(),
+        });
+        const turn = openaiTurn(T0, 'sess-race');
+        const first = mapped([turn.tool, turn.root]);
+        const second = mapped([turn.chat, turn.root]);
+        const plan = (m: typeof first) =>
+          runner.planStraight(
+            m.events.map((e) => waitingEvent(e, ['traces'], T0)),
+            T0,
+            m.sessions,
+          );
+        // Both planned before either is appended, as two concurrent requests would be.
+        const [a, b] = [await plan(first), await plan(second)];
+        assert.ok(a && b);
+        await store.append('traces', a.byPipeline.get('traces')!, { state: a.state });
+        await assert.rejects(
+          store.append('traces', b.byPipeline.get('traces')!, { state: b.state }),
+          (err: { code?: string }) => err.code === 'VIGIL_STORE_CONFLICT',
+        );
+        const page = await store.readPage('traces', 'sess-race', 10);
+        assert.deepEqual(
+          page.map((e) => e.event.eventId),
+          a.byPipeline.get('traces')!.map((e) => e.eventId),
+          'only the first batch is in the pipeline',
+        );
+        // Planned again, now from the state the first wrote: it joins the first's failure records.
+        const again = await plan(second);
+        assert.ok(again);
+        await store.append('traces', again.byPipeline.get('traces')!, { state: again.state });
+        const list = (await store.loadState('trace-failures', [turn.traceId])).get(turn.traceId)!.value as { r: Array<{ e: string }> };
+        assert.deepEqual(
+          list.r.map((r) => r.e),
+          [...a.byPipeline.get('traces')!, ...again.byPipeline.get('traces')!].map((e) => e.eventId),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+  }
 });
