@@ -29,6 +29,8 @@
  *
  * Options: --duration=SECONDS per server and phase (6), --rounds=N slices (3), --warmup=SECONDS (1),
  * --concurrency=N (8), --spans=N (512), --only=json,protobuf,grpc, --setups=memory,sqlite,
+ * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
+ * latency at equal load; by default each server's half rate is half of its own full rate),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it).
  */
 import { Worker } from 'node:worker_threads';
@@ -172,6 +174,7 @@ async function main(): Promise<void> {
   const rounds = Number(args.rounds ?? 3);
   const warmupMs = Number(args.warmup ?? 1) * 1000;
   const concurrency = Number(args.concurrency ?? 8);
+  const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
   const setups = (args.setups ?? 'memory,sqlite').split(',') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
@@ -184,7 +187,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
-      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at half of each server's full rate; ` +
+      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(
@@ -210,7 +213,7 @@ async function main(): Promise<void> {
         await server.drained?.();
       }
       const full = await alternate(servers, rounds, (server) => spec(server, 0, 0, durationMs / rounds));
-      const half = await alternate(servers, rounds, (server, name) => spec(server, rateOf(full.get(name)!) / 2, 0, durationMs / rounds));
+      const half = await alternate(servers, rounds, (server, name) => spec(server, fixedHalfRate ?? rateOf(full.get(name)!) / 2, 0, durationMs / rounds));
       for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
       for (const [name, server] of servers) if (server.summary) console.log(`  (${encoding}) ${name}: ${await server.summary()}`);
     } finally {
