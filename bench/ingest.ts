@@ -19,7 +19,9 @@
  * server is measured twice: at full rate (8 keep-alive clients sending back to back: requests/s is
  * its maximum) and at half of that maximum (an open-loop schedule, latency counted from the
  * scheduled send, so a stall delays every request behind it), with the longest event-loop stall of
- * the main thread during it ("stall"). The clients run in a worker thread.
+ * the main thread during it ("stall"). At full rate, "busy ms/req" is the time the main thread
+ * spent off its event loop (event-loop utilization, drain included) per request: the server's own
+ * cost, which on a shared machine moves less than its throughput. The clients run in a worker thread.
  * Servers are measured in alternating slices so background load on the shared machine hits all
  * alike, and a vigil slice lasts until its pipeline has processed everything it accepted (vigil
  * gets no processing time for free). A decoder table compares the decoders alone on batches of
@@ -27,10 +29,12 @@
  *
  * Options: --duration=SECONDS per server and phase (6), --rounds=N slices (3), --warmup=SECONDS (1),
  * --concurrency=N (8), --spans=N (512), --only=json,protobuf,grpc, --setups=memory,sqlite,
+ * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
+ * latency at equal load; by default each server's half rate is half of its own full rate),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it).
  */
 import { Worker } from 'node:worker_threads';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -71,6 +75,8 @@ interface LoadResult {
   latencies: number[];
   /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
   loopStallMs?: number;
+  /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
+  busyMs?: number;
 }
 
 /**
@@ -168,6 +174,7 @@ async function main(): Promise<void> {
   const rounds = Number(args.rounds ?? 3);
   const warmupMs = Number(args.warmup ?? 1) * 1000;
   const concurrency = Number(args.concurrency ?? 8);
+  const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
   const setups = (args.setups ?? 'memory,sqlite').split(',') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
@@ -180,7 +187,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
-      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at half of each server's full rate; ` +
+      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(
@@ -206,7 +213,7 @@ async function main(): Promise<void> {
         await server.drained?.();
       }
       const full = await alternate(servers, rounds, (server) => spec(server, 0, 0, durationMs / rounds));
-      const half = await alternate(servers, rounds, (server, name) => spec(server, rateOf(full.get(name)!) / 2, 0, durationMs / rounds));
+      const half = await alternate(servers, rounds, (server, name) => spec(server, fixedHalfRate ?? rateOf(full.get(name)!) / 2, 0, durationMs / rounds));
       for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
       for (const [name, server] of servers) if (server.summary) console.log(`  (${encoding}) ${name}: ${await server.summary()}`);
     } finally {
@@ -215,13 +222,13 @@ async function main(): Promise<void> {
   }
 
   console.log('');
-  console.log('                        | full rate                                   | half rate                                |');
-  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
+  console.log('                        | full rate                                                  | half rate                                |');
+  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures  busy ms/req |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
   for (const { encoding, server, full, half } of rows) {
     const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare')!;
     const ratio = server === 'bare' ? '' : `${(rateOf(full) / rateOf(bare.full)).toFixed(2)}×`;
     console.log(
-      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} | ` +
+      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} ${((full.busyMs ?? NaN) / full.requests).toFixed(2).padStart(12)} | ` +
         `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)}`,
     );
   }
@@ -240,6 +247,7 @@ async function alternate(
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
       const server = servers.get(name)!;
       const loop = monitorEventLoopDelay({ resolution: 1 });
+      const elu0 = performance.eventLoopUtilization();
       loop.enable();
       const result = await load(spec(server, name));
       loop.disable();
@@ -250,11 +258,13 @@ async function alternate(
         await server.drained();
         result.elapsedMs += performance.now() - t0;
       }
+      result.busyMs = performance.eventLoopUtilization(elu0).active;
       const total = totals.get(name)!;
       total.requests += result.requests;
       total.failures += result.failures;
       total.elapsedMs += result.elapsedMs;
       total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
+      total.busyMs = (total.busyMs ?? 0) + (result.busyMs ?? 0);
       for (const l of result.latencies) total.latencies.push(l);
     }
   }
@@ -403,8 +413,8 @@ exporters:
 state:
   ${setup === 'sqlite' ? `sqlite: { path: ${join(dir, 'state.db')} }` : 'memory: {}'}
 service:
-  # The failure wait is latency, not work: without it a slice's drain measures the processing cost
-  # (the correlation log's append, release and move) rather than 5 s of idle waiting.
+  # The failure wait is latency, not work: with it a slice's drain would time 5 s of idle waiting.
+  # Without it nothing waits in the correlation log, so a batch skips it (README, Ingest).
   correlation: { failure_wait: 0s }
   pipelines:
     traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, watchdog, recurrence' : 'classify'}], exporters: [file/work] }

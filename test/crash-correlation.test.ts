@@ -172,4 +172,39 @@ describe('correlation log: SIGKILL while records wait', () => {
     for (const e of all) assert.equal(e.data.partition, byTrace.get(e.data.trace_id), `${e.data.trace_id} in its session`);
     assert.ok(events.length >= 2);
   });
+
+  test('records that skip the log (nothing waits, no failure wait) survive a SIGKILL right after their acknowledgement: every failure once, in its session', async () => {
+    const s = await setup('session_wait: 60s, failure_wait: 0s');
+    const t0 = Date.UTC(2026, 2, 4);
+    const turns = Array.from({ length: 9 }, (_, i) => openaiTurn(t0 + i * 600_000, `sess-s${i % 3}`));
+    for (let round = 0; round < 3; round++) {
+      const child = await run(s, children);
+      const mine = turns.slice(round * 3, round * 3 + 3);
+      // Whole turns, the root with its failed children: they go straight to the traces pipeline.
+      await send(s, [mine[0]!.tool, mine[0]!.chat, mine[0]!.root]);
+      const st = (await (await fetch(`${s.health}/status`)).json()) as { correlation: { straight: number; rounds: number } };
+      assert.deepEqual([st.correlation.straight, st.correlation.rounds], [2, 0], 'they skipped the correlation log');
+      for (const turn of mine.slice(1)) await send(s, [turn.tool, turn.chat, turn.root]);
+      // Killed as soon as the last is acknowledged: what the pipeline had not processed yet must be on disk.
+      await kill(child);
+    }
+    await run(s, children);
+    await waitFor(
+      () => {
+        const last = new Map<string, number>();
+        for (const e of readWork(s.work)) last.set(e.data.work_id, Math.max(last.get(e.data.work_id) ?? 0, e.data.count));
+        return [...last.values()].length === 2 && [...last.values()].every((c) => c === turns.length) ? true : undefined;
+      },
+      'both groups counted once per turn',
+      60_000,
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    const all = readWork(s.work);
+    assert.equal(all.filter((e) => e.type === 'dev.vigil.work.created').length, 2);
+    const counts = new Map<string, number>();
+    for (const e of all) counts.set(e.data.work_id, Math.max(counts.get(e.data.work_id) ?? 0, e.data.count));
+    assert.deepEqual([...counts.values()], [turns.length, turns.length], 'no failure counted twice or lost');
+    const byTrace = new Map(turns.map((t, i) => [t.traceId, `sess-s${i % 3}`]));
+    for (const e of all) assert.equal(e.data.partition, byTrace.get(e.data.trace_id), `${e.data.trace_id} in its session`);
+  });
 });

@@ -7,6 +7,11 @@
  *   (plan.ts). While the log holds anything, every other record of those pipelines goes through
  *   it too, behind them, so each session's records keep their arrival order. Records only kept to
  *   be forwarded never wait.
+ * - While the log holds nothing, a batch whose records would all be released at once (they name
+ *   their session or their trace's is known; no failure among them has a failure wait to sit out)
+ *   skips the log: it is planned at ingest exactly as a round would plan it, and appended straight
+ *   to its pipeline with the state a round would commit (`mayGoStraight`, `planAtIngest`). That
+ *   spares the log's append, read and cursor commit, the bulk of the correlation cost of a batch.
  * - Each record that names a session and belongs to a trace (kept or not: a successful root span
  *   that names its session is not kept) tells its trace's session. The fact — not the record — is
  *   written with the append, in the store's `trace-session` namespace (bounded, expiring, shared by
@@ -15,6 +20,9 @@
  */
 import type { AgentEvent } from '../model/event.ts';
 import type { StateWrite } from '../store/state.ts';
+import type { LogEntry } from '../store/types.ts';
+import { isTraceFailure } from './failure-keys.ts';
+import { planRelease, type PlanOptions, type ReleasedRecord, type ReleasePlan } from './plan.ts';
 
 /** The store pipeline and partition of the correlation log (no configured pipeline can have this id). */
 export const CORRELATION_PIPELINE = 'correlation';
@@ -57,6 +65,47 @@ export function splitForCorrelation(events: readonly AgentEvent[], logHolds: boo
     else direct.push(e);
   }
   return { waiting, direct };
+}
+
+export interface StraightConditions {
+  /** The correlation log holds records now, or an append to it is under way. */
+  logHolds: boolean;
+  /** Pipelines the batch goes to. */
+  pipelines: number;
+  /**
+   * The store has no other writer and writes an append's records and state in one atomic step
+   * (memory, SQLite). Then a batch planned at ingest lands with its per-trace failure records or
+   * not at all, and a conflicting plan (a round, another batch) makes the append fail whole.
+   */
+  atomicSingleWriter: boolean;
+  failureWait: number;
+}
+
+/**
+ * Whether the would-be-waiting records of a batch may be planned at ingest (`planAtIngest`)
+ * instead of going through the correlation log. Only when the log holds nothing: a record there
+ * may be of the same session, and the batch must stay behind it. Only for one target pipeline: its
+ * one append carries the records and their state atomically. And not when a failure record must
+ * sit out a failure wait (the plan would keep it back anyway; this spares the state read).
+ */
+export function mayGoStraight(records: readonly AgentEvent[], c: StraightConditions): boolean {
+  if (c.logHolds || c.pipelines !== 1 || !c.atomicSingleWriter || records.length === 0) return false;
+  return c.failureWait <= 0 || !records.some(isTraceFailure);
+}
+
+/**
+ * The release plan of a batch at ingest: the batch as the log's only page (its records as
+ * `waitingEvent` made them), planned as a round would plan it now. The plan when every record may
+ * go now; undefined when any must wait (then the whole batch goes through the log, in order).
+ */
+export function planAtIngest(
+  records: readonly AgentEvent[],
+  known: { sessions: ReadonlyMap<string, string>; released: ReadonlyMap<string, readonly ReleasedRecord[]> },
+  opts: PlanOptions,
+): ReleasePlan | undefined {
+  const entries: LogEntry[] = records.map((event, i) => ({ id: String(i), event }));
+  const plan = planRelease({ entries, sessions: known.sessions, released: known.released, complete: true }, opts);
+  return plan.released.length === records.length ? plan : undefined;
 }
 
 /** A record as the correlation log keeps it: in its one partition, with where it goes and when it came. */

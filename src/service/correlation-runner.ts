@@ -17,7 +17,14 @@
 import { errorMessage, isVigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { AgentEvent } from '../model/event.ts';
-import { CORRELATION_PIPELINE, TRACE_FAILURES_NAMESPACE, TRACE_SESSION_NAMESPACE, WAITING_PARTITION, type CorrelationSettings } from '../correlation/ingest.ts';
+import {
+  CORRELATION_PIPELINE,
+  planAtIngest,
+  TRACE_FAILURES_NAMESPACE,
+  TRACE_SESSION_NAMESPACE,
+  WAITING_PARTITION,
+  type CorrelationSettings,
+} from '../correlation/ingest.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
 import type { LogEntry, StateStore } from '../store/types.ts';
@@ -47,8 +54,17 @@ export interface CorrelationStats {
   released: { own: number; trace: number; fallback: number };
   /** Records released as evidence of a failure another record counts. */
   evidence: number;
+  /** Of the released records, those planned at ingest and appended straight to their pipeline (the log held nothing). */
+  straight: number;
   rounds: number;
   failedRounds: number;
+}
+
+/** A batch planned at ingest: its records per pipeline and the state to write with them. */
+export interface StraightRelease {
+  byPipeline: Map<string, AgentEvent[]>;
+  state: StateWrite[];
+  plan: ReleasePlan;
 }
 
 export class CorrelationRunner {
@@ -59,7 +75,7 @@ export class CorrelationRunner {
   private busy: Promise<boolean> | undefined;
   private wakeAt: number | null = null;
   private failures = 0;
-  readonly stats: CorrelationStats = { released: { own: 0, trace: 0, fallback: 0 }, evidence: 0, rounds: 0, failedRounds: 0 };
+  readonly stats: CorrelationStats = { released: { own: 0, trace: 0, fallback: 0 }, evidence: 0, straight: 0, rounds: 0, failedRounds: 0 };
 
   constructor(private readonly opts: CorrelationRunnerOptions) {
     this.now = opts.now ?? Date.now;
@@ -152,7 +168,7 @@ export class CorrelationRunner {
   }
 
   /** The known sessions of the page's traces, and the failure records released per trace (with their versions). */
-  private async loadState(entries: readonly LogEntry[]) {
+  private async loadState(entries: readonly Pick<LogEntry, 'event'>[]) {
     const awaiting = new Set<string>();
     const traces = new Set<string>();
     for (const { event } of entries) {
@@ -177,7 +193,63 @@ export class CorrelationRunner {
   }
 
   private async release(plan: ReleasePlan, versions: ReadonlyMap<string, number>): Promise<void> {
-    const { store, settings, forwarding } = this.opts;
+    const { byPipeline, state } = this.handOn(plan, versions);
+    await this.opts.store.commit({
+      pipeline: CORRELATION_PIPELINE,
+      partition: WAITING_PARTITION,
+      cursor: plan.released[plan.released.length - 1]!.entryId,
+      groups: [],
+      turns: [],
+      revisions: [],
+      outbox: [],
+      failures: [],
+      state,
+      // The pipelines get the records with the commit (memory, SQLite: one transaction; Redis: just
+      // before it — a crash in between repeats the appends, which the dedupe drops).
+      appends: [...byPipeline].map(([pipeline, events]) => ({ pipeline, events })),
+    });
+    this.stats.rounds++;
+    this.noteReleased(plan);
+    this.opts.onReleased?.([...byPipeline.keys()]);
+  }
+
+  /**
+   * Plans a batch at ingest as a round would plan it, for the caller to append it straight to its
+   * pipeline instead of to the log (src/correlation/ingest.ts, `goesStraight`). Only meaningful
+   * while the log holds nothing (so nothing of the batch's sessions is ahead of it) — the caller
+   * checks that. Undefined when any record must wait: then the batch goes through the log.
+   * `batchSessions`: the trace → session facts of the batch (written with its append, so not in the
+   * store yet), as a round would have read them.
+   *
+   * `state` holds the failure records released per trace, versioned as in a round: written with
+   * the batch's append, so a round (or another batch) that planned the same trace meanwhile makes
+   * one of the two writes conflict, and the loser goes through the log and is planned again.
+   */
+  async planStraight(records: readonly AgentEvent[], now: number, batchSessions: ReadonlyMap<string, string>): Promise<StraightRelease | undefined> {
+    const { settings } = this.opts;
+    const loaded = await this.loadState(records.map((event) => ({ event })));
+    const { released, versions } = loaded;
+    // The batch's own trace → session facts are written with its append, after a round would have read them.
+    const sessions = new Map([...loaded.sessions, ...batchSessions]);
+    const plan = planAtIngest(
+      records,
+      { sessions, released },
+      { now, sessionWait: settings.sessionWait, failureWait: settings.failureWait, counts: (ps) => ps.some((p) => this.opts.counting.has(p)) },
+    );
+    if (!plan) return undefined;
+    const { byPipeline, state } = this.handOn(plan, versions);
+    return { byPipeline, state, plan };
+  }
+
+  /** Notes a straight release that was appended (the stats a round keeps). */
+  noteStraight(s: StraightRelease): void {
+    this.stats.straight += s.plan.released.length;
+    this.noteReleased(s.plan);
+  }
+
+  /** The released records per pipeline (without their route) and the state written with them. */
+  private handOn(plan: ReleasePlan, versions: ReadonlyMap<string, number>): { byPipeline: Map<string, AgentEvent[]>; state: StateWrite[] } {
+    const { settings, forwarding } = this.opts;
     const byPipeline = new Map<string, AgentEvent[]>();
     for (const { event } of plan.released) {
       const { route, ...rest } = event;
@@ -195,27 +267,15 @@ export class CorrelationRunner {
       ttlMs: settings.traceTtl,
       maxEntries: settings.maxTraces,
     }));
-    await store.commit({
-      pipeline: CORRELATION_PIPELINE,
-      partition: WAITING_PARTITION,
-      cursor: plan.released[plan.released.length - 1]!.entryId,
-      groups: [],
-      turns: [],
-      revisions: [],
-      outbox: [],
-      failures: [],
-      state,
-      // The pipelines get the records with the commit (memory, SQLite: one transaction; Redis: just
-      // before it — a crash in between repeats the appends, which the dedupe drops).
-      appends: [...byPipeline].map(([pipeline, events]) => ({ pipeline, events })),
-    });
-    this.stats.rounds++;
+    return { byPipeline, state };
+  }
+
+  private noteReleased(plan: ReleasePlan): void {
     for (const r of plan.released) {
       this.stats.released[r.session]++;
       const c = r.event.correlation;
       if (c && c.counted !== r.event.eventId) this.stats.evidence++;
     }
-    this.opts.onReleased?.([...byPipeline.keys()]);
   }
 }
 

@@ -26,8 +26,8 @@ import type { Logger } from '../logger.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { WorkPage } from '../processors/page.ts';
 import { stateClient } from '../store/state-client.ts';
-import { encodeStateWrites } from '../store/state.ts';
-import type { StateStore } from '../store/types.ts';
+import { encodeStateWrites, type StateWrite } from '../store/state.ts';
+import type { AppendResult, StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
 import { componentFamilies, family, type MetricFamily } from './metrics.ts';
@@ -39,7 +39,15 @@ import { occurrenceRecords } from '../processors/occurrences/operator.ts';
 import { backoffDelay, sleep } from '../internal/backoff.ts';
 import { operatorAuth } from '../internal/bearer.ts';
 import { VIGIL_VERSION } from '../version.ts';
-import { CORRELATION_PIPELINE, sessionFacts, splitForCorrelation, waitingEvent, WrittenFacts, type CorrelationSettings } from '../correlation/ingest.ts';
+import {
+  CORRELATION_PIPELINE,
+  mayGoStraight,
+  sessionFacts,
+  splitForCorrelation,
+  waitingEvent,
+  WrittenFacts,
+  type CorrelationSettings,
+} from '../correlation/ingest.ts';
 import { CorrelationRunner } from './correlation-runner.ts';
 
 export interface ServiceOptions {
@@ -82,6 +90,8 @@ export class Service {
   private readonly correlationSettings: CorrelationSettings;
   /** Trace → session facts this process wrote recently (one write per trace, not per request). */
   private readonly writtenFacts: WrittenFacts;
+  /** Appends to the correlation log under way: until they land, the log counts as holding records. */
+  private logAppends = 0;
   private readonly now: () => number;
   /** Pipelines whose processors want activity markers, as their factories declare it. */
   private readonly wantsMarkers: ReadonlySet<string>;
@@ -411,9 +421,31 @@ export class Service {
             throw new VigilError('VIGIL_INGEST_BACKPRESSURE', `pipeline '${pid}' has ${maxBacklog} or more records waiting; retry later`, { transient: true });
           }
         }
-        const facts = this.writtenFacts.writes(sessionFacts(events, opts.traceSessions), now);
+        const batchSessions = sessionFacts(events, opts.traceSessions);
+        const facts = this.writtenFacts.writes(batchSessions, now);
         const state = [...(opts.state ?? []), ...facts];
-        const { waiting, direct } = splitForCorrelation(events, waitingNow > 0);
+        const logHolds = waitingNow > 0 || this.logAppends > 0;
+        const { waiting, direct } = splitForCorrelation(events, logHolds);
+        // The log holds nothing: a batch that would be released at once is planned here and goes
+        // straight to its pipeline (src/correlation/ingest.ts); if not, or if the plan's state
+        // write conflicts (a round or another batch planned the same trace meanwhile), it goes
+        // through the log as below.
+        const straightOk =
+          this.correlation !== undefined &&
+          mayGoStraight(waiting, {
+            logHolds,
+            pipelines: pipelineIds.length,
+            atomicSingleWriter: store.kind === 'memory' || store.kind === 'sqlite',
+            failureWait: this.correlationSettings.failureWait,
+          });
+        const straight = straightOk ? await this.appendStraight(store, events, waiting, batchSessions, last, forwarding.has(last), state, now) : undefined;
+        if (straight) {
+          this.writtenFacts.note(facts, now);
+          if (facts.length) this.correlation?.notify();
+          this.ingestStats.appended += straight.appended;
+          this.ingestStats.duplicates += straight.duplicates;
+          return straight;
+        }
         const stateOn = waiting.length ? CORRELATION_PIPELINE : last;
         for (const pid of pipelineIds) {
           const withState = pid === stateOn && state.length > 0;
@@ -424,13 +456,18 @@ export class Service {
           this.pipelines.get(pid)?.runner.notify();
         }
         if (waiting.length) {
-          const r = await store.append(
-            CORRELATION_PIPELINE,
-            waiting.map((e) => waitingEvent(e, pipelineIds, now)),
-            state.length ? { state } : {},
-          );
-          appended += r.appended;
-          duplicates += r.duplicates;
+          this.logAppends++;
+          try {
+            const r = await store.append(
+              CORRELATION_PIPELINE,
+              waiting.map((e) => waitingEvent(e, pipelineIds, now)),
+              state.length ? { state } : {},
+            );
+            appended += r.appended;
+            duplicates += r.duplicates;
+          } finally {
+            this.logAppends--;
+          }
         }
         this.writtenFacts.note(facts, now);
         // New records to release, or new facts that may release waiting ones.
@@ -450,6 +487,47 @@ export class Service {
       this.ingestStats.duplicates += duplicates;
       return { appended, duplicates };
     };
+  }
+
+  /**
+   * A batch planned at ingest and appended straight to its one pipeline (mayGoStraight said it
+   * may): the records in batch order — the planned ones in their decided session, with their
+   * correlation — with the receiver's state, the session facts and the per-trace failure records
+   * in the same append, so it is as durable and as atomic as a round's commit. Undefined when a
+   * record must wait or the append's versioned state conflicts: then the batch goes through the
+   * log (nothing of it was written).
+   */
+  private async appendStraight(
+    store: StateStore,
+    events: readonly AgentEvent[],
+    waiting: readonly AgentEvent[],
+    batchSessions: ReadonlyMap<string, string>,
+    pipeline: string,
+    forwards: boolean,
+    state: StateWrite[],
+    now: number,
+  ): Promise<AppendResult | undefined> {
+    const correlation = this.correlation!;
+    const s = await correlation.planStraight(
+      waiting.map((e) => waitingEvent(e, [pipeline], now)),
+      now,
+      batchSessions,
+    );
+    if (!s) return undefined;
+    const planned = s.byPipeline.get(pipeline) ?? [];
+    const waits = new Set(waiting);
+    let next = 0;
+    const batch = events.map((e) => (waits.has(e) ? planned[next++]! : e));
+    let r: AppendResult;
+    try {
+      r = await store.append(pipeline, forwards ? batch : withoutForwarding(batch), { state: [...state, ...s.state] });
+    } catch (err) {
+      if (isVigilError(err, 'VIGIL_STORE_CONFLICT')) return undefined;
+      throw err;
+    }
+    correlation.noteStraight(s);
+    this.pipelines.get(pipeline)?.runner.notify();
+    return r;
   }
 
   /**

@@ -1,0 +1,273 @@
+/**
+ * Records that would be released at once skip the correlation log while it holds nothing
+ * (src/correlation/ingest.ts, `mayGoStraight`, `planAtIngest`): both sides of the decision through
+ * a running vigil (in process, memory store, real OTLP/HTTP requests), and the decision itself.
+ * Going straight changes the cost, not the outcome: the records get the session and the
+ * correlation a round of the log would give them, and a batch behind a waiting record of its
+ * session still goes through the log, behind it.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { DEFAULT_CORRELATION, mayGoStraight, planAtIngest, waitingEvent } from '../src/correlation/ingest.ts';
+import { memoryLogger } from '../src/logger.ts';
+import type { AgentEvent } from '../src/model/event.ts';
+import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
+import { mapTraces } from '../src/receivers/otlp/mapping.ts';
+import { CorrelationRunner, type CorrelationStats } from '../src/service/correlation-runner.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import { SqliteStore } from '../src/store/sqlite/store.ts';
+import type { StateStore } from '../src/store/types.ts';
+import type { Service } from '../src/service/service.ts';
+import { openaiTurn, tracesBody, type AgentRecord } from './helpers/agent-records.ts';
+import { startService } from './helpers/in-process.ts';
+import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
+
+type WorkEvent = { id: string; type: string; data: Record<string, any> };
+
+const T0 = Date.UTC(2026, 3, 4, 9, 0, 0);
+
+async function start() {
+  const dir = tempDir();
+  const port = await freePort();
+  const work = join(dir, 'work.jsonl');
+  const { service } = await startService(`
+receivers: { otlp: { protocols: { http: { endpoint: 127.0.0.1:${port} } } } }
+processors: { classify: {}, recurrence: { min_recurrence: 1 } }
+exporters: { file: { path: ${work} } }
+state: { memory: {} }
+service:
+  correlation: { session_wait: 1500ms, failure_wait: 0s }
+  pipelines:
+    traces: { receivers: [otlp], processors: [classify, recurrence], exporters: [file] }
+`);
+  return { service, base: `http://127.0.0.1:${port}`, work };
+}
+
+async function send(base: string, spans: readonly AgentRecord[]): Promise<void> {
+  const res = await fetch(`${base}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: tracesBody(spans) });
+  assert.equal(res.status, 200, await res.text());
+}
+
+function readWork(file: string): WorkEvent[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as WorkEvent);
+}
+
+async function delivered(file: string, n: number): Promise<WorkEvent[]> {
+  await waitFor(() => (readWork(file).length >= n ? true : undefined), `${n} work events in ${file}`, 15_000);
+  await new Promise((r) => setTimeout(r, 400));
+  return readWork(file);
+}
+
+async function stats(service: Service): Promise<CorrelationStats> {
+  return ((await service.status()) as { correlation: CorrelationStats }).correlation;
+}
+
+/** A turn's spans as the receiver hands them to the service: decoded and mapped, the kept records and the trace → session facts. */
+function mapped(spans: readonly AgentRecord[]): { events: AgentEvent[]; sessions: Map<string, string> } {
+  const decoded = decodeTracesJson(tracesBody(spans), { skipIrrelevant: true });
+  const m = mapTraces(decoded.groups);
+  for (const [t, s] of decoded.sessions) m.traceSessions.set(t, s);
+  return { events: m.events, sessions: m.traceSessions };
+}
+
+describe('records skip the correlation log while it holds nothing', () => {
+  const services: Service[] = [];
+  after(async () => {
+    for (const s of services) await s.shutdown();
+  });
+
+  test('nothing waits: a turn goes straight to its pipeline, in its trace session, each failure once; so does one whose session is already stored', async () => {
+    const v = await start();
+    services.push(v.service);
+    const turn = openaiTurn(T0, 'sess-straight');
+    await send(v.base, [turn.tool, turn.chat, turn.root]);
+    const first = await delivered(v.work, 2);
+    assert.deepEqual(
+      first.map((e) => [e.type, e.data.partition, e.data.trace_id]),
+      [
+        ['dev.vigil.work.created', 'sess-straight', turn.traceId],
+        ['dev.vigil.work.created', 'sess-straight', turn.traceId],
+      ],
+    );
+    let s = await stats(v.service);
+    assert.equal(s.straight, 2, 'the two failed spans went straight');
+    assert.equal(s.rounds, 0, 'the correlation log never held them');
+    assert.deepEqual(s.released, { own: 0, trace: 2, fallback: 0 }, 'their session came from their trace, as a round would decide');
+
+    // The root first, its failed children in a later request: their session is the stored fact.
+    const second = openaiTurn(T0 + 60_000, 'sess-straight');
+    await send(v.base, [second.root]);
+    await send(v.base, [second.tool, second.chat]);
+    const all = await delivered(v.work, 4);
+    assert.deepEqual(
+      all.slice(2).map((e) => [e.type, e.data.partition, e.data.count]),
+      [
+        ['dev.vigil.work.updated', 'sess-straight', 2],
+        ['dev.vigil.work.updated', 'sess-straight', 2],
+      ],
+    );
+    s = await stats(v.service);
+    assert.equal(s.straight, 4);
+    assert.equal(s.rounds, 0);
+  });
+
+  test('a record of the session waits in the log: a later turn goes through the log behind it, and is processed after it', async () => {
+    const v = await start();
+    services.push(v.service);
+    const a = openaiTurn(T0, 'sess-behind');
+    const b = openaiTurn(T0 + 60_000, 'sess-behind');
+    // A's failed spans name no session and their root has not come: they wait for it.
+    await send(v.base, [a.tool, a.chat]);
+    // B is complete and names its session; it would go straight if nothing waited.
+    await send(v.base, [b.tool, b.chat, b.root]);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(readWork(v.work).length, 0, 'B did not overtake A');
+    await send(v.base, [a.root]);
+    const events = await delivered(v.work, 4);
+    // The same two failures in one session: A's create the work items, B's update them.
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.trace_id]),
+      [
+        ['dev.vigil.work.created', a.traceId],
+        ['dev.vigil.work.created', a.traceId],
+        ['dev.vigil.work.updated', b.traceId],
+        ['dev.vigil.work.updated', b.traceId],
+      ],
+    );
+    assert.ok(events.every((e) => e.data.partition === 'sess-behind'));
+    const s = await stats(v.service);
+    assert.equal(s.straight, 0, 'nothing went straight while the log held records');
+    assert.ok(s.rounds >= 1);
+    assert.equal(s.released.trace + s.released.own, 4);
+  });
+});
+
+describe('the decision', () => {
+  const conditions = { logHolds: false, pipelines: 1, atomicSingleWriter: true, failureWait: 0 };
+  const counts = () => true;
+
+  test('may go straight only while the log holds nothing, to one pipeline, on a single-writer store, without a failure wait to sit out', () => {
+    const turn = openaiTurn(T0, 'sess-d');
+    const { events } = mapped([turn.tool, turn.chat, turn.root]);
+    assert.equal(events.length, 2);
+    assert.equal(mayGoStraight(events, conditions), true);
+    assert.equal(mayGoStraight(events, { ...conditions, logHolds: true }), false);
+    assert.equal(mayGoStraight(events, { ...conditions, pipelines: 2 }), false);
+    assert.equal(mayGoStraight(events, { ...conditions, atomicSingleWriter: false }), false);
+    assert.equal(mayGoStraight(events, { ...conditions, failureWait: 5000 }), false, 'a failure sits out its failure wait in the log');
+    assert.equal(mayGoStraight([], conditions), false);
+  });
+
+  test('the plan at ingest releases all or nothing: a record whose session is unknown keeps the whole batch for the log', () => {
+    const turn = openaiTurn(T0, 'sess-p');
+    const opts = { now: T0, sessionWait: 10_000, failureWait: 0, counts };
+    const empty = { sessions: new Map<string, string>(), released: new Map() };
+
+    const whole = mapped([turn.tool, turn.chat, turn.root]);
+    const plan = planAtIngest(
+      whole.events.map((e) => waitingEvent(e, ['traces'], T0)),
+      { ...empty, sessions: whole.sessions },
+      opts,
+    );
+    assert.ok(plan, 'the root in the batch tells the session');
+    assert.deepEqual(
+      plan.released.map((r) => [r.event.partition, r.session]),
+      [
+        ['sess-p', 'trace'],
+        ['sess-p', 'trace'],
+      ],
+    );
+    assert.ok(plan.released.every((r) => r.event.correlation?.counted === r.event.eventId));
+    assert.deepEqual([...plan.traces.keys()], [turn.traceId], 'its failure records are written with it');
+
+    const children = mapped([turn.tool, turn.chat]);
+    assert.equal(
+      planAtIngest(
+        children.events.map((e) => waitingEvent(e, ['traces'], T0))!,
+        empty,
+        opts,
+      ),
+      undefined,
+      'no session known: they wait',
+    );
+    assert.ok(
+      planAtIngest(
+        children.events.map((e) => waitingEvent(e, ['traces'], T0)),
+        { ...empty, sessions: new Map([[turn.traceId, 'sess-p']]) },
+        opts,
+      ),
+    );
+    assert.equal(
+      planAtIngest(
+        children.events.map((e) => waitingEvent(e, ['traces'], T0)),
+        { ...empty, sessions: new Map([[turn.traceId, 'sess-p']]) },
+        { ...opts, failureWait: 1000 },
+      ),
+      undefined,
+      'a failure wait not over: they wait',
+    );
+  });
+});
+
+describe('two batches of one trace planned at ingest from the same state', () => {
+  const stores: Array<[string, () => StateStore]> = [
+    ['memory', () => new MemoryStore()],
+    ['sqlite', () => new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 })],
+  ];
+  for (const [name, make] of stores) {
+    test(`${name}: the second append conflicts whole (its batch then goes through the log), the first stands`, async () => {
+      const store = make();
+      await store.open();
+      try {
+        const runner = new CorrelationRunner({
+          store,
+          logger: memoryLogger(),
+          settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
+          pageSize: 64,
+          counting: new Set(['traces']),
+          forwarding: new Set(),
+        });
+        const turn = openaiTurn(T0, 'sess-race');
+        const first = mapped([turn.tool, turn.root]);
+        const second = mapped([turn.chat, turn.root]);
+        const plan = (m: typeof first) =>
+          runner.planStraight(
+            m.events.map((e) => waitingEvent(e, ['traces'], T0)),
+            T0,
+            m.sessions,
+          );
+        // Both planned before either is appended, as two concurrent requests would be.
+        const [a, b] = [await plan(first), await plan(second)];
+        assert.ok(a && b);
+        await store.append('traces', a.byPipeline.get('traces')!, { state: a.state });
+        await assert.rejects(
+          store.append('traces', b.byPipeline.get('traces')!, { state: b.state }),
+          (err: { code?: string }) => err.code === 'VIGIL_STORE_CONFLICT',
+        );
+        const page = await store.readPage('traces', 'sess-race', 10);
+        assert.deepEqual(
+          page.map((e) => e.event.eventId),
+          a.byPipeline.get('traces')!.map((e) => e.eventId),
+          'only the first batch is in the pipeline',
+        );
+        // Planned again, now from the state the first wrote: it joins the first's failure records.
+        const again = await plan(second);
+        assert.ok(again);
+        await store.append('traces', again.byPipeline.get('traces')!, { state: again.state });
+        const list = (await store.loadState('trace-failures', [turn.traceId])).get(turn.traceId)!.value as { r: Array<{ e: string }> };
+        assert.deepEqual(
+          list.r.map((r) => r.e),
+          [...a.byPipeline.get('traces')!, ...again.byPipeline.get('traces')!].map((e) => e.eventId),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+  }
+});
