@@ -174,4 +174,66 @@ describe('following one journal', () => {
     assert.deepEqual(caseIds(await readAll(f)), ['00002']);
     await f.release();
   });
+
+  test('a malformed line that repeats after the offset: the tail starts at the last case, so a compaction that keeps an unread case is read from it (found by a crash test, seed 784534252)', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    const broken = '{"case_id": "broken", "error_kind":';
+    const isCase = (bytes: Buffer) => {
+      try {
+        return typeof (JSON.parse(bytes.toString()) as { case_id?: unknown }).case_id === 'string';
+      } catch {
+        return false;
+      }
+    };
+    const read = async () => {
+      const r = await f.read(1000, 1 << 20, isCase);
+      f.offset = r.next;
+      return r;
+    };
+    writeFileSync(path, text([0, 1]) + broken + '\n' + broken + '\n');
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    assert.equal((await read()).lines.length, 4);
+    const committed = f.offset;
+    await f.release();
+    // vigil is SIGKILLed. While it is away the runtime appends case 2 and the same malformed line
+    // again, and the consumer (which saw 0 and 1 delivered) compacts by rename, keeping from case 2.
+    appendFileSync(path, text([2]) + broken + '\n');
+    writeFileSync(join(dir, 'tmp'), text([2]) + broken + '\n' + text([3]));
+    renameSync(join(dir, 'tmp'), path);
+    // Restarted from the committed offset (the old file is gone).
+    const g = new FollowedFile(path, committed);
+    assert.deepEqual(await g.check('beginning'), { status: 'ready', rewrite: 'replaced' });
+    const r = await g.read(1000, 1 << 20, isCase);
+    assert.deepEqual(
+      r.lines.filter((l) => isCase(l.bytes)).map((l) => (JSON.parse(l.bytes.toString()) as { case_id: string }).case_id.slice(5)),
+      ['00002', '00003'],
+      'case 2 is not skipped: a window of the malformed line alone would be found after it',
+    );
+    await g.release();
+  });
+
+  test('with only malformed lines after the last case, the window grows over them; a window found again resumes right after it', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'j.jsonl');
+    const isCase = (bytes: Buffer) => bytes.toString().startsWith('{"case_id":"');
+    writeFileSync(path, text([0]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    f.offset = (await f.read(1000, 1 << 20, isCase)).next;
+    const firstLen = f.offset.tailLen;
+    appendFileSync(path, 'not json\n');
+    await f.check('beginning');
+    f.offset = (await f.read(1000, 1 << 20, isCase)).next;
+    assert.equal(f.offset.tailLen, firstLen + 'not json\n'.length, 'the window covers the case and the malformed line after it');
+    // Rewritten in place with the same two lines, then a new case: reading resumes at case 1.
+    writeFileSync(path, text([0]) + 'not json\n' + text([1]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' }, 'an append: the window is still where it was');
+    writeFileSync(path, 'garbage\n' + text([0]) + 'not json\n' + text([1]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'rewritten' });
+    const r = await f.read(1000, 1 << 20, isCase);
+    assert.deepEqual(caseIds(r), ['00001']);
+    await f.release();
+  });
 });

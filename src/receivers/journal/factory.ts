@@ -292,8 +292,10 @@ class JournalReceiver {
         },
       );
     }
-    const read = await t.file.read(this.cfg.batch_size, this.cfg.max_line_size);
     const source: CaseSource = { file: t.file.path, fileSession: this.fileSession(t.file.path), service: this.cfg.service };
+    // A valid case names itself by its unique case id: the offset's tail window starts at one.
+    const identifies = (bytes: Buffer) => parseJournalLine(bytes.toString('utf8').replace(/\r$/, ''), source).ok;
+    const read = await t.file.read(this.cfg.batch_size, this.cfg.max_line_size, identifies);
     const events: AgentEvent[] = [];
     const skipped: Array<{ reason: SkipReason; offset: number; error: string }> = [];
     let lines = read.overlong.length;

@@ -24,6 +24,11 @@ import { open, stat, type FileHandle } from 'node:fs/promises';
 
 /** Bytes read per read call. */
 const CHUNK_BYTES = 64 * 1024;
+/**
+ * The longest tail window: lines that identify nothing (malformed ones) after the last case are
+ * covered up to this many bytes; past it the window falls back to the last non-blank line.
+ */
+export const MAX_TAIL_BYTES = 1024 * 1024;
 /** How far a rewritten file is searched for the tail before reading it from the top. */
 export const RESYNC_SCAN_BYTES = 256 * 1024 * 1024;
 
@@ -35,9 +40,10 @@ export interface FileOffset {
   /** Bytes consumed: always after a complete line, unless inside an overlong line (`skip`). */
   offset: number;
   /**
-   * SHA-256 (first 32 hex digits) of the `tailLen` bytes before the offset: the last non-blank
-   * line and what follows it up to the offset. '' (and 0) when there is none to fingerprint (the
-   * offset is 0, or just after a skipped overlong line).
+   * SHA-256 (first 32 hex digits) of the `tailLen` bytes before the offset: from the start of the
+   * last line that identifies itself (a case, with its unique case id; else the last non-blank
+   * line) to the offset, so malformed or repeated lines after it are covered too. '' (and 0) when
+   * there is none to fingerprint (the offset is 0, or just after a skipped overlong line).
    */
   tail: string;
   tailLen: number;
@@ -148,8 +154,12 @@ export class FollowedFile {
    * Reads complete lines after the offset, at most `maxLines` of them, through the held handle
    * (the file the offset belongs to, even if the path now names another). Lines longer than
    * `maxLineBytes` are reported in `overlong` and skipped without being held in memory.
+   * `identifies` tells a line that is unique in the journal (a valid case, which holds its case id)
+   * from one that may repeat (a malformed line, a duplicate); the tail window starts at the last
+   * unique one, because a window of a repeated line could be found again *after* unread lines in a
+   * compacted file, and reading would resume past them.
    */
-  async read(maxLines: number, maxLineBytes: number): Promise<ReadResult> {
+  async read(maxLines: number, maxLineBytes: number, identifies?: (bytes: Buffer) => boolean): Promise<ReadResult> {
     const fh = this.fh!;
     const o = this.offset!;
     const size = (await fh.stat()).size;
@@ -188,12 +198,19 @@ export class FollowedFile {
         pending = Buffer.alloc(0);
       }
     }
-    // The tail window starts at the last non-blank line read (or where the previous one started,
-    // when only blank lines followed it); an overlong line after it leaves nothing to fingerprint.
+    // The tail window starts at the last line that identifies itself, or where the previous window
+    // started when no such line was read (lines after it extend it), within MAX_TAIL_BYTES; else at
+    // the last non-blank line read (or where the previous one started, when only blank lines
+    // followed it). An overlong line after its start leaves nothing to fingerprint.
     let windowStart: number | undefined;
+    const clear = (at: number) => !overlong.some((x) => x > at) && consumed - at <= MAX_TAIL_BYTES;
     const lastLine = findLast(lines, (l) => !isBlank(l.bytes));
-    if (lastLine && !overlong.some((at) => at > lastLine.offset)) windowStart = lastLine.offset;
-    else if (!lastLine && overlong.length === 0 && o.tailLen > 0 && !o.skip) windowStart = o.offset - o.tailLen;
+    const anchor = identifies ? findLast(lines, (l) => !isBlank(l.bytes) && identifies(l.bytes)) : lastLine;
+    const previous = o.tailLen > 0 && !o.skip ? o.offset - o.tailLen : undefined;
+    if (anchor && clear(anchor.offset)) windowStart = anchor.offset;
+    else if (!anchor && identifies && previous !== undefined && clear(previous)) windowStart = previous;
+    else if (lastLine && clear(lastLine.offset)) windowStart = lastLine.offset;
+    else if (!lastLine && previous !== undefined && clear(previous)) windowStart = previous;
     if (skip) windowStart = undefined;
     const tailLen = windowStart === undefined ? 0 : consumed - windowStart;
     const next: FileOffset = {
@@ -262,50 +279,33 @@ export class FollowedFile {
   }
 
   /**
-   * The first place in the held file where a window like the stored one ends: a non-blank line
-   * (and blank lines after it) of `len` bytes whose SHA-256 is `tail`. Lines are compared by length
-   * first, so the search hashes almost nothing.
+   * The first place in the held file where a window like the stored one ends: `len` bytes that
+   * start at a line start, end at a line end and hash to `tail`. Only a line end with a line start
+   * exactly `len` bytes before it is a candidate (for a one-line window: a line of that length), so
+   * the search hashes almost nothing; a candidate's bytes are read back and hashed.
    */
   private async findTail(tail: string, len: number): Promise<number | undefined> {
     const fh = this.fh!;
     const size = Math.min((await fh.stat()).size, RESYNC_SCAN_BYTES);
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-    // The window: the last non-blank line and the blank lines after it, while no longer than `len`.
-    let window: Buffer[] = [];
-    let windowLen = 0;
-    let windowOk = false;
-    // The line being read, kept only while it could still fit the window.
-    let line: Buffer[] = [];
-    let lineLen = 0;
+    // Line starts in the last `len` bytes, oldest first (`head` is the first still in range).
+    const starts: number[] = [0];
+    let head = 0;
     let pos = 0;
     while (pos < size) {
       const { bytesRead } = await fh.read(chunk, 0, Math.min(CHUNK_BYTES, size - pos), pos);
       if (bytesRead === 0) break;
-      let start = 0;
-      for (let nl = chunk.indexOf(0x0a); nl >= 0 && nl < bytesRead; nl = chunk.indexOf(0x0a, start)) {
-        lineLen += nl + 1 - start;
-        if (lineLen <= len) line.push(Buffer.from(chunk.subarray(start, nl + 1)));
-        start = nl + 1;
-        if (lineLen > len) {
-          windowOk = false;
-        } else {
-          const bytes = Buffer.concat(line);
-          if (!isBlank(bytes)) {
-            window = [bytes];
-            windowLen = bytes.length;
-            windowOk = true;
-          } else if (windowOk) {
-            window.push(bytes);
-            windowLen += bytes.length;
-            windowOk = windowLen <= len;
-          }
+      for (let nl = chunk.indexOf(0x0a); nl >= 0 && nl < bytesRead; nl = chunk.indexOf(0x0a, nl + 1)) {
+        const end = pos + nl + 1;
+        while (head < starts.length && starts[head]! < end - len) head++;
+        if (head < starts.length && starts[head] === end - len && (await this.tailAt(end, len)) === tail) return end;
+        starts.push(end);
+        // Keep the array short: drop what fell out of range once it is most of it.
+        if (head > 1024 && head > starts.length / 2) {
+          starts.splice(0, head);
+          head = 0;
         }
-        line = [];
-        lineLen = 0;
-        if (windowOk && windowLen === len && tailHash(Buffer.concat(window)) === tail) return pos + start;
       }
-      lineLen += bytesRead - start;
-      if (lineLen <= len) line.push(Buffer.from(chunk.subarray(start, bytesRead)));
       pos += bytesRead;
     }
     return undefined;
