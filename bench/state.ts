@@ -15,17 +15,18 @@
  *
  * Redis runs on a private `redis-server` started here (no persistence), so command counts are
  * this benchmark's own. Records are appended in batches as receivers would and processed page by
- * page as the pipeline runner does, with the real processor factories.
+ * page by the real pipeline runner, with the real processor factories.
  */
-import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultsOf } from '../src/config/schema.ts';
 import { createLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { classifyFactory } from '../src/processors/classify/factory.ts';
-import { newWorkPage, type WorkPage } from '../src/processors/page.ts';
+import type { WorkPage } from '../src/processors/page.ts';
 import { recurrenceFactory } from '../src/processors/recurrence/factory.ts';
+import { PipelineRunner } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
@@ -100,25 +101,18 @@ interface Measure {
 /** Reads the Redis counters; zeros for other stores. */
 type Counters = () => { trips: number; commands: number };
 
-/** Processes every partition until drained, as the pipeline runner does (one page at a time). */
-async function drain(store: StateStore, chain: OperatorFunction<WorkPage, WorkPage>, m: Measure): Promise<void> {
-  for (;;) {
-    const backlog = await store.backlog(PIPELINE);
-    if (backlog.length === 0) return;
-    for (const { partition } of backlog) {
-      const entries = await store.readPage(PIPELINE, partition, PAGE);
-      if (!entries.length) continue;
-      const page = await lastValueFrom(of(newWorkPage(PIPELINE, partition, entries)).pipe(chain));
-      await store.commit(page.commit);
-      m.pages++;
-      m.events += entries.length;
-    }
-  }
+/** Processes every partition until drained with the real pipeline runner (rounds of one page per partition). */
+async function drain(runner: PipelineRunner, m: Measure): Promise<void> {
+  const { pages, entries } = runner.stats;
+  await runner.drain(Date.now() + 3_600_000);
+  if (runner.stats.failedPages > 0) throw new Error(`${runner.stats.failedPages} pages failed`);
+  m.pages += runner.stats.pages - pages;
+  m.events += runner.stats.entries - entries;
 }
 
 /** Appends `total` events in receiver-sized batches, processing every `every` events. */
 async function run(store: StateStore, total: number, groups: number, every: number, counters: Counters, onProgress?: (done: number) => void): Promise<Measure> {
-  const chain = chainFor(store);
+  const runner = new PipelineRunner({ pipeline: PIPELINE, store, chain: chainFor(store), logger, pageSize: PAGE });
   await store.registerExporter(PIPELINE, 'bench');
   const m: Measure = { appendMs: 0, processMs: 0, pages: 0, events: 0, trips: 0, commands: 0 };
   const BATCH = 100;
@@ -134,7 +128,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
     m.appendMs += performance.now() - t;
     t = performance.now();
     const before = counters();
-    await drain(store, chain, m);
+    await drain(runner, m);
     m.processMs += performance.now() - t;
     const after = counters();
     m.trips += after.trips - before.trips;
