@@ -93,13 +93,14 @@ interface Measure {
   processMs: number;
   pages: number;
   events: number;
-  /** Redis round trips and commands while processing (not appending). */
+  /** Redis round trips (and those overlapping another) and commands while processing (not appending). */
   trips: number;
+  overlapped: number;
   commands: number;
 }
 
 /** Reads the Redis counters; zeros for other stores. */
-type Counters = () => { trips: number; commands: number };
+type Counters = () => { trips: number; overlapped: number; commands: number };
 
 /** Processes every partition until drained with the real pipeline runner (rounds of one page per partition). */
 async function drain(runner: PipelineRunner, m: Measure): Promise<void> {
@@ -114,7 +115,7 @@ async function drain(runner: PipelineRunner, m: Measure): Promise<void> {
 async function run(store: StateStore, total: number, groups: number, every: number, counters: Counters, onProgress?: (done: number) => void): Promise<Measure> {
   const runner = new PipelineRunner({ pipeline: PIPELINE, store, chain: chainFor(store), logger, pageSize: PAGE });
   await store.registerExporter(PIPELINE, 'bench');
-  const m: Measure = { appendMs: 0, processMs: 0, pages: 0, events: 0, trips: 0, commands: 0 };
+  const m: Measure = { appendMs: 0, processMs: 0, pages: 0, events: 0, trips: 0, overlapped: 0, commands: 0 };
   const BATCH = 100;
   for (let done = 0; done < total;) {
     const upto = Math.min(total, done + every);
@@ -132,6 +133,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
     m.processMs += performance.now() - t;
     const after = counters();
     m.trips += after.trips - before.trips;
+    m.overlapped += after.overlapped - before.overlapped;
     m.commands += after.commands - before.commands;
     // An exporter that keeps up: the outbox is delivered and trimmed as in a real deployment.
     for (;;) {
@@ -146,7 +148,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
 
 /** Redis: round trips (the store's count of sequential waits) and commands sent (pipelined ones included). */
 function countersOf(store: StateStore): Counters {
-  if (!(store instanceof RedisStore)) return () => ({ trips: 0, commands: 0 });
+  if (!(store instanceof RedisStore)) return () => ({ trips: 0, overlapped: 0, commands: 0 });
   let commands = 0;
   const client = store.client as unknown as { sendCommand: (...a: unknown[]) => unknown };
   const original = client.sendCommand.bind(client);
@@ -154,7 +156,7 @@ function countersOf(store: StateStore): Counters {
     commands++;
     return original(...a);
   };
-  return () => ({ trips: store.counters.roundTrips, commands });
+  return () => ({ trips: store.counters.roundTrips, overlapped: store.counters.overlapped, commands });
 }
 
 /** Each store made gets keys of its own: a later run (the sweep) must not find an earlier one's events (deduplicated) or groups. */
@@ -215,8 +217,10 @@ async function main(): Promise<void> {
         pages: m.pages,
       };
       if (store instanceof RedisStore) {
-        // While processing: backlog polls, page reads, revision/group/turn loads and the commit.
+        // While processing: backlog polls, page reads (read ahead), revision/group/turn loads and the commit.
         row['round trips/page'] = (m.trips / m.pages).toFixed(2);
+        // Those not overlapping another: the page's sequential waits for the server.
+        row['waits/page'] = ((m.trips - m.overlapped) / m.pages).toFixed(2);
         row['commands/page'] = (m.commands / m.pages).toFixed(2);
       }
       rows.push(row);
