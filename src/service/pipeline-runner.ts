@@ -19,7 +19,7 @@ import { errorMessage, isVigilError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { newTimerPage, newWorkPage, type WorkPage } from '../processors/page.ts';
 import type { FiredTimer, TimerRef } from '../store/state.ts';
-import type { PageCommit, StateStore } from '../store/types.ts';
+import type { LogEntry, PageCommit, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 
 /** How often a pipeline looks for work nobody told it about (another sidecar's appends and timers). */
@@ -160,11 +160,28 @@ export class PipelineRunner {
     this.backlogFailures = 0;
     let progressed = false;
     const now = Date.now();
-    for (const { partition } of backlog) {
+    const due = backlog.filter(({ partition }) => {
       const f = this.failing.get(partition);
-      if (f && f.until > now && !ignoreBackoff) continue;
+      return !(f && f.until > now && !ignoreBackoff);
+    });
+    // Read-ahead: the next partition's page is read while this one is processed and committed, so
+    // a network store's page read overlaps the commit instead of adding a round trip. Only the log
+    // entries are read ahead; group state is loaded by the chain after the previous commit. A page
+    // read ahead is as safe as one read just before: the commit of that page is refused if its
+    // partition's cursor moved meanwhile (the store checks the base the page was read after), and
+    // the runner then reads it again.
+    let ahead: Promise<LogEntry[]> | undefined;
+    for (let i = 0; i < due.length; i++) {
+      const partition = due[i]!.partition;
+      const f = this.failing.get(partition);
+      const read = ahead ?? this.readPage(partition);
+      const next = due[i + 1]?.partition;
+      ahead = undefined;
+      const readNext = () => {
+        if (next !== undefined) ahead ??= this.readPage(next);
+      };
       try {
-        if (await this.processPage(partition)) progressed = true;
+        if (await this.processPage(partition, read, readNext)) progressed = true;
         this.failing.delete(partition);
       } catch (err) {
         if (isVigilError(err, 'VIGIL_STORE_CONFLICT')) {
@@ -268,11 +285,20 @@ export class PipelineRunner {
   }
 
   /** Runs a page through the chain and commits what `finish` makes of its commit, inside a span of vigil's own tracing. */
-  private async runPage(name: string, attributes: Attributes, input: WorkPage, finish: (page: WorkPage) => PageCommit = (p) => p.commit): Promise<WorkPage> {
+  private async runPage(
+    name: string,
+    attributes: Attributes,
+    input: WorkPage,
+    finish: (page: WorkPage) => PageCommit = (p) => p.commit,
+    committing?: () => void,
+  ): Promise<WorkPage> {
     const span = this.opts.tracer?.startSpan(name, { attributes: { 'vigil.pipeline': input.pipeline, 'session.id': input.partition, ...attributes } });
     try {
       const page = await lastValueFrom(of(input).pipe(this.opts.chain));
-      await this.opts.store.commit(finish(page));
+      const commit = this.opts.store.commit(finish(page));
+      // Sent after the commit, so a read-ahead queues behind it instead of delaying the chain's loads.
+      committing?.();
+      await commit;
       span?.setAttribute('vigil.work_events', page.commit.outbox.length);
       return page;
     } catch (err) {
@@ -290,11 +316,36 @@ export class PipelineRunner {
     }
   }
 
-  private async processPage(partition: string): Promise<boolean> {
-    const { store, pipeline, pageSize } = this.opts;
-    const entries = await store.readPage(pipeline, partition, pageSize);
-    if (entries.length === 0) return false;
-    const page = await this.runPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries));
+  /** A page read, its rejection observed at once (it is awaited later, maybe after another page's commit). */
+  private readPage(partition: string): Promise<LogEntry[]> {
+    const read = this.opts.store.readPage(this.opts.pipeline, partition, this.opts.pageSize);
+    read.catch(() => undefined);
+    return read;
+  }
+
+  /**
+   * `read`: the page's entries (maybe read ahead); `readNext` starts the next partition's read — as
+   * the commit is sent, or at once when there is nothing to commit (it starts one read at most).
+   */
+  private async processPage(partition: string, read: Promise<LogEntry[]>, readNext: () => void): Promise<boolean> {
+    const { pipeline } = this.opts;
+    let entries: LogEntry[];
+    try {
+      entries = await read;
+    } catch (err) {
+      readNext();
+      throw err;
+    }
+    if (entries.length === 0) {
+      readNext();
+      return false;
+    }
+    let page: WorkPage;
+    try {
+      page = await this.runPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries), undefined, readNext);
+    } finally {
+      readNext();
+    }
     this.stats.pages++;
     this.stats.entries += entries.length;
     for (const item of page.items) {

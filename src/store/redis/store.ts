@@ -96,8 +96,12 @@ export class RedisStore implements StateStore {
   private readonly cluster: boolean;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private readonly bases = new PageBases();
-  /** Sequential network round trips, for the benchmark (a pipeline or a script counts once). */
-  readonly counters = { roundTrips: 0 };
+  /**
+   * Network round trips, for the benchmark (a pipeline or a script counts once); `overlapped`: those
+   * sent while another was still awaited (they add no wait of their own).
+   */
+  readonly counters = { roundTrips: 0, overlapped: 0 };
+  private inFlight = 0;
   /** Fault injection for tests: thrown between the two steps of a cluster commit, like a crash there. */
   readonly faults: { betweenCommitSteps?: () => void } = {};
 
@@ -197,6 +201,10 @@ export class RedisStore implements StateStore {
 
   private trip<T>(p: Promise<T>): Promise<T> {
     this.counters.roundTrips++;
+    if (this.inFlight > 0) this.counters.overlapped++;
+    this.inFlight++;
+    const done = () => void this.inFlight--;
+    p.then(done, done);
     return p;
   }
 
