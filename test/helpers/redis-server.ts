@@ -61,13 +61,15 @@ export class RedisServer {
     this.exited = new Promise((r) => proc.once('exit', () => r()));
     const auth = this.opts.password ? [...(this.opts.user ? ['--user', this.opts.user] : []), '--pass', this.opts.password, '--no-auth-warning'] : [];
     try {
+      // The server answering must be the one just spawned: a restart reuses the port, and while it
+      // was down another process (a second test run on the machine) may have taken it — then this
+      // one fails to bind and exits, and a ping alone would be answered by the stranger.
       await waitFor(
-        () =>
-          spawnSync('redis-cli', ['-p', String(this.port), ...auth, 'ping'])
-            .stdout?.toString()
-            .trim() === 'PONG'
-            ? true
-            : undefined,
+        () => {
+          if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`redis-server on ${this.port} exited (port taken?)`);
+          const info = spawnSync('redis-cli', ['-p', String(this.port), ...auth, 'info', 'server']).stdout?.toString() ?? '';
+          return info.includes(`process_id:${proc.pid}\r\n`) ? true : undefined;
+        },
         `redis-server on ${this.port}`,
         20_000,
       );
