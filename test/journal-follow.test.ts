@@ -236,4 +236,21 @@ describe('following one journal', () => {
     assert.deepEqual(caseIds(r), ['00001']);
     await f.release();
   });
+
+  test('a rewrite in place seen between its truncation and its write: the kept lines are found, not read again', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0, 1, 2, 3]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    const before = f.offset;
+    writeFileSync(path, ''); // the consumer's open(…, 'w') truncated it; its write has not come yet
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' }, 'an empty file: wait for its content');
+    assert.equal((await readAll(f)).lines.length, 0);
+    assert.deepEqual(f.offset, before, 'the offset and its tail are kept');
+    writeFileSync(path, text([2, 3, 4]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'truncated' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00004']);
+    await f.release();
+  });
 });

@@ -130,6 +130,14 @@ export class FollowedFile {
     this.seen = { size: st.size, mtimeMs: st.mtimeMs };
     const o = this.offset!;
     if (st.size < o.offset) {
+      // An empty file is most likely a rewrite in place caught between its truncation and its
+      // write: wait for its content, then look for the tail in it — resynchronising now would
+      // find nothing and read the kept lines again. (Emptied for good, it is resynchronised once
+      // anything is written to it.)
+      if (st.size === 0) {
+        this.lag = 0;
+        return { status: 'ready' };
+      }
       await this.resync();
       return { status: 'ready', rewrite: 'truncated' };
     }
@@ -222,7 +230,7 @@ export class FollowedFile {
       tailLen,
       ...(skip ? { skip: true } : {}),
     };
-    return { lines, overlong, next, remaining: size - consumed };
+    return { lines, overlong, next, remaining: Math.max(0, size - consumed) };
   }
 
   /** Whether the held file is still the one at the path (false once renamed away or deleted). */
