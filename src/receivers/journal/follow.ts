@@ -83,6 +83,8 @@ export class FollowedFile {
   private held: { dev: number; ino: number } | undefined;
   /** Size and mtime when last checked: the tail is verified again only when they change. */
   private seen: { size: number; mtimeMs: number } | undefined;
+  /** The file was found empty below the offset: nothing is read until a check has seen its content. */
+  private awaitingContent = false;
 
   constructor(
     readonly path: string,
@@ -101,6 +103,7 @@ export class FollowedFile {
    * appears). `initial` positions a file never seen before: at the top, or after its last line.
    */
   async check(initial: 'beginning' | 'end'): Promise<{ status: 'ready' | 'moved' | 'absent'; rewrite?: RewriteKind }> {
+    this.awaitingContent = false;
     if (this.fh) {
       const now = await stat(this.path).catch(() => undefined);
       if (!now || now.dev !== this.held!.dev || now.ino !== this.held!.ino) return { status: 'moved' };
@@ -136,6 +139,10 @@ export class FollowedFile {
       // anything is written to it.)
       if (st.size === 0) {
         this.lag = 0;
+        // Nothing may be read until the content is checked against the tail: the write may land
+        // between this check and the read. The next check looks at the file again.
+        this.awaitingContent = true;
+        this.seen = undefined;
         return { status: 'ready' };
       }
       await this.resync();
@@ -170,6 +177,7 @@ export class FollowedFile {
   async read(maxLines: number, maxLineBytes: number, identifies?: (bytes: Buffer) => boolean): Promise<ReadResult> {
     const fh = this.fh!;
     const o = this.offset!;
+    if (this.awaitingContent) return { lines: [], overlong: [], next: o, remaining: 0 };
     const size = (await fh.stat()).size;
     const lines: ReadLine[] = [];
     const overlong: number[] = [];
