@@ -99,8 +99,10 @@ export function formatStatus(st: StoreStatus, processors: Record<string, Process
   return lines.join('\n') + '\n';
 }
 
-/** C0 and C1 controls, DEL, and the Unicode bidi controls that reorder what a terminal shows. */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** DEL, C1 controls and the Unicode bidi controls that reorder what a terminal shows (a class body). */
+const C1_AND_BIDI = '\\u007f-\\u009f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069';
+/** Those and the C0 controls. */
+const UNPRINTABLE = new RegExp(`[\\u0000-\\u001f${C1_AND_BIDI}]`, 'g');
 
 /** `text` with every unprintable character shown as an escape (`\x1b`, `\n`, `\u202e`). */
 export function printable(text: unknown): string {
@@ -113,7 +115,7 @@ export function printable(text: unknown): string {
 }
 
 /** Characters JSON.stringify leaves raw that still reorder or break what a terminal shows. */
-const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const RAW_IN_JSON = new RegExp(`[${C1_AND_BIDI}]`, 'g');
 
 /**
  * `value` as indented JSON that is safe to print: JSON.stringify already escapes C0 controls, and
