@@ -33,6 +33,13 @@ function nodeOptions(url: string): { node: { host: string; port: number }; optio
   return { node: { host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) }, options };
 }
 
+/** What ioredis itself requires of a single node's socket before it writes a command to it. */
+function socketWritable(client: RedisClient): boolean {
+  if (client instanceof Cluster) return true; // each node's client checks its own socket
+  const stream = client.stream as (NodeJS.WritableStream & { _writableState?: { ended?: boolean } }) | undefined;
+  return !!stream && stream.writable && stream._writableState?.ended !== true;
+}
+
 export class RedisConnection {
   readonly client: RedisClient;
   readonly where: string;
@@ -93,10 +100,12 @@ export class RedisConnection {
   /**
    * Connected and able to take commands now. The client's own status is checked too: its 'close'
    * event can come after a command already failed on a dead socket, and a flag alone would then
-   * still say ready while the client reconnects.
+   * still say ready while the client reconnects. The socket is checked as ioredis checks it
+   * before it sends (a socket the server has ended can still show status 'ready' for a moment, and
+   * a command sent then fails with "Stream isn't writeable").
    */
   get isReady(): boolean {
-    return this.ready && this.client.status === 'ready';
+    return this.ready && this.client.status === 'ready' && socketWritable(this.client);
   }
 
   /** Starts connecting; resolves after the first attempt, connected or not (retries go on). */
