@@ -294,17 +294,23 @@ class JournalReceiver {
     }
     const source: CaseSource = { file: t.file.path, fileSession: this.fileSession(t.file.path), service: this.cfg.service };
     // A valid case names itself by its unique case id: the offset's tail window starts at one.
-    const identifies = (bytes: Buffer) => parseJournalLine(bytes.toString('utf8').replace(/\r$/, ''), source).ok;
-    const read = await t.file.read(this.cfg.batch_size, this.cfg.max_line_size, identifies);
+    // The reader asks from the last line back, usually of one line; what it parsed is kept for the
+    // loop below, so no line is parsed twice.
+    const parsed = new WeakMap<Buffer, LineOutcome>();
+    const parse = (bytes: Buffer): LineOutcome => {
+      let r = parsed.get(bytes);
+      if (!r) parsed.set(bytes, (r = parseJournalLine(bytes.toString('utf8').replace(/\r$/, ''), source)));
+      return r;
+    };
+    const read = await t.file.read(this.cfg.batch_size, this.cfg.max_line_size, (bytes) => parse(bytes).ok);
     const events: AgentEvent[] = [];
     const skipped: Array<{ reason: SkipReason; offset: number; error: string }> = [];
     let lines = read.overlong.length;
     for (const at of read.overlong) skipped.push({ reason: 'overlong', offset: at, error: `line longer than ${this.cfg.max_line_size} bytes (max_line_size)` });
     for (const line of read.lines) {
-      const text = line.bytes.toString('utf8').replace(/\r$/, '');
-      if (text.trim() === '') continue;
+      if (line.bytes.toString('utf8').trim() === '') continue;
       lines++;
-      const r: LineOutcome = parseJournalLine(text, source);
+      const r = parse(line.bytes);
       if (r.ok) events.push(r.event);
       else skipped.push({ reason: r.reason, offset: line.offset, error: r.error });
     }
