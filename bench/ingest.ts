@@ -21,7 +21,10 @@
  * scheduled send, so a stall delays every request behind it), with the longest event-loop stall of
  * the main thread during it ("stall"). At full rate, "busy ms/req" is the time the main thread
  * spent off its event loop (event-loop utilization, drain included) per request: the server's own
- * cost, which on a shared machine moves less than its throughput. The clients run in a worker thread.
+ * cost, which on a shared machine moves less than its throughput; "cpu ms/req" is the CPU time the
+ * main thread ran over the same time, per request (Linux), which does not grow while the thread
+ * waits for a core, and "cpu/bare" the bare server's over vigil's: the throughput ratio with a core
+ * to spare for each. The clients run in a worker thread.
  * Servers are measured in alternating slices so background load on the shared machine hits all
  * alike, and a vigil slice lasts until its pipeline has processed everything it accepted (vigil
  * gets no processing time for free). A decoder table compares the decoders alone on batches of
@@ -31,12 +34,13 @@
  * --concurrency=N (8), --spans=N (512), --only=json,protobuf,grpc, --setups=memory,sqlite,
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
- * --sizes=16,128,512,2048 (decoder table; --sizes= skips it).
+ * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
+ * vigil alone with `node --cpu-prof`; no ratios then).
  */
 import { Worker } from 'node:worker_threads';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
@@ -77,6 +81,8 @@ interface LoadResult {
   loopStallMs?: number;
   /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
   busyMs?: number;
+  /** CPU time the main thread ran during the slices and drains, in ms (Linux; NaN elsewhere). */
+  cpuMs?: number;
 }
 
 /**
@@ -176,8 +182,9 @@ async function main(): Promise<void> {
   const concurrency = Number(args.concurrency ?? 8);
   const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
-  const setups = (args.setups ?? 'memory,sqlite').split(',') as Setup[];
+  const setups = (args.setups ?? 'memory,sqlite').split(',').filter((s) => s !== '') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
+  const withBare = !('no-bare' in args);
   const sizes = (args.sizes ?? '16,128,512,2048')
     .split(',')
     .filter((x) => x !== '')
@@ -200,7 +207,7 @@ async function main(): Promise<void> {
   let firstRequest = 1;
   for (const encoding of encodings) {
     const payload = encoding === 'json' ? payloads.json : payloads.protobuf;
-    const servers = new Map<ServerName, Running>([['bare', await startBare(encoding)]]);
+    const servers = new Map<ServerName, Running>(withBare ? [['bare', await startBare(encoding)]] : []);
     for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup));
     const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
       const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest);
@@ -223,13 +230,17 @@ async function main(): Promise<void> {
 
   console.log('');
   console.log('                        | full rate                                                  | half rate                                |');
-  console.log('encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures  busy ms/req |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare');
+  console.log(
+    'encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures  busy ms/req  cpu ms/req |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare  cpu/bare',
+  );
   for (const { encoding, server, full, half } of rows) {
-    const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare')!;
-    const ratio = server === 'bare' ? '' : `${(rateOf(full) / rateOf(bare.full)).toFixed(2)}×`;
+    const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare');
+    const ratio = server === 'bare' || !bare ? '' : `${(rateOf(full) / rateOf(bare.full)).toFixed(2)}×`;
+    // The bare server's main-thread CPU per request over this one's: the throughput ratio a machine with a core to spare for each would show.
+    const cpuRatio = server === 'bare' || !bare ? '' : `${(perRequest(bare.full.cpuMs, bare.full) / perRequest(full.cpuMs, full)).toFixed(2)}×`;
     console.log(
-      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} ${((full.busyMs ?? NaN) / full.requests).toFixed(2).padStart(12)} | ` +
-        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)}`,
+      `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} ${perRequest(full.busyMs, full).toFixed(2).padStart(12)} ${perRequest(full.cpuMs, full).toFixed(2).padStart(11)} | ` +
+        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)} ${cpuRatio.padStart(9)}`,
     );
   }
   console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end (a shared machine: compare the ratios, not the absolute figures)`);
@@ -248,6 +259,7 @@ async function alternate(
       const server = servers.get(name)!;
       const loop = monitorEventLoopDelay({ resolution: 1 });
       const elu0 = performance.eventLoopUtilization();
+      const cpu0 = mainThreadCpuMs();
       loop.enable();
       const result = await load(spec(server, name));
       loop.disable();
@@ -259,12 +271,14 @@ async function alternate(
         result.elapsedMs += performance.now() - t0;
       }
       result.busyMs = performance.eventLoopUtilization(elu0).active;
+      result.cpuMs = mainThreadCpuMs() - cpu0;
       const total = totals.get(name)!;
       total.requests += result.requests;
       total.failures += result.failures;
       total.elapsedMs += result.elapsedMs;
       total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
       total.busyMs = (total.busyMs ?? 0) + (result.busyMs ?? 0);
+      total.cpuMs = (total.cpuMs ?? 0) + (result.cpuMs ?? 0);
       for (const l of result.latencies) total.latencies.push(l);
     }
   }
@@ -272,8 +286,25 @@ async function alternate(
   return totals;
 }
 
+/**
+ * CPU time the main thread has run, in ms: unlike the event loop's busy time it does not grow
+ * while the thread waits for a core, so on a loaded machine it is the steadier measure of a
+ * server's own cost. Linux (the thread's schedstat); NaN elsewhere.
+ */
+function mainThreadCpuMs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+
 function emptyResult(): LoadResult {
   return { requests: 0, failures: 0, elapsedMs: 0, latencies: [] };
+}
+
+function perRequest(ms: number | undefined, r: LoadResult): number {
+  return (ms ?? NaN) / r.requests;
 }
 
 function rateOf(r: LoadResult): number {

@@ -34,13 +34,31 @@ const TYPE_NAME = /(?:Error|Exception|Fault|Failure|Err)$/;
 export function failureKeys(event: AgentEvent): string[] {
   const keys: string[] = [];
   for (const t of failureTexts(event)) {
-    const canonical = canonicalFailure(t);
-    if (canonical === undefined) continue;
-    const key = hash64([canonical]);
+    const key = keyOfLine(firstLine(t));
+    if (key === undefined) continue;
     if (!keys.includes(key)) keys.push(key);
     if (keys.length >= MAX_KEYS) break;
   }
   return keys;
+}
+
+/** First lines' keys (null: names no failure) seen lately: a failure's texts recur in its records and in the next failures. */
+const KEYS_BY_LINE = new Map<string, string | null>();
+/** Lines remembered at most (then forgotten all at once: a cache, not a record), and the longest line remembered. */
+const KEYS_BY_LINE_MAX = 4096;
+const KEYED_LINE_MAX_CHARS = 1024;
+
+/** The key of a text's first line, as `hash64([canonicalFailure(text)])`; undefined when it names no failure. */
+function keyOfLine(line: string | undefined): string | undefined {
+  if (line === undefined) return undefined;
+  const known = KEYS_BY_LINE.get(line);
+  if (known !== undefined) return known ?? undefined;
+  const canonical = canonicalLine(line);
+  const key = canonical === undefined ? null : hash64([canonical]);
+  if (line.length > KEYED_LINE_MAX_CHARS) return key ?? undefined;
+  if (KEYS_BY_LINE.size >= KEYS_BY_LINE_MAX) KEYS_BY_LINE.clear();
+  KEYS_BY_LINE.set(line, key);
+  return key ?? undefined;
 }
 
 /**
@@ -48,7 +66,12 @@ export function failureKeys(event: AgentEvent): string[] {
  * (attempt 3): `) and error-type heads set aside, whitespace collapsed; undefined when too short.
  */
 export function canonicalFailure(text: string): string | undefined {
-  let line = firstLine(text);
+  return canonicalLine(firstLine(text));
+}
+
+/** canonicalFailure of a text's first (non-blank, trimmed) line. */
+function canonicalLine(first: string | undefined): string | undefined {
+  let line = first;
   if (line === undefined) return undefined;
   line = unwrap(line) ?? line;
   for (let guard = 0; guard < 8; guard++) {
@@ -63,13 +86,10 @@ export function canonicalFailure(text: string): string | undefined {
 /** The texts a record names its failure by, most specific first: exception message, status message, error text. */
 export function failureTexts(event: AgentEvent): string[] {
   const out: string[] = [];
-  const add = (v: unknown) => {
+  // A loop, not a closure per record: records are planned on every ingest.
+  for (const v of [event.evidence?.exceptionMessage, event.evidence?.statusMessage, errorTextOf(event), event.evidence?.stacktrace]) {
     if (typeof v === 'string' && v.trim() !== '') out.push(v);
-  };
-  add(event.evidence?.exceptionMessage);
-  add(event.evidence?.statusMessage);
-  add(errorTextOf(event));
-  add(event.evidence?.stacktrace);
+  }
   return out;
 }
 

@@ -261,6 +261,8 @@ export class MemoryStore implements StateStore {
   /** Version checks of a commit's state writes, in order (a later write sees an earlier one). */
   private checkState(state: EncodedNamespace[], now: number): void {
     for (const ns of state) {
+      // Unversioned writes (session facts, most of an append's) cannot conflict: nothing to check.
+      if (!ns.writes.some((w) => w.version !== undefined)) continue;
       const map = this.kv.get(ns.namespace);
       const pending = new Map<string, number>();
       for (const w of ns.writes) {
@@ -516,6 +518,7 @@ function deepFreeze<T>(value: T): T {
   // Binary views cannot be frozen (and the durable stores keep JSON only).
   if (typeof value !== 'object' || value === null || Object.isFrozen(value) || ArrayBuffer.isView(value)) return value;
   Object.freeze(value);
-  for (const v of Object.values(value)) deepFreeze(v);
+  // Primitives (most of an event's values) are not visited.
+  for (const v of Object.values(value)) if (typeof v === 'object' && v !== null) deepFreeze(v);
   return value;
 }

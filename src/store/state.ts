@@ -139,15 +139,17 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
   if (!writes?.length) return [];
   const byNs = new Map<string, EncodedNamespace>();
   for (const w of writes) {
-    const where = `state write ${JSON.stringify(w.namespace)}/${JSON.stringify(w.key)}`;
+    // Named only for a refusal: an append carries dozens of writes, nearly always valid.
+    const where = w;
     if (typeof w.namespace !== 'string' || !NAMESPACE_PATTERN.test(w.namespace)) {
-      throw invalid(`${where}: a namespace is 1-128 characters of letters, digits and _ . : / -`);
+      throw invalid(`${named(where)}: a namespace is 1-128 characters of letters, digits and _ . : / -`);
     }
     checkKey(w.key, where, 'key');
     if (w.version !== undefined && !(Number.isSafeInteger(w.version) && w.version >= 1))
-      throw invalid(`${where}: version must be an integer >= 1 (stored version + 1)`);
-    if (w.ttlMs !== undefined && !(Number.isSafeInteger(w.ttlMs) && w.ttlMs >= 1)) throw invalid(`${where}: ttlMs must be a positive integer`);
-    if (w.maxEntries !== undefined && !(Number.isSafeInteger(w.maxEntries) && w.maxEntries >= 1)) throw invalid(`${where}: maxEntries must be a positive integer`);
+      throw invalid(`${named(where)}: version must be an integer >= 1 (stored version + 1)`);
+    if (w.ttlMs !== undefined && !(Number.isSafeInteger(w.ttlMs) && w.ttlMs >= 1)) throw invalid(`${named(where)}: ttlMs must be a positive integer`);
+    if (w.maxEntries !== undefined && !(Number.isSafeInteger(w.maxEntries) && w.maxEntries >= 1))
+      throw invalid(`${named(where)}: maxEntries must be a positive integer`);
     const json = w.value === null || w.value === undefined ? null : toJson(w.value, where);
     let ns = byNs.get(w.namespace);
     if (!ns) byNs.set(w.namespace, (ns = { namespace: w.namespace, maxEntries: DEFAULT_STATE_MAX_ENTRIES, writes: [] }));
@@ -225,22 +227,31 @@ export function stateConflict(namespace: string, key: string, stored: number, ve
   return new VigilError('VIGIL_STORE_CONFLICT', `state ${namespace}/${key} changed concurrently (version ${stored}, expected ${version - 1})`, { transient: true });
 }
 
-function checkKey(v: unknown, where: string, what: string): void {
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_STATE_KEY_LENGTH)
-    throw invalid(`${where}: ${what} must be a non-empty string of at most ${MAX_STATE_KEY_LENGTH} characters`);
+/** What a refusal names: a text, or the state write it is made of (only when there is a refusal). */
+type Where = string | StateWrite;
+
+function named(where: Where): string {
+  return typeof where === 'string' ? where : `state write ${JSON.stringify(where.namespace)}/${JSON.stringify(where.key)}`;
 }
 
-function toJson(value: unknown, where: string): string {
+function checkKey(v: unknown, where: Where, what: string): void {
+  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_STATE_KEY_LENGTH)
+    throw invalid(`${named(where)}: ${what} must be a non-empty string of at most ${MAX_STATE_KEY_LENGTH} characters`);
+}
+
+function toJson(value: unknown, where: Where): string {
   let json: string | undefined;
   try {
     json = JSON.stringify(value);
   } catch (err) {
-    throw invalid(`${where}: the value is not JSON-serializable (${(err as Error).message})`);
+    throw invalid(`${named(where)}: the value is not JSON-serializable (${(err as Error).message})`);
   }
-  if (json === undefined) throw invalid(`${where}: the value is not JSON-serializable`);
+  if (json === undefined) throw invalid(`${named(where)}: the value is not JSON-serializable`);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: short values need no count.
+  if (json.length * 3 <= MAX_STATE_VALUE_BYTES) return json;
   const bytes = Buffer.byteLength(json);
   if (bytes > MAX_STATE_VALUE_BYTES)
-    throw invalid(`${where}: the value is ${bytes} bytes of JSON, over the bound of ${MAX_STATE_VALUE_BYTES}; keep less in one entry or split it`);
+    throw invalid(`${named(where)}: the value is ${bytes} bytes of JSON, over the bound of ${MAX_STATE_VALUE_BYTES}; keep less in one entry or split it`);
   return json;
 }
 

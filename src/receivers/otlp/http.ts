@@ -220,6 +220,15 @@ export class OtlpHttpServer {
 
   /** 200 with the export response: empty, or `partialSuccess` when records were rejected or something was bounded. */
   private answer(res: ServerResponse, signal: Signal, encoding: Encoding, outcome: ExportOutcome): void {
+    if (outcome.rejected === 0 && outcome.errorMessage === '' && !this.stopping) {
+      // The common answer is a constant: its headers are prebuilt and its body is a string, which
+      // Node sends in one write with the head (a Buffer body costs a second chunk and a writev).
+      if (res.headersSent || res.destroyed) return;
+      const ok = OK_ANSWERS[encoding];
+      res.writeHead(200, ok.headers);
+      res.end(ok.body, 'latin1');
+      return;
+    }
     if (encoding === 'protobuf') {
       this.sendBytes(res, 200, encodeExportResponse(outcome.rejected, outcome.errorMessage));
       return;
@@ -299,6 +308,15 @@ export class OtlpHttpServer {
     res.end(body);
   }
 }
+
+/**
+ * The 200 answers with nothing to report, per encoding: the empty Export*ServiceResponse (zero
+ * bytes in protobuf, `{}` in JSON), the same bytes `answer`'s general path writes for them.
+ */
+const OK_ANSWERS: Record<Encoding, { headers: Record<string, string>; body: string }> = {
+  json: { headers: { 'Content-Type': 'application/json', 'Content-Length': '2' }, body: '{}' },
+  protobuf: { headers: { 'Content-Type': 'application/x-protobuf', 'Content-Length': '0' }, body: '' },
+};
 
 /** The OTLP encoding named by the Content-Type header; undefined for any other media type. */
 function encodingOf(req: IncomingMessage): Encoding | undefined {

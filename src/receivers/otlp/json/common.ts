@@ -620,7 +620,8 @@ function compactKeyValue(r: JsonReader, stats: DecodeStats, index: number, targe
   const t = r.typeHere();
   if (t === JsonType.Invalid || t === JsonType.Null || t === JsonType.End) return rewind(r, start);
   const build = target !== undefined || watchedId >= 0;
-  const before = countsOf(stats);
+  // The bound counts as they were, in locals: this runs for every attribute of every span.
+  const { droppedAttributes, truncatedValues, truncatedDepth } = stats;
   const depth = r.depth;
   let value: AttributeValue;
   try {
@@ -631,11 +632,11 @@ function compactKeyValue(r: JsonReader, stats: DecodeStats, index: number, targe
   } catch (err) {
     if (!(err instanceof FieldError)) throw err;
     r.depth = depth;
-    restoreCounts(stats, before);
+    restoreCounts(stats, [droppedAttributes, truncatedValues, truncatedDepth]);
     return rewind(r, start);
   }
   if (!r.skipLiteral(CLOSE_TWO)) {
-    restoreCounts(stats, before);
+    restoreCounts(stats, [droppedAttributes, truncatedValues, truncatedDepth]);
     return rewind(r, start);
   }
   if (target) setKey(target, key, value);

@@ -14,7 +14,7 @@
 import { ACTIVITY_KIND, MAX_CHECKPOINT_DETAIL_BYTES, isRoutineActivity, type ActivityName, type ActivityPayload } from '../../../model/activity.ts';
 import type { AgentEvent } from '../../../model/event.ts';
 import type { AttributeValue, Attributes, NormalizedSpan, NormalizedTraces, SpanMark } from '../normalized.ts';
-import { agentEvent, contextOf, firstText, flag, integer, isPlainObject, text } from './common.ts';
+import { agentEvent, compact, contextOf, firstText, flag, integer, isPlainObject, text } from './common.ts';
 import type { EventBase } from './common.ts';
 import { CHECKPOINT_EVENT_NAMES, STATUS_CODE_ERROR, isCompactionName, spanOperation } from './relevance.ts';
 
@@ -463,8 +463,7 @@ function parseJson(s: string): unknown {
   }
 }
 
-/** A payload without its undefined fields. */
+/** A payload without its undefined fields (a copy: see compact in common.ts). */
 function compactPayload(p: { activity: ActivityName } & Record<string, unknown>): ActivityPayload {
-  for (const k of Object.keys(p)) if (p[k] === undefined) delete p[k];
-  return p;
+  return compact(p) as ActivityPayload;
 }

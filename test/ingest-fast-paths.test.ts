@@ -1,0 +1,203 @@
+/**
+ * The ingest path's shortcuts give exactly what the general way gives (randomized tests are seeded:
+ * see helpers/random.ts):
+ * - failure keys come from a cache of first lines: the same keys as computing them every time,
+ *   whether the cache is cold, warm or was just emptied;
+ * - `compact` copies instead of deleting: the same keys in the same order, with the same values;
+ * - the 200 answer with nothing to report is prebuilt: the same status, headers and bytes as the
+ *   general answer, in both encodings.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { canonicalFailure, failureKeys, failureTexts } from '../src/correlation/failure-keys.ts';
+import { memoryLogger } from '../src/logger.ts';
+import type { AgentEvent } from '../src/model/event.ts';
+import { hash64 } from '../src/processors/classify/fingerprint3.ts';
+import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
+import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
+import { compact } from '../src/receivers/otlp/mapping/common.ts';
+import { encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
+import { checkProperty } from './helpers/random.ts';
+
+/** failureKeys as it was before the cache: every text's canonical form hashed on every call. */
+function uncachedKeys(event: AgentEvent): string[] {
+  const keys: string[] = [];
+  for (const t of failureTexts(event)) {
+    const canonical = canonicalFailure(t);
+    if (canonical === undefined) continue;
+    const key = hash64([canonical]);
+    if (!keys.includes(key)) keys.push(key);
+    if (keys.length >= 4) break;
+  }
+  return keys;
+}
+
+const POOL = [
+  '429 Rate limit reached for gpt-4o-mini',
+  'Error: 429 Rate limit reached for gpt-4o-mini\n    at APIError.generate (x.js:1:1)',
+  "tool run_python failed (attempt 3): Error: KeyError: 'results'",
+  "[retry] attempt 1 failed: KeyError: 'results'",
+  'Traceback (most recent call last):\n  File "/srv/agent/tools/run.py", line 48, in execute\nFileNotFoundError: x',
+  'Uncaught TypeError [ERR_INVALID_ARG_TYPE]: bad argument',
+  '   \n  ',
+  'Error: x',
+  '\n\n  java.io.IOException: disk full  \n',
+];
+
+const failureText = fc.oneof(
+  fc.constantFrom(...POOL),
+  fc.string({ maxLength: 40 }),
+  fc
+    .tuple(fc.constantFrom('Error: ', 'KeyError: ', '', '  '), fc.string({ minLength: 1, maxLength: 30 }), fc.constantFrom('', '\nnext line', '\r\n  at x'))
+    .map((p) => p.join('')),
+  // Lines over the cache's length bound are keyed without being remembered.
+  fc
+    .tuple(fc.constantFrom('Error: ', ''), fc.integer({ min: 1000, max: 1100 }), fc.string({ maxLength: 5 }))
+    .map(([head, n, tail]) => `${head}${'y'.repeat(n)}${tail}`),
+);
+
+const failedSpan = fc
+  .record({
+    exceptionMessage: fc.option(failureText, { nil: undefined }),
+    statusMessage: fc.option(failureText, { nil: undefined }),
+    stacktrace: fc.option(failureText, { nil: undefined }),
+    error: failureText,
+  })
+  .map(({ exceptionMessage, statusMessage, stacktrace, error }): AgentEvent => ({
+    eventId: 't:s',
+    kind: 'execution.completed',
+    payload: { state: 'error', outcome: { error, output: [] } },
+    partition: 'p',
+    service: 'svc',
+    time: 0,
+    traceId: 't',
+    source: 'otlp.traces',
+    evidence: compact({ exceptionMessage, statusMessage, stacktrace }),
+  }));
+
+describe('failure keys through the cache of first lines', () => {
+  test('the same keys as computed every time, cold and warm', () => {
+    checkProperty(
+      fc.property(fc.array(failedSpan, { minLength: 1, maxLength: 8 }), (events) => {
+        for (const e of events) {
+          const expected = uncachedKeys(e);
+          assert.deepEqual(failureKeys(e), expected);
+          assert.deepEqual(failureKeys(e), expected);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('the same keys after the cache was emptied for being full', () => {
+    const event = (text: string): AgentEvent => ({
+      eventId: 't:s',
+      kind: 'execution.completed',
+      payload: { state: 'error', outcome: { error: text, output: [] } },
+      partition: 'p',
+      service: 'svc',
+      time: 0,
+      traceId: 't',
+      source: 'otlp.traces',
+    });
+    const first = POOL.map((t) => failureKeys(event(t)));
+    // More distinct lines than the cache holds (4096): it is emptied on the way.
+    for (let i = 0; i < 5000; i++) assert.deepEqual(failureKeys(event(`Error: failure number ${i}`)), uncachedKeys(event(`Error: failure number ${i}`)));
+    assert.deepEqual(
+      POOL.map((t) => failureKeys(event(t))),
+      first,
+    );
+    assert.deepEqual(
+      first,
+      POOL.map((t) => uncachedKeys(event(t))),
+    );
+  });
+});
+
+describe('compact copies without the undefined keys', () => {
+  /** The former way: deleting the undefined keys in place. */
+  const deleting = (o: Record<string, unknown>) => {
+    for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+    return o;
+  };
+  test('the same keys in the same order, the same values, and the input untouched', () => {
+    const value = fc.oneof(fc.constant(undefined), fc.constant(null), fc.string({ maxLength: 5 }), fc.integer(), fc.constant({ nested: undefined }));
+    checkProperty(
+      fc.property(fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), value, { maxKeys: 12, noNullPrototype: true }), (o) => {
+        const before = { ...o };
+        const copy = compact(o);
+        assert.deepEqual(o, before);
+        const expected = deleting({ ...o });
+        assert.deepEqual(Object.keys(copy), Object.keys(expected));
+        assert.deepEqual(copy, expected);
+        assert.equal(JSON.stringify(copy), JSON.stringify(expected));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('an own `__proto__` key stays an own key (it never reaches the prototype)', () => {
+    const o = JSON.parse('{"a":1,"__proto__":{"polluted":true},"b":"x"}') as Record<string, unknown>;
+    const copy = compact({ ...o, c: undefined });
+    assert.deepEqual(Object.keys(copy), ['a', '__proto__', 'b']);
+    assert.equal(Object.getPrototypeOf(copy), Object.prototype);
+    assert.equal(JSON.stringify(copy), '{"a":1,"__proto__":{"polluted":true},"b":"x"}');
+  });
+});
+
+describe('the prebuilt 200 answer', () => {
+  let receiver: OtlpReceiver;
+  after(() => receiver?.shutdown());
+
+  const TRACES = {
+    resourceSpans: [
+      { scopeSpans: [{ spans: [{ traceId: '5b8efff798038103d269b633813fc60c', spanId: '0000000000000001', name: 'chat gpt', status: { code: 1 } }] }] },
+    ],
+  };
+  const WITH_BAD_SPAN = {
+    resourceSpans: [
+      {
+        scopeSpans: [
+          { spans: [...TRACES.resourceSpans[0]!.scopeSpans[0]!.spans, { traceId: '5b8efff798038103d269b633813fc60c', spanId: '0000000000000003', name: 5 }] },
+        ],
+      },
+    ],
+  };
+
+  test('is what the general answer writes: empty protobuf response, `{}` in JSON; a partial success still says what was rejected', async () => {
+    receiver = createOtlpReceiver(
+      { id: 'otlp', logger: memoryLogger(), consumers: { traces: async (batch) => ({ appended: batch.length, duplicates: 0 }) } },
+      { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: 1 << 20 },
+    );
+    await receiver.start();
+    const url = `http://127.0.0.1:${receiver.address()!.port}/v1/traces`;
+
+    const json = await fetch(url, { method: 'POST', body: JSON.stringify(TRACES), headers: { 'content-type': 'application/json' } });
+    assert.equal(json.status, 200);
+    assert.equal(json.headers.get('content-type'), 'application/json');
+    assert.equal(json.headers.get('content-length'), String(Buffer.byteLength(JSON.stringify({}))));
+    assert.equal(await json.text(), JSON.stringify({}));
+
+    const root = (await import('otlp-transformer-0214/build/src/generated/root.js')).default as any;
+    const request = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+    const body = request
+      .encode(
+        request.fromObject({
+          resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: Buffer.alloc(16, 1), spanId: Buffer.alloc(8, 2), name: 'chat gpt', status: { code: 1 } }] }] }],
+        }),
+      )
+      .finish();
+    const pb = await fetch(url, { method: 'POST', body: new Uint8Array(body), headers: { 'content-type': 'application/x-protobuf' } });
+    assert.equal(pb.status, 200);
+    assert.equal(pb.headers.get('content-type'), 'application/x-protobuf');
+    assert.equal(pb.headers.get('content-length'), String(encodeExportResponse(0, '').length));
+    assert.deepEqual(Buffer.from(await pb.arrayBuffer()), encodeExportResponse(0, ''));
+
+    const partial = await fetch(url, { method: 'POST', body: JSON.stringify(WITH_BAD_SPAN), headers: { 'content-type': 'application/json' } });
+    assert.equal(partial.status, 200);
+    const answer = (await partial.json()) as { partialSuccess?: { rejectedSpans?: string; errorMessage?: string } };
+    assert.equal(answer.partialSuccess?.rejectedSpans, '1');
+    assert.match(answer.partialSuccess?.errorMessage ?? '', /name/);
+  });
+});
