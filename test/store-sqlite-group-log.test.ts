@@ -2,11 +2,11 @@
  * The SQLite store's group log (schema version 3): page commits append group states, the writer
  * folds them into `groups` now and then; loads, version checks and readers beside the writer see
  * the newest state either way, a SIGKILL between commits and folds loses nothing, and a version-2
- * file migrates.
+ * file migrates. Also the WAL checkpoints, run by a worker thread instead of the writer's commits.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -15,7 +15,8 @@ import type { GroupState } from '../src/model/work.ts';
 import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
-import { ROOT, tempDir } from './helpers/vigil-process.ts';
+import { event } from './helpers/pages.ts';
+import { ROOT, tempDir, waitFor } from './helpers/vigil-process.ts';
 
 /** The crash test's groups, as test/helpers/group-log-writer.ts names them. */
 const GROUPS = 40;
@@ -202,5 +203,30 @@ describe('sqlite store: the group log', () => {
       [...acked.values()].some((v) => v > 3),
       'the writers committed something',
     );
+  });
+});
+
+describe('sqlite store: WAL checkpoints in a worker thread', () => {
+  test("the writer's commits never checkpoint; the worker copies the log into the database file; close removes the log", async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    try {
+      const writer = (store as unknown as { db: Database.Database }).db;
+      assert.equal(writer.pragma('wal_autocheckpoint', { simple: true }), 0, 'the writer checkpoints nothing itself');
+      const before = statSync(file).size;
+      // About 4 MB of log entries: past SQLite's automatic checkpoint (1,000 pages) several times.
+      for (let i = 0; i < 40; i++) {
+        const events = Array.from({ length: 25 }, (_, j) =>
+          event({ id: `c-${i}-${j}`, time: i * 100 + j, partition: 'C', payload: { state: 'error', pad: 'x'.repeat(4000) } }),
+        );
+        await store.append('logs', events);
+      }
+      await waitFor(() => (statSync(file).size > before + 3_000_000 ? true : undefined), 'the worker to checkpoint the log into the database file', 10_000);
+      assert.equal(await store.pendingCount('logs'), 1000);
+    } finally {
+      await store.close();
+    }
+    assert.equal(existsSync(`${file}-wal`), false, 'the last connection to close checkpointed and removed the log');
   });
 });
