@@ -229,4 +229,20 @@ describe('sqlite store: WAL checkpoints in a worker thread', () => {
     }
     assert.equal(existsSync(`${file}-wal`), false, 'the last connection to close checkpointed and removed the log');
   });
+
+  test('if the worker stops, the writer checkpoints on its own again', async () => {
+    const file = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    try {
+      const inner = store as unknown as { db: Database.Database; checkpointer: { worker: { terminate(): Promise<number> } } | undefined };
+      await inner.checkpointer!.worker.terminate();
+      await waitFor(() => (inner.checkpointer === undefined ? true : undefined), 'the store to notice', 5_000);
+      assert.equal(inner.db.pragma('wal_autocheckpoint', { simple: true }), 1000);
+      await store.append('logs', [event({ id: 'after', time: 1 })]);
+    } finally {
+      await store.close();
+    }
+    assert.equal(existsSync(`${file}-wal`), false);
+  });
 });

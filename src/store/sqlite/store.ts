@@ -214,20 +214,23 @@ export class SqliteStore implements StateStore {
     }
     this.db = db;
     this.lock = lock;
-    if (!opts.readOnly) {
-      this.checkpointer = new Checkpointer({
-        file: this.file,
-        busyTimeout: this.cfg.busy_timeout,
-        walLimit: WAL_SIZE_LIMIT,
-        onFailure: (err) => {
-          // The log must not grow without bound: the writer checkpoints on its own again.
-          this.logger?.error('the WAL checkpoint worker failed; checkpoints now run on the event loop', { path: this.file, error: errorMessage(err) });
-          this.checkpointer = undefined;
-          this.db?.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-        },
-      });
-    }
+    if (!opts.readOnly) this.startCheckpointer(db);
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
+  }
+
+  /** Checkpoints move to a worker thread; without one (it failed, or could not start) the writer checkpoints on its own again. */
+  private startCheckpointer(db: Db): void {
+    const fallBack = (err: unknown) => {
+      // The log must not grow without bound.
+      this.logger?.error('the WAL checkpoint worker failed; checkpoints now run on the event loop', { path: this.file, error: errorMessage(err) });
+      this.checkpointer = undefined;
+      if (this.db === db) db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    };
+    try {
+      this.checkpointer = new Checkpointer({ file: this.file, busyTimeout: this.cfg.busy_timeout, walLimit: WAL_SIZE_LIMIT, onFailure: fallBack });
+    } catch (err) {
+      fallBack(err);
+    }
   }
 
   /** The process recorded as the writer of the file, read beside it (for the lock refusal). */
