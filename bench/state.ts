@@ -91,6 +91,8 @@ function chainFor(store: StateStore): OperatorFunction<WorkPage, WorkPage> {
 interface Measure {
   appendMs: number;
   processMs: number;
+  /** CPU time of the process (all threads) while processing: moves less with the machine's load than the wall-clock rate. */
+  processCpuMs: number;
   pages: number;
   events: number;
   /** Redis round trips (and those overlapping another) and commands while processing (not appending). */
@@ -115,7 +117,7 @@ async function drain(runner: PipelineRunner, m: Measure): Promise<void> {
 async function run(store: StateStore, total: number, groups: number, every: number, counters: Counters, onProgress?: (done: number) => void): Promise<Measure> {
   const runner = new PipelineRunner({ pipeline: PIPELINE, store, chain: chainFor(store), logger, pageSize: PAGE });
   await store.registerExporter(PIPELINE, 'bench');
-  const m: Measure = { appendMs: 0, processMs: 0, pages: 0, events: 0, trips: 0, overlapped: 0, commands: 0 };
+  const m: Measure = { appendMs: 0, processMs: 0, processCpuMs: 0, pages: 0, events: 0, trips: 0, overlapped: 0, commands: 0 };
   const BATCH = 100;
   for (let done = 0; done < total;) {
     const upto = Math.min(total, done + every);
@@ -129,8 +131,11 @@ async function run(store: StateStore, total: number, groups: number, every: numb
     m.appendMs += performance.now() - t;
     t = performance.now();
     const before = counters();
+    const cpu = process.cpuUsage();
     await drain(runner, m);
     m.processMs += performance.now() - t;
+    const used = process.cpuUsage(cpu);
+    m.processCpuMs += (used.user + used.system) / 1000;
     const after = counters();
     m.trips += after.trips - before.trips;
     m.overlapped += after.overlapped - before.overlapped;
@@ -214,6 +219,7 @@ async function main(): Promise<void> {
         goal: GOALS[name] ? GOALS[name].toLocaleString('en') : '—',
         met: GOALS[name] ? (processRate >= GOALS[name] ? 'met' : 'not met') : '—',
         'vs memory': `${(processRate / baseline.process).toFixed(2)}×`,
+        'CPU µs/ev': ((m.processCpuMs * 1000) / m.events).toFixed(1),
         pages: m.pages,
       };
       if (store instanceof RedisStore) {

@@ -4,7 +4,7 @@
  * reused after trimming: a partition cursor compares sequence numbers, and a reused one could hide
  * a new entry behind an old cursor.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const V1 = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -122,8 +122,28 @@ CREATE TABLE IF NOT EXISTS timers (
 CREATE INDEX IF NOT EXISTS timers_by_due ON timers (pipeline, due, version);
 `;
 
+/**
+ * Version 3: the group log. A page commit appends the states of the groups it updated here, in
+ * sequence, instead of updating their rows in `groups`: rows keyed by a hashed group key are
+ * scattered, so a page touching 250 groups rewrote about 250 database pages, where appending
+ * rewrites a handful. The writer folds the log into `groups` (newest row per key wins) every 16
+ * commits, at open and at close, in one transaction each; between folds a group's state is
+ * its newest row here if it has one, else its row in `groups` (readers beside the writer merge the
+ * two the same way). No index on `group_key`: it would make each append scattered again, and the
+ * log stays short (see FOLD_ROWS in store.ts).
+ */
+const V3 = `
+CREATE TABLE IF NOT EXISTS group_log (
+  seq INTEGER PRIMARY KEY,
+  group_key TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  open_work INTEGER NOT NULL,
+  state TEXT NOT NULL
+);
+`;
+
 /** A new file gets every table at once. */
-export const SCHEMA = V1 + V2;
+export const SCHEMA = V1 + V2 + V3;
 
 /** `MIGRATIONS[n]` takes a file of version n to n + 1 (run in one transaction with the version bump). */
-export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2 };
+export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3 };

@@ -47,6 +47,7 @@ import {
   type StoreStatus,
 } from '../types.ts';
 import { sqliteError } from './errors.ts';
+import { Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
@@ -69,8 +70,13 @@ const PURGE_CHUNK = 2_000;
 const PURGE_BUDGET_MS = 20;
 /** Freed pages go back to the file system at most this often. */
 const VACUUM_EVERY_MS = 60_000;
-/** The WAL is cut back to this size after a checkpoint, so a burst does not leave a large file behind. */
+/**
+ * The WAL is cut back to this size after a checkpoint, so a burst does not leave a large file
+ * behind; the checkpoint worker also forces a full checkpoint (RESTART) when the log holds more.
+ */
 const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
+/** SQLite's own default, restored if the checkpoint worker fails. */
+const AUTOCHECKPOINT_PAGES = 1000;
 /** Free pages returned to the file system per purge (incremental auto-vacuum, new databases only). */
 const VACUUM_PAGES = 4096;
 /**
@@ -81,6 +87,29 @@ const VACUUM_PAGES = 4096;
  * read of the log counts and reads only entries after it).
  */
 const LOG_TRIM_EVERY = 32;
+/**
+ * The group log (schema version 3) is folded into `groups` once this many page commits have
+ * appended to it, or once it holds this many rows: often enough that the states kept in memory
+ * for it stay small (at most FOLD_ROWS plus one page's groups) and that one fold (on the event
+ * loop, about as long as a log trim: 16 commits of 250 groups) is not a long stall, rarely enough
+ * that a fold rewrites each group's database page once for many commits instead of once per
+ * commit. 32 wrote less in all but made folds of 70 ms on the loaded benchmark machine.
+ */
+const FOLD_EVERY = 16;
+const FOLD_ROWS = 16_384;
+
+/** Test hooks: fold thresholds (the defaults above otherwise). */
+export interface SqliteStoreTuning {
+  foldEvery?: number;
+  foldRows?: number;
+}
+
+/** A group state appended to the group log and not yet folded into `groups`. */
+interface LoggedGroup {
+  version: number;
+  /** The state as stored (JSON). */
+  state: string;
+}
 
 type Db = Database.Database;
 type Stmt = Database.Statement;
@@ -114,13 +143,30 @@ export class SqliteStore implements StateStore {
   private syncOnLoop = false;
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
+  /**
+   * The writer's copy of the group log: the newest logged state per group not yet folded into
+   * `groups`. The writer holds the file's writer lock, so nothing else changes the log: this map
+   * answers loads and version checks for these groups without reading the log.
+   */
+  private readonly unfolded = new Map<string, LoggedGroup>();
+  private loggedRows = 0;
+  private commitsSinceFold = 0;
+  /** Statements over the group log; absent when a read-only open found an older file. */
+  private qg: ReturnType<typeof prepareGroupLog> | undefined;
+  private readonly foldEvery: number;
+  private readonly foldRows: number;
+  /** Checkpoints the WAL in a worker thread (writer only); see checkpointer.ts. */
+  private checkpointer: Checkpointer | undefined;
 
   constructor(
     private readonly cfg: SqliteStoreConfig,
     private readonly logger?: Logger,
     private readonly now: () => number = Date.now,
+    tuning: SqliteStoreTuning = {},
   ) {
     this.file = resolve(cfg.path);
+    this.foldEvery = tuning.foldEvery ?? FOLD_EVERY;
+    this.foldRows = tuning.foldRows ?? FOLD_ROWS;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -140,17 +186,22 @@ export class SqliteStore implements StateStore {
         db.pragma('journal_mode = WAL');
         db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
         db.pragma(`synchronous = ${this.cfg.synchronous.toUpperCase()}`);
+        // Checkpoints run in the worker (below), not inside whichever commit crosses the threshold.
+        db.pragma('wal_autocheckpoint = 0');
         this.migrate(db);
         // Entries a previous run processed but had not trimmed yet (it stopped between trims).
         db.prepare(
           'DELETE FROM ingest_log WHERE seq <= (SELECT cursor FROM partition_cursors c WHERE c.pipeline = ingest_log.pipeline AND c.partition = ingest_log.partition)',
         ).run();
+        // Group states a previous run logged but had not folded yet (it stopped between folds).
+        db.transaction(() => foldGroupLog(db!)).immediate();
         db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
         version = this.checkVersion(db);
       }
       this.q = prepare(db);
       this.qs = version >= 2 ? prepareState(db) : undefined;
+      this.qg = version >= 3 ? prepareGroupLog(db) : undefined;
     } catch (err) {
       db?.close();
       lock?.release();
@@ -163,7 +214,23 @@ export class SqliteStore implements StateStore {
     }
     this.db = db;
     this.lock = lock;
+    if (!opts.readOnly) this.startCheckpointer(db);
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
+  }
+
+  /** Checkpoints move to a worker thread; without one (it failed, or could not start) the writer checkpoints on its own again. */
+  private startCheckpointer(db: Db): void {
+    const fallBack = (err: unknown) => {
+      // The log must not grow without bound.
+      this.logger?.error('the WAL checkpoint worker failed; checkpoints now run on the event loop', { path: this.file, error: errorMessage(err) });
+      this.checkpointer = undefined;
+      if (this.db === db) db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    };
+    try {
+      this.checkpointer = new Checkpointer({ file: this.file, busyTimeout: this.cfg.busy_timeout, walLimit: WAL_SIZE_LIMIT, onFailure: fallBack });
+    } catch (err) {
+      fallBack(err);
+    }
   }
 
   /** The process recorded as the writer of the file, read beside it (for the lock refusal). */
@@ -243,7 +310,13 @@ export class SqliteStore implements StateStore {
     } catch (err) {
       this.logger?.warn('could not trim the ingest log on close; the next start does', { path: this.file, error: errorMessage(err) });
     }
+    // And no group log: a reader of the file finds every group in `groups`.
+    this.foldLog();
     this.db = undefined;
+    // Its connection first: the writer's is then the last, whose close checkpoints and removes the log.
+    const checkpointer = this.checkpointer;
+    this.checkpointer = undefined;
+    await checkpointer?.close();
     db?.close();
     // Their WAL syncs run on a descriptor of their own: the appends answer once the disk has them.
     await Promise.all(this.syncing);
@@ -328,6 +401,7 @@ export class SqliteStore implements StateStore {
       for (const a of batch) a.reject(err);
       return;
     }
+    this.checkpointer?.wrote();
     const answer = () =>
       batch.forEach((a, i) => {
         const outcome = outcomes[i]!;
@@ -440,12 +514,59 @@ export class SqliteStore implements StateStore {
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
     return this.run('load groups', () => {
       const out = new Map<string, GroupState>();
+      const logged = this.loggedGroups();
+      const stored: string[] = [];
+      for (const k of keys) {
+        const l = logged.get(k);
+        if (l) out.set(k, parseJson<GroupState>(l.state, this.file, 'group'));
+        else stored.push(k);
+      }
+      if (!stored.length) return out;
       // One statement for the page's groups (the keys as a JSON array), not one per group.
-      for (const row of this.q.groupsGet.all(JSON.stringify(keys)) as Array<{ group_key: string; state: string }>) {
+      for (const row of this.q.groupsGet.all(JSON.stringify(stored)) as Array<{ group_key: string; state: string }>) {
         out.set(row.group_key, parseJson<GroupState>(row.state, this.file, 'group'));
       }
       return out;
     });
+  }
+
+  /**
+   * The group log's newest state per group: the writer's own copy, or (a reader beside a writer)
+   * read from the file, where the log is short (FOLD_ROWS) and read in sequence, newest last.
+   */
+  private loggedGroups(): ReadonlyMap<string, LoggedGroup> {
+    if (this.lock || !this.qg) return this.unfolded;
+    const out = new Map<string, LoggedGroup>();
+    for (const r of this.qg.all.all() as Array<{ group_key: string; version: number; state: string }>) {
+      out.set(r.group_key, { version: r.version, state: r.state });
+    }
+    return out;
+  }
+
+  /**
+   * Folds the group log into `groups` (newest row per group wins) and empties it, in one
+   * transaction. It need not be durable at once: until a later commit's sync carries it, a crash
+   * loses the fold and the log it emptied together, and the next open folds again. A failure
+   * leaves log and copy as they were; the fold is tried again after another FOLD_EVERY commits.
+   */
+  private foldLog(): void {
+    const db = this.db;
+    if (!db || !this.lock || this.loggedRows === 0) return;
+    const relaxed = this.cfg.synchronous === 'full';
+    try {
+      if (relaxed) db.pragma('synchronous = NORMAL');
+      try {
+        db.transaction(() => foldGroupLog(db)).immediate();
+      } finally {
+        if (relaxed) db.pragma('synchronous = FULL');
+      }
+      this.unfolded.clear();
+      this.loggedRows = 0;
+      this.commitsSinceFold = 0;
+    } catch (err) {
+      this.commitsSinceFold = 0;
+      this.logger?.warn('could not fold the group log into the groups table; tried again later', { path: this.file, error: errorMessage(err) });
+    }
   }
 
   async loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>> {
@@ -479,6 +600,7 @@ export class SqliteStore implements StateStore {
     const state = encodeStateWrites(c.state);
     const timers = encodeTimers(c.timers);
     const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
+    const groupStates = c.groups.map((g) => JSON.stringify(g));
     const trimNow = c.cursor !== null && this.commitsSinceTrim + 1 >= LOG_TRIM_EVERY;
     this.run('commit a page', (db) =>
       db
@@ -500,14 +622,16 @@ export class SqliteStore implements StateStore {
           }
           this.checkState(state, now);
           this.checkTimers(c.pipeline, timers);
+          // A group in the group log has its newest state there (this writer's copy), else in `groups`.
           const versions = new Map<string, number>();
-          if (c.groups.length) {
-            for (const r of q.groupVersions.all(JSON.stringify(c.groups.map((g) => g.groupKey))) as Array<{ group_key: string; version: number }>) {
+          const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
+          if (stored.length) {
+            for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
               versions.set(r.group_key, r.version);
             }
           }
           for (const g of c.groups) {
-            const v = versions.get(g.groupKey) ?? 0;
+            const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
             if (v !== g.version - 1) {
               throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
                 transient: true,
@@ -515,7 +639,8 @@ export class SqliteStore implements StateStore {
             }
           }
           for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
-          for (const g of c.groups) q.groupPut.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
+          // Appended in sequence (a few database pages), not updated in place (a page per group).
+          c.groups.forEach((g, i) => this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
           this.applyState(state, now);
           this.applyTimers(c.pipeline, timers);
           const keep = now + this.cfg.dedupe_window;
@@ -550,6 +675,14 @@ export class SqliteStore implements StateStore {
     }
     this.pending.delete(c.pipeline);
     for (const a of c.appends ?? []) this.pending.delete(a.pipeline);
+    this.checkpointer?.wrote();
+    if (c.groups.length) {
+      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, state: groupStates[i]! }));
+      this.loggedRows += c.groups.length;
+      // Not in the commit that trimmed the ingest log: two large writes in one turn of the event loop would add up to one long stall.
+      const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
+      if (due && !trimNow) this.foldLog();
+    }
   }
 
   /**
@@ -755,6 +888,7 @@ export class SqliteStore implements StateStore {
         })
         .immediate(),
     );
+    this.checkpointer?.wrote();
   }
 
   async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
@@ -793,7 +927,10 @@ export class SqliteStore implements StateStore {
           },
         };
       });
-      const groups = db.prepare('SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM groups').get() as { n: number; open: number };
+      const groups = db.prepare(this.qg ? GROUP_COUNTS : 'SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM groups').get() as {
+        n: number;
+        open: number;
+      };
       const recent = (
         db.prepare('SELECT failure FROM recent_failures ORDER BY time DESC, id ASC LIMIT ?').all(RECENT_FAILURES_MAX) as Array<{ failure: string }>
       ).map((r) => parseJson<RecentFailure>(r.failure, this.file, 'recent failure'));
@@ -878,6 +1015,33 @@ function prepareState(db: Db) {
   };
 }
 
+/** Group counts with the group log folded in: a group's newest log row replaces its `groups` row. */
+const GROUP_COUNTS = `SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM (
+  SELECT open_work FROM groups WHERE group_key NOT IN (SELECT group_key FROM group_log)
+  UNION ALL SELECT open_work FROM group_log WHERE seq IN (SELECT MAX(seq) FROM group_log GROUP BY group_key)
+)`;
+
+/**
+ * Folds the group log into `groups` and empties it; inside the caller's transaction. Upserted in
+ * key order, so each database page of `groups` is written once.
+ */
+function foldGroupLog(db: Db): void {
+  db.prepare(
+    `INSERT INTO groups (group_key, version, open_work, state)
+     SELECT group_key, version, open_work, state FROM group_log WHERE seq IN (SELECT MAX(seq) FROM group_log GROUP BY group_key) ORDER BY group_key
+     ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
+  ).run();
+  db.prepare('DELETE FROM group_log').run();
+}
+
+/** The statements over the group log (version 3); absent when a read-only open found an older file. */
+function prepareGroupLog(db: Db) {
+  return {
+    append: db.prepare('INSERT INTO group_log (group_key, version, open_work, state) VALUES (?, ?, ?, ?)'),
+    all: db.prepare('SELECT group_key, version, state FROM group_log ORDER BY seq'),
+  };
+}
+
 /** Every statement the store runs, prepared once per connection. */
 /** Entries after each partition's cursor, per partition of a pipeline (the parameter) with any. */
 const BACKLOG = `SELECT partition, pending, pipeline, cursor FROM (
@@ -910,10 +1074,6 @@ function prepare(db: Db) {
     ),
     groupsGet: p('SELECT group_key, state FROM groups WHERE group_key IN (SELECT value FROM json_each(?))'),
     groupVersions: p('SELECT group_key, version FROM groups WHERE group_key IN (SELECT value FROM json_each(?))'),
-    groupPut: p(
-      `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
-       ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
-    ),
     turnGet: p('SELECT created FROM turns WHERE pipeline = ? AND turn_id = ?'),
     turnAdd: p(
       `INSERT INTO turns (pipeline, turn_id, created, expires) VALUES (?, ?, ?, ?)
