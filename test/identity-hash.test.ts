@@ -43,3 +43,28 @@ test('the ids built on it keep their inputs and prefixes', () => {
     { numRuns: 300 },
   );
 });
+
+test('cached group keys: a repeated or near-repeated input gets the key of its own parts, never a neighbour’s', () => {
+  // Few values per part, drawn many times: most calls are cache hits, inputs share fingerprints
+  // across many scopes (more than the cache keeps per fingerprint), and parts that would run
+  // together if concatenated (`a`+`bc`, `ab`+`c`), an empty operation and an absent one, an
+  // absent and an empty workspace all occur.
+  const few = fc.constantFrom('', 'a', 'ab', 'bc', 'c', 'é', '\u0000');
+  const scope = fc.oneof(
+    few,
+    fc.nat({ max: 40 }).map((n) => `session:${n}`),
+  );
+  checkProperty(
+    fc.property(
+      fc.array(fc.tuple(scope, fc.option(few, { nil: undefined }), few, few, fc.option(few, { nil: undefined })), { minLength: 1, maxLength: 300 }),
+      (inputs) => {
+        for (const [s, op, rev, fp, ws] of inputs) {
+          const key = groupKey({ scope: s, operation: op, revision: rev, fingerprint: fp, ...(ws !== undefined ? { workspace: ws } : {}) });
+          const expected = 'g_' + reference(['group', s, op ?? '', rev, fp, ...(ws !== undefined ? [ws] : [])]);
+          if (key !== expected) throw new Error(`groupKey differs for ${JSON.stringify([s, op, rev, fp, ws])}`);
+        }
+      },
+    ),
+    { numRuns: 200 },
+  );
+});

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { isVigilError, type VigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { GroupState, OutboxItem } from '../src/model/work.ts';
@@ -84,6 +85,60 @@ const commitOf = (partition: string, cursor: string, extra: Partial<PageCommit> 
   outbox: [],
   failures: [],
   ...extra,
+});
+
+describe('redis store: group state format', () => {
+  test('a group is stored compactly and read back exactly; one stored as a GroupState object (the earlier form) is read and rewritten', async () => {
+    const cfg = config(REDIS_URL, uniquePrefix('gfmt'));
+    prefixes.push(cfg.key_prefix);
+    const store = new RedisStore(cfg);
+    await store.open();
+    const raw = new Redis(REDIS_URL);
+    const groupsKey = `${cfg.key_prefix}{state}:groups`;
+    try {
+      // Every decision, an open and a closed work item, times that are not whole seconds.
+      const states: GroupState[] = (['Reject', 'BurstCoalesced', 'BurstThresholdReached', 'ChronicRecurrence'] as const).map((d, i) => ({
+        groupKey: `g_new${i}`,
+        count: i + 1,
+        firstSeen: 1_767_225_600_123 + i,
+        lastSeen: 1_767_225_700_456 + i,
+        lastDecision: d,
+        openWorkId: i % 2 ? `w_${i}` : null,
+        workGeneration: i,
+        version: 1,
+      }));
+      await store.commit({ pipeline: 'logs', partition: 'p', cursor: null, groups: states, turns: [], revisions: [], outbox: [], failures: [] });
+      assert.deepEqual([...(await store.loadGroups(states.map((g) => g.groupKey))).values()], states);
+      const stored = await raw.hget(groupsKey, 'g_new3');
+      assert.ok(stored!.length < JSON.stringify(states[3]).length / 2, `stored form: ${stored}`);
+
+      // The earlier form, as an earlier vigil wrote it (and its version in the versions hash).
+      const old: GroupState = {
+        groupKey: 'g_old',
+        count: 3,
+        firstSeen: 10,
+        lastSeen: 20,
+        lastDecision: 'BurstThresholdReached',
+        openWorkId: 'w_old',
+        workGeneration: 1,
+        version: 3,
+      };
+      await raw.hset(groupsKey, 'g_old', JSON.stringify(old));
+      await raw.hset(`${cfg.key_prefix}{state}:group-versions`, 'g_old', '3');
+      assert.deepEqual((await store.loadGroups(['g_old'])).get('g_old'), old);
+      const next = { ...old, count: 4, lastSeen: 30, lastDecision: 'ChronicRecurrence' as const, version: 4 };
+      await store.commit({ pipeline: 'logs', partition: 'p', cursor: null, groups: [next], turns: [], revisions: [], outbox: [], failures: [] });
+      assert.deepEqual((await store.loadGroups(['g_old'])).get('g_old'), next);
+      assert.ok((await raw.hget(groupsKey, 'g_old'))!.startsWith('[1,'));
+
+      // A form this vigil does not know is refused, not misread.
+      await raw.hset(groupsKey, 'g_future', '[2,1,2,3,0,null,0,1]');
+      await assert.rejects(store.loadGroups(['g_future']), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CORRUPT'));
+    } finally {
+      raw.disconnect();
+      await store.close();
+    }
+  });
 });
 
 describe('redis store: round trips, faults and connections', () => {

@@ -21,17 +21,39 @@ function hashInput(parts: ReadonlyArray<string | number | null | undefined>): st
   let input = '';
   for (const p of parts) {
     const s = p === null || p === undefined ? '\u0000' : String(p);
-    input += `${Buffer.byteLength(s)}:${s}`;
+    input += `${utf8Length(s)}:${s}`;
   }
   return input;
 }
 
 /**
- * Group keys recently computed, by their hash input: a group's failures repeat (that is what a
- * group is), and a key is computed for every one. Bounded; emptied when full.
+ * `Buffer.byteLength(s)` (UTF-8), counted here for ASCII strings — ids are mostly made of them —
+ * instead of a call into C++ per part; any other string is left to `Buffer.byteLength`.
+ */
+function utf8Length(s: string): number {
+  if (s.length > 64) return Buffer.byteLength(s);
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return Buffer.byteLength(s);
+  return s.length;
+}
+
+/**
+ * Group keys recently computed: a group's failures repeat (that is what a group is), and a key is
+ * computed for every one. Looked up by fingerprint, then by comparing the other parts, so that a
+ * hit builds no string (hashing a string as long as the hash input cost as much as the rest of
+ * the lookup). Bounded; emptied when full.
  */
 const GROUP_KEYS_CACHED = 10_000;
-const groupKeys = new Map<string, string>();
+const GROUP_KEYS_PER_FINGERPRINT = 8;
+const groupKeys = new Map<string, CachedGroupKey[]>();
+let groupKeysCached = 0;
+
+interface CachedGroupKey {
+  scope: string;
+  operation: string;
+  revision: string;
+  workspace: string | undefined;
+  key: string;
+}
 
 export interface GroupKeyInput {
   /** The service, or the session when `scope: session`. */
@@ -44,16 +66,31 @@ export interface GroupKeyInput {
 }
 
 export function groupKey(g: GroupKeyInput): string {
-  const parts = ['group', g.scope, g.operation ?? '', g.revision, g.fingerprint];
+  const operation = g.operation ?? '';
+  const same = groupKeys.get(g.fingerprint);
+  if (same) {
+    for (const c of same) {
+      if (c.scope === g.scope && c.operation === operation && c.revision === g.revision && c.workspace === g.workspace) return c.key;
+    }
+  }
+  const parts = ['group', g.scope, operation, g.revision, g.fingerprint];
   // Length-prefixed parts: a key with a workspace never equals one without.
   if (g.workspace !== undefined) parts.push(g.workspace);
-  const input = hashInput(parts);
-  let key = groupKeys.get(input);
-  if (key === undefined) {
-    if (groupKeys.size >= GROUP_KEYS_CACHED) groupKeys.clear();
-    key = 'g_' + sha256Hex(input).slice(0, 32);
-    groupKeys.set(input, key);
+  const key = 'g_' + sha256Hex(hashInput(parts)).slice(0, 32);
+  if (groupKeysCached >= GROUP_KEYS_CACHED) {
+    groupKeys.clear();
+    groupKeysCached = 0;
   }
+  const entry: CachedGroupKey = { scope: g.scope, operation, revision: g.revision, workspace: g.workspace, key };
+  const list = groupKeys.get(g.fingerprint);
+  if (!list) groupKeys.set(g.fingerprint, [entry]);
+  // A fingerprint seen in many scopes (one per session with `scope: session`) keeps its newest few:
+  // a hit must stay a short scan.
+  else {
+    if (list.length >= GROUP_KEYS_PER_FINGERPRINT) list.shift();
+    list.push(entry);
+  }
+  groupKeysCached++;
   return key;
 }
 

@@ -133,7 +133,8 @@ function planPage(
       operation,
       revision,
       fingerprint: item.diagnosis.fingerprint ?? item.diagnosis.signature!,
-      ...(identity?.workspace !== undefined ? { workspace: identity.workspace } : {}),
+      // Undefined is no workspace (groupKey tests for it), without a spread per failure.
+      workspace: identity?.workspace,
     });
     planned.push({
       index,
@@ -230,19 +231,7 @@ function applyPage(
       // delivered its work events yet delivers the same events (same ids, same content).
       if (before) {
         const c = before.entry;
-        items[p.index] = {
-          ...item,
-          occurrence: {
-            occurrenceId: p.occurrenceId,
-            groupKey: p.groupKey,
-            decision: c.d,
-            workId: c.w,
-            revision: p.revision,
-            ...operationOf(p),
-            count: c.c,
-            ...(c.s ? { suppressed: c.s } : {}),
-          },
-        };
+        items[p.index] = { ...item, occurrence: occurrenceOf(p, c.d, c.w, c.c, c.s) };
         if (!c.p.includes(page.pipeline)) {
           for (const e of c.e)
             replayed.push(
@@ -289,19 +278,7 @@ function applyPage(
       }
     }
     groups.set(p.groupKey, next);
-    items[p.index] = {
-      ...item,
-      occurrence: {
-        occurrenceId: p.occurrenceId,
-        groupKey: p.groupKey,
-        decision,
-        workId,
-        revision: p.revision,
-        ...operationOf(p),
-        count: total,
-        ...(suppressed ? { suppressed } : {}),
-      },
-    };
+    items[p.index] = { ...item, occurrence: occurrenceOf(p, decision, workId, total, suppressed) };
     failures.push({
       time: event.time,
       partition: event.partition,
@@ -322,9 +299,9 @@ function applyPage(
   }
 
   // What each occurrence counted here produced, so that a pipeline seeing it later counts it not
-  // again and delivers the same events.
+  // again and delivers the same events (only where counted occurrences are kept).
   const emitted = new Map<string, CountedOccurrence['e']>();
-  for (const o of outbox) {
+  for (const o of counted ? outbox : []) {
     if (o.kind !== 'work' || !isOccurrenceEvent(o.event)) continue;
     const d = o.event.data;
     const list = emitted.get(d.occurrence_id) ?? [];
@@ -428,8 +405,17 @@ export function errorKindFields(d: Diagnosis): Pick<WorkEventData, 'error_kind' 
   return k ? { error_kind: k.kind, severity: k.severity, detected_by: k.detectedBy } : {};
 }
 
-function operationOf(p: PlannedOccurrence): { operation?: string } {
-  return p.operation !== undefined ? { operation: p.operation } : {};
+/**
+ * An item's occurrence, built without spreads (one per failure); the keys keep their order
+ * (`operation` and `suppressed` only when set).
+ */
+function occurrenceOf(p: PlannedOccurrence, decision: Decision, workId: string | null, count: number, suppressed: 'max_per_turn' | undefined): Occurrence {
+  const o: Occurrence =
+    p.operation !== undefined
+      ? { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, operation: p.operation, count }
+      : { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId, revision: p.revision, count };
+  if (suppressed) o.suppressed = suppressed;
+  return o;
 }
 
 export function executionIdOf(event: AgentEvent): string | undefined {

@@ -62,6 +62,7 @@ import {
   type StoreStatus,
 } from '../types.ts';
 import { RedisConnection, type ConnectionConfig, type RedisClient } from './connection.ts';
+import { decodeGroup, encodeGroup } from './group-codec.ts';
 import { keySpace, type KeySpace } from './keys.ts';
 import { ACK_OUTBOX, ADVANCE, APPEND_ALL, APPEND_ONE, COMMIT, DUE_TIMERS, LIST_STATE, READ_OUTBOX, REGISTER, UNREGISTER, WRITE_STATE } from './scripts.ts';
 
@@ -338,7 +339,7 @@ export class RedisStore implements StateStore {
     const values = await this.run('load groups', (c) => this.trip(c.hmget(this.keys.state.groups, ...keys)));
     keys.forEach((k, i) => {
       const v = values[i];
-      if (v) out.set(k, parseJson<GroupState>(v, 'group'));
+      if (v) out.set(k, decodeGroup(k, v));
     });
     return out;
   }
@@ -399,7 +400,7 @@ export class RedisStore implements StateStore {
     for (const r of cm.revisions) keys.push(this.keys.revision(r.executionId));
     keys.push(...state.keys);
     const body: Array<string | number> = [];
-    for (const g of cm.groups) body.push(g.groupKey, g.version, g.openWorkId ? 1 : 0, JSON.stringify(g));
+    for (const g of cm.groups) body.push(g.groupKey, g.version, g.openWorkId ? 1 : 0, encodeGroup(g));
     for (const t of cm.turns) body.push(t.created);
     for (const r of cm.revisions) body.push(r.revision);
     for (const o of cm.outbox) body.push(JSON.stringify(o));
