@@ -136,7 +136,9 @@ describe('correlation log: SIGKILL while records wait', () => {
   });
 
   test('repeated SIGKILLs while turns arrive and wait: every failure once, each in its session', async () => {
-    const s = await setup('session_wait: 4s, failure_wait: 300ms');
+    // Every root is sent, so no record waits out session_wait here; it is long enough that a restart
+    // slowed by a loaded machine (4-12 s seen) does not release children before their root arrives.
+    const s = await setup('session_wait: 30s, failure_wait: 300ms');
     const t0 = Date.UTC(2026, 2, 3);
     const turns = Array.from({ length: 12 }, (_, i) => openaiTurn(t0 + i * 600_000, `sess-k${i % 4}`));
     let child = await run(s, children);
