@@ -45,6 +45,25 @@ test('the memory list keeps what sorting everything keeps', () => {
   );
 });
 
+test('the memory list keeps the same when a page is added at once', () => {
+  checkProperty(
+    fc.property(pages, (times) => {
+      const list = new RecentFailures();
+      const all: RecentFailure[] = [];
+      let n = 0;
+      for (const page of times) {
+        const failures = page.map((t) => failure(t, n++));
+        all.push(...failures);
+        list.addPage(failures);
+      }
+      const want = reference(all).map((f) => f.occurrenceId);
+      const got = list.list().map((f) => f.occurrenceId);
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`kept ${got.join()} instead of ${want.join()}`);
+    }),
+    { numRuns: 300 },
+  );
+});
+
 test("writing only a page's newest failures keeps the same list as writing all of them", () => {
   checkProperty(
     fc.property(pages, (times) => {

@@ -10,7 +10,7 @@ import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
 import { PageBases } from './page-bases.ts';
-import { newestFailures, RecentFailures } from './recent-failures.ts';
+import { RecentFailures } from './recent-failures.ts';
 import {
   encodeStateWrites,
   encodeTimers,
@@ -245,8 +245,7 @@ export class MemoryStore implements StateStore {
     const outbox = this.outbox(c.pipeline);
     // Frozen, not copied: the page hands its items over, and no reader can change them later.
     for (const o of c.outbox) outbox.entries.push(Object.freeze({ ...deepFreeze(o), seq: outbox.nextSeq++ }));
-    // Only those that can stay among the newest (a page of hundreds would re-sort the list per failure).
-    for (const f of newestFailures(c.failures)) this.recent.add(f);
+    this.recent.addPage(c.failures);
     if (c.cursor === null || !log) return;
     // Trim what was processed: the log keeps only the backlog.
     let drop = 0;

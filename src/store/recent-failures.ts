@@ -15,6 +15,17 @@ export class RecentFailures {
     if (this.items.length > this.max) this.items.length = this.max;
   }
 
+  /**
+   * A page's failures, in their order: the same list as adding them one by one (the sort is
+   * stable, so ties keep their order of arrival), sorted once for the page instead of once each.
+   */
+  addPage(page: readonly RecentFailure[]): void {
+    if (page.length === 0) return;
+    for (const f of newestFailures(page, this.max)) this.items.push(f);
+    this.items.sort((a, b) => b.time - a.time);
+    if (this.items.length > this.max) this.items.length = this.max;
+  }
+
   list(): RecentFailure[] {
     return this.items.slice();
   }
