@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { RedisStore } from '../src/store/redis/store.ts';
 import { commitOutbox } from './helpers/faults.ts';
+import { localRedisStore } from './helpers/stores.ts';
 import { deletePrefix, REDIS_URL, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 
@@ -19,14 +19,7 @@ after(async () => {
 });
 
 test('vigil run on Redis warns of an exporter cursor that is not in its config, with what it holds back and the command that retires it', async () => {
-  const store = new RedisStore({
-    url: REDIS_URL,
-    key_prefix: prefix,
-    cluster: { enabled: false, nodes: [] },
-    dedupe_window: 3_600_000,
-    connect_timeout: 2000,
-    command_timeout: 5000,
-  });
+  const store = localRedisStore(prefix);
   await store.open();
   // An exporter another sidecar (or an older config) registered; it read nothing of 3 entries.
   await store.registerExporter('logs', 'file/removed');

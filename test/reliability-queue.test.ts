@@ -15,10 +15,10 @@ import { webhookExporterFactory } from '../src/exporters/webhook/factory.ts';
 import { memoryLogger } from '../src/logger.ts';
 import { ExporterRunner, type Clock } from '../src/service/exporter-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
-import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { commitOutbox } from './helpers/faults.ts';
+import { localRedisStore } from './helpers/stores.ts';
 import { deletePrefix, REDIS_URL, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
 
@@ -35,14 +35,7 @@ const STORES: Array<[string, () => StateStore]> = [
     () => {
       const prefix = uniquePrefix('queue');
       prefixes.push(prefix);
-      return new RedisStore({
-        url: REDIS_URL,
-        key_prefix: prefix,
-        cluster: { enabled: false, nodes: [] },
-        dedupe_window: 3_600_000,
-        connect_timeout: 2000,
-        command_timeout: 5000,
-      });
+      return localRedisStore(prefix);
     },
   ],
 ];

@@ -19,10 +19,10 @@ import type { WorkPage } from '../src/processors/page.ts';
 import { recurrenceFactory } from '../src/processors/recurrence/factory.ts';
 import { PipelineRunner } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
-import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { stateClient } from '../src/store/state-client.ts';
 import type { LogEntry, PageCommit, StateStore } from '../src/store/types.ts';
+import { localRedisStore } from './helpers/stores.ts';
 import { deletePrefix, REDIS_URL, uniquePrefix } from './helpers/redis-server.ts';
 import { tempDir } from './helpers/vigil-process.ts';
 
@@ -42,14 +42,7 @@ const stores: Array<[string, () => StateStore]> = [
     () => {
       const prefix = uniquePrefix('readahead');
       prefixes.push(prefix);
-      return new RedisStore({
-        url: REDIS_URL,
-        key_prefix: prefix,
-        cluster: { enabled: false, nodes: [] },
-        dedupe_window: 3_600_000,
-        connect_timeout: 2000,
-        command_timeout: 5000,
-      });
+      return localRedisStore(prefix);
     },
   ],
 ];
