@@ -17,6 +17,7 @@
  * this benchmark's own. Records are appended in batches as receivers would and processed page by
  * page by the real pipeline runner, with the real processor factories.
  */
+import { Redis } from 'ioredis';
 import type { OperatorFunction } from 'rxjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -95,14 +96,16 @@ interface Measure {
   processCpuMs: number;
   pages: number;
   events: number;
+  /** CPU time of the Redis server (`INFO cpu`, all its threads) while processing; 0 for other stores. */
+  serverCpuMs: number;
   /** Redis round trips (and those overlapping another) and commands while processing (not appending). */
   trips: number;
   overlapped: number;
   commands: number;
 }
 
-/** Reads the Redis counters; zeros for other stores. */
-type Counters = () => { trips: number; overlapped: number; commands: number };
+/** Reads the Redis counters; zeros for other stores. `serverCpuMs`: the server's CPU time so far (a connection of its own, not counted). */
+type Counters = (() => { trips: number; overlapped: number; commands: number }) & { serverCpuMs?: () => Promise<number> };
 
 /** Processes every partition until drained with the real pipeline runner (rounds of one page per partition). */
 async function drain(runner: PipelineRunner, m: Measure): Promise<void> {
@@ -117,7 +120,7 @@ async function drain(runner: PipelineRunner, m: Measure): Promise<void> {
 async function run(store: StateStore, total: number, groups: number, every: number, counters: Counters, onProgress?: (done: number) => void): Promise<Measure> {
   const runner = new PipelineRunner({ pipeline: PIPELINE, store, chain: chainFor(store), logger, pageSize: PAGE });
   await store.registerExporter(PIPELINE, 'bench');
-  const m: Measure = { appendMs: 0, processMs: 0, processCpuMs: 0, pages: 0, events: 0, trips: 0, overlapped: 0, commands: 0 };
+  const m: Measure = { appendMs: 0, processMs: 0, processCpuMs: 0, serverCpuMs: 0, pages: 0, events: 0, trips: 0, overlapped: 0, commands: 0 };
   const BATCH = 100;
   for (let done = 0; done < total;) {
     const upto = Math.min(total, done + every);
@@ -129,6 +132,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
     }
     done = upto;
     m.appendMs += performance.now() - t;
+    const serverBefore = (await counters.serverCpuMs?.()) ?? 0;
     t = performance.now();
     const before = counters();
     const cpu = process.cpuUsage();
@@ -137,6 +141,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
     const used = process.cpuUsage(cpu);
     m.processCpuMs += (used.user + used.system) / 1000;
     const after = counters();
+    m.serverCpuMs += ((await counters.serverCpuMs?.()) ?? 0) - serverBefore;
     m.trips += after.trips - before.trips;
     m.overlapped += after.overlapped - before.overlapped;
     m.commands += after.commands - before.commands;
@@ -152,7 +157,7 @@ async function run(store: StateStore, total: number, groups: number, every: numb
 }
 
 /** Redis: round trips (the store's count of sequential waits) and commands sent (pipelined ones included). */
-function countersOf(store: StateStore): Counters {
+function countersOf(store: StateStore, serverCpuMs?: () => Promise<number>): Counters {
   if (!(store instanceof RedisStore)) return () => ({ trips: 0, overlapped: 0, commands: 0 });
   let commands = 0;
   const client = store.client as unknown as { sendCommand: (...a: unknown[]) => unknown };
@@ -161,7 +166,24 @@ function countersOf(store: StateStore): Counters {
     commands++;
     return original(...a);
   };
-  return () => ({ trips: store.counters.roundTrips, overlapped: store.counters.overlapped, commands });
+  return Object.assign(() => ({ trips: store.counters.roundTrips, overlapped: store.counters.overlapped, commands }), { serverCpuMs });
+}
+
+/**
+ * The private server's CPU time in ms (user + system of all its threads, `INFO cpu`), read on a
+ * connection of its own. It shares the machine's cores with this process, so its cost per event
+ * is part of what the Redis store costs.
+ */
+function serverCpuOf(url: string): { read: () => Promise<number>; close: () => void } {
+  const conn = new Redis(url, { lazyConnect: false });
+  return {
+    read: async () => {
+      const info = await conn.info('cpu');
+      const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
+      return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+    },
+    close: () => conn.disconnect(),
+  };
 }
 
 /** Each store made gets keys of its own: a later run (the sweep) must not find an earlier one's events (deduplicated) or groups. */
@@ -179,6 +201,7 @@ async function main(): Promise<void> {
   const events = Number(args.events);
   const groups = Number(args.groups);
   const redis = await RedisServer.start();
+  const redisCpu = serverCpuOf(redis.url);
   const cluster = args.cluster ? await RedisCluster.start() : undefined;
   const stores: Array<[string, () => StateStore]> = [
     ['memory', () => new MemoryStore()],
@@ -206,7 +229,7 @@ async function main(): Promise<void> {
       const store = make();
       await store.open();
       await store.whenReady?.();
-      const counters = countersOf(store);
+      const counters = countersOf(store, name === 'redis' ? redisCpu.read : undefined);
       // Append everything in receiver batches, then process the backlog in full pages.
       const m = await run(store, events, groups, events, counters);
       const append = events / (m.appendMs / 1000);
@@ -228,6 +251,7 @@ async function main(): Promise<void> {
         // Those not overlapping another: the page's sequential waits for the server.
         row['waits/page'] = ((m.trips - m.overlapped) / m.pages).toFixed(2);
         row['commands/page'] = (m.commands / m.pages).toFixed(2);
+        if (counters.serverCpuMs) row['redis-server CPU µs/ev'] = ((m.serverCpuMs * 1000) / m.events).toFixed(1);
       }
       rows.push(row);
       await store.close();
@@ -318,6 +342,7 @@ async function main(): Promise<void> {
       console.table(longRows);
     }
   } finally {
+    redisCpu.close();
     await redis.stop();
     await cluster?.stop();
   }

@@ -141,6 +141,51 @@ describe('redis store: group state format', () => {
   });
 });
 
+describe('redis store: a page commit', () => {
+  test('groups travel as one argument: keys of any characters and thousands of groups are stored as before; a stale version anywhere refuses the whole page', async () => {
+    const cfg = config(REDIS_URL, uniquePrefix('gpack'));
+    prefixes.push(cfg.key_prefix);
+    const store = new RedisStore(cfg);
+    await store.open();
+    const raw = new Redis(REDIS_URL);
+    const s = `${cfg.key_prefix}{state}:`;
+    try {
+      // Quotes, backslashes, a newline, non-ASCII and astral characters in keys, and more groups
+      // than one version check (a thousand) holds, so a stale one lands past a chunk boundary.
+      // A lone surrogate is stored as U+FFFD, as an argument's UTF-8 encoding stores it (and HMGET finds it).
+      const odd = ['g_"quoted"', 'g_back\\slash', 'g_new\nline', 'g_ünï cödé', 'g_🙂', 'g_tab\there', '', 'g_lone\ud800', 'g_\udc00lone'];
+      const keys = [...odd, ...Array.from({ length: 2500 }, (_, i) => `g_${i}`)];
+      const v1 = keys.map((k, i): GroupState => ({ ...group(k, 1), openWorkId: i % 3 ? `w_${i}` : null, lastDecision: 'ChronicRecurrence' }));
+      await store.commit({ pipeline: 'logs', partition: 'p', cursor: null, groups: v1, turns: [], revisions: [], outbox: [], failures: [] });
+      assert.deepEqual(await store.loadGroups(keys), new Map(v1.map((g) => [g.groupKey, g])));
+      const versions = await raw.hgetall(`${s}group-versions`);
+      assert.deepEqual(versions, Object.fromEntries(keys.map((k) => [Buffer.from(k).toString(), '1'])));
+      assert.deepEqual(new Set(await raw.smembers(`${s}open-work`)), new Set(v1.filter((g) => g.openWorkId).map((g) => Buffer.from(g.groupKey).toString())));
+      // The stored value is the group codec's, byte for byte (what other sidecars read).
+      assert.equal(await raw.hget(`${s}groups`, 'g_🙂'), `[1,1,0,1,3,${JSON.stringify(v1[4]!.openWorkId)},0,1]`);
+
+      for (const stale of [0, 999, 1000, 1006, keys.length - 1]) {
+        const bad = v1.map((g, i) => ({ ...g, version: i === stale ? 3 : 2 }));
+        await assert.rejects(
+          store.commit({ pipeline: 'logs', partition: 'p', cursor: null, groups: bad, turns: [], revisions: [], outbox: [], failures: [] }),
+          (err: VigilError) => isVigilError(err, 'VIGIL_STORE_CONFLICT') && err.message.includes(`group ${keys[stale]} changed`),
+        );
+      }
+      assert.deepEqual(await store.loadGroups(keys), new Map(v1.map((g) => [g.groupKey, g])), 'a refused page changes nothing');
+
+      // The next version, with every open work item closed and every closed one opened.
+      const v2 = v1.map((g, i): GroupState => ({ ...g, count: 2, version: 2, openWorkId: g.openWorkId ? null : `w2_${i}` }));
+      await store.commit({ pipeline: 'logs', partition: 'p', cursor: null, groups: v2, turns: [], revisions: [], outbox: [], failures: [] });
+      assert.deepEqual(await store.loadGroups(keys), new Map(v2.map((g) => [g.groupKey, g])));
+      assert.deepEqual(new Set(await raw.smembers(`${s}open-work`)), new Set(v2.filter((g) => g.openWorkId).map((g) => Buffer.from(g.groupKey).toString())));
+      assert.equal(await raw.hget(`${s}group-versions`, 'g_2499'), '2');
+    } finally {
+      raw.disconnect();
+      await store.close();
+    }
+  });
+});
+
 describe('redis store: round trips, faults and connections', () => {
   let cluster: RedisCluster;
   before(async () => {

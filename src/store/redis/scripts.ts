@@ -329,8 +329,16 @@ return advance_part(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
  * partition, cursor ('' for a commit that moves none: a timer page), turn TTL, revision TTL, idle
  * TTL, nG, nT, nR, nO, nF, mode ('single' | 'cluster'), base (the committed position the page was
  * read after, '' for none, '*' when unknown), now, max timers, index of the state section, index
- * of the timer section, then nG × (key, version, open 0|1, JSON), nT × created, nR × revision,
- * nO × outbox JSON, nF × (time, failure JSON), the state section, the timer section.
+ * of the timer section, then the groups as one JSON array of strings, nG × (key, version, open
+ * 0|1, stored value), then nT × created, nR × revision, nO × outbox JSON, nF × (time, failure
+ * JSON), the state section, the timer section.
+ *
+ * The groups travel as one argument, not four per group: a page's 250 groups were a thousand
+ * arguments, and each costs the client (RESP framing, a byte count, a piece of the command
+ * string) and the server (an argument object and a Lua string) more than its bytes do; one
+ * cjson.decode of the list is cheaper on the server than that. The values inside stay the
+ * stored strings (group-codec.ts): the script never decodes a group. Their versions are checked
+ * with one HMGET per thousand groups instead of an HGET each.
  *
  * The base check refuses a page when another writer committed part of it since it was read; the
  * group and state version checks refuse it when something it read changed; a timer clear refuses
@@ -369,35 +377,41 @@ if moves then
   end
 end
 
-local a = 18
-for i = 1, nG do
-  local key, version = ARGV[a], tonumber(ARGV[a + 1])
-  local stored = tonumber(redis.call('HGET', KEYS[2], key) or '0')
-  if stored ~= version - 1 then
-    return redis.error_reply('VIGIL_STORE_CONFLICT group ' .. key .. ' changed concurrently (version ' .. stored .. ', expected ' .. (version - 1) .. ')')
+local gl = nG > 0 and cjson.decode(ARGV[18]) or {}
+if #gl ~= 4 * nG then
+  return redis.error_reply('VIGIL_STORE_CORRUPT commit carries ' .. #gl .. ' group fields for ' .. nG .. ' groups')
+end
+for i = 1, nG, 1000 do
+  local last = math.min(i + 999, nG)
+  local ks = {}
+  for j = i, last do ks[#ks + 1] = gl[4 * j - 3] end
+  local stored = redis.call('HMGET', KEYS[2], unpack(ks))
+  for j = i, last do
+    local have, version = tonumber(stored[j - i + 1] or '0'), tonumber(gl[4 * j - 2])
+    if have ~= version - 1 then
+      return redis.error_reply('VIGIL_STORE_CONFLICT group ' .. gl[4 * j - 3] .. ' changed concurrently (version ' .. have .. ', expected ' .. (version - 1) .. ')')
+    end
   end
-  a = a + 4
 end
 local err = state_check(stateKeys, stateAt, now) or timers_check(KEYS[11], timersAt, maxTimers)
 if err then return redis.error_reply(err) end
 
 -- Variadic writes in chunks (one command per few hundred groups, not three per group; chunks
 -- keep unpack within Lua's stack limit).
-a = 18
+local a = 19
 local gs, vs, opened, closed = {}, {}, {}, {}
 local function flush(cmd, key, t)
   if #t > 0 then redis.call(cmd, key, unpack(t)) end
   return {}
 end
-for i = 1, nG do
-  local key = ARGV[a]
-  gs[#gs + 1], gs[#gs + 2] = key, ARGV[a + 3]
-  vs[#vs + 1], vs[#vs + 2] = key, ARGV[a + 1]
-  if ARGV[a + 2] == '1' then opened[#opened + 1] = key else closed[#closed + 1] = key end
+for i = 1, 4 * nG, 4 do
+  local key = gl[i]
+  gs[#gs + 1], gs[#gs + 2] = key, gl[i + 3]
+  vs[#vs + 1], vs[#vs + 2] = key, gl[i + 1]
+  if gl[i + 2] == '1' then opened[#opened + 1] = key else closed[#closed + 1] = key end
   if #gs >= 1000 then gs, vs = flush('HSET', KEYS[1], gs), flush('HSET', KEYS[2], vs) end
   if #opened >= 500 then opened = flush('SADD', KEYS[3], opened) end
   if #closed >= 500 then closed = flush('SREM', KEYS[3], closed) end
-  a = a + 4
 end
 flush('HSET', KEYS[1], gs)
 flush('HSET', KEYS[2], vs)

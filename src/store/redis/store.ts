@@ -399,8 +399,10 @@ export class RedisStore implements StateStore {
     for (const t of cm.turns) keys.push(this.keys.turn(cm.pipeline, t.turnId));
     for (const r of cm.revisions) keys.push(this.keys.revision(r.executionId));
     keys.push(...state.keys);
-    const body: Array<string | number> = [];
-    for (const g of cm.groups) body.push(g.groupKey, g.version, g.openWorkId ? 1 : 0, encodeGroup(g));
+    // The groups as one argument (see COMMIT): strings only, so the script stores them as sent.
+    const groups: string[] = [];
+    for (const g of cm.groups) groups.push(wellFormed(g.groupKey), String(g.version), g.openWorkId ? '1' : '0', encodeGroup(g));
+    const body: Array<string | number> = [JSON.stringify(groups)];
     for (const t of cm.turns) body.push(t.created);
     for (const r of cm.revisions) body.push(r.revision);
     for (const o of cm.outbox) body.push(JSON.stringify(o));
@@ -621,6 +623,14 @@ export class RedisStore implements StateStore {
     });
   }
 }
+
+/**
+ * Lone surrogates as U+FFFD: what a command argument's UTF-8 encoding makes of them, so a key sent
+ * inside the commit's JSON list is stored as the same bytes as one sent as an argument (and read
+ * back by HMGET); cjson refuses their JSON escapes.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const wellFormed = (s: string): string => s.replace(LONE_SURROGATE, '\uFFFD');
 
 /** A stored state entry: `<version>|<expires at or empty>|<JSON>`. */
 function parseEntry(raw: string | null, namespace: string): StateEntry | undefined {
