@@ -55,18 +55,20 @@ test('group keys and work-event times on random pages of mixed services and sess
         assert.equal(item.occurrence?.occurrenceId, occurrenceId(expected, e.eventId), at);
       }
       for (const o of page.commit.outbox) {
-        if (o.kind !== 'work' || !isOccurrenceEvent(o.event)) continue;
-        const group = page.commit.groups.find((g) => g.groupKey === o.event.subject)!;
-        const item = page.items.find((i) => i.occurrence?.occurrenceId === o.event.data.occurrence_id)!;
-        assert.equal(o.event.time, new Date(item.entry.event.time).toISOString(), at);
-        if (o.event.type === 'dev.vigil.work.updated') {
+        if (o.kind !== 'work') continue;
+        const ev = o.event;
+        if (!isOccurrenceEvent(ev)) continue;
+        const group = page.commit.groups.find((g) => g.groupKey === ev.subject)!;
+        const item = page.items.find((i) => i.occurrence?.occurrenceId === ev.data.occurrence_id)!;
+        assert.equal(ev.time, new Date(item.entry.event.time).toISOString(), at);
+        if (ev.type === 'dev.vigil.work.updated') {
           // An update carries the group as the page left it.
-          assert.equal(o.event.data.first_seen, new Date(group.firstSeen).toISOString(), at);
-          assert.equal(o.event.data.last_seen, new Date(group.lastSeen).toISOString(), at);
+          assert.equal(ev.data.first_seen, new Date(group.firstSeen).toISOString(), at);
+          assert.equal(ev.data.last_seen, new Date(group.lastSeen).toISOString(), at);
         } else {
           // A creation carries the group as it was then: both times are those of its occurrences so far.
           const times = seen.get(group.groupKey)!;
-          assert.ok(times.has(o.event.data.first_seen) && times.has(o.event.data.last_seen), at);
+          assert.ok(times.has(ev.data.first_seen) && times.has(ev.data.last_seen), at);
         }
       }
     }

@@ -513,15 +513,8 @@ function deepFreeze<T>(value: T): T {
   // Binary views cannot be frozen (and the durable stores keep JSON only).
   if (typeof value !== 'object' || value === null || Object.isFrozen(value) || ArrayBuffer.isView(value)) return value;
   Object.freeze(value);
-  // Primitives (most of an event's values) are not visited. Walked by index and by key rather than
-  // with `Object.values`, which builds an array per object (a work event holds four objects).
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      if (typeof v === 'object' && v !== null) deepFreeze(v);
-    }
-    return value;
-  }
+  // Primitives (most of an event's values) are not visited. Walked by key rather than with
+  // `Object.values`, which builds an array per object (a work event holds four objects).
   for (const key in value) {
     const v: unknown = value[key];
     // Own properties only, as `Object.values` (plain data inherits none that are enumerable).
