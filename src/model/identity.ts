@@ -94,8 +94,15 @@ export function groupKey(g: GroupKeyInput): string {
   return key;
 }
 
+/**
+ * One per failure, like the work-event id below: their hash inputs are written out in one template
+ * (`10:occurrence` is the first part, length-prefixed) instead of an array of parts joined in a
+ * loop — the same input string, fewer intermediate strings. Anything but strings (not what the
+ * types allow) goes the general way, which writes null and undefined as `\u0000`.
+ */
 export function occurrenceId(groupKeyValue: string, eventId: string): string {
-  return 'o_' + stableHash(['occurrence', groupKeyValue, eventId]);
+  if (typeof groupKeyValue !== 'string' || typeof eventId !== 'string') return 'o_' + stableHash(['occurrence', groupKeyValue, eventId]);
+  return 'o_' + sha256Hex(`10:occurrence${utf8Length(groupKeyValue)}:${groupKeyValue}${utf8Length(eventId)}:${eventId}`).slice(0, 32);
 }
 
 export function workId(groupKeyValue: string, generation: number): string {
@@ -104,7 +111,8 @@ export function workId(groupKeyValue: string, generation: number): string {
 
 /** Work-event ids: one per (event type, work item, occurrence), stable across redelivery and replay. */
 export function workEventId(type: string, work: string, occurrence: string): string {
-  return stableHash(['work-event', type, work, occurrence]);
+  if (typeof type !== 'string' || typeof work !== 'string' || typeof occurrence !== 'string') return stableHash(['work-event', type, work, occurrence]);
+  return sha256Hex(`10:work-event${utf8Length(type)}:${type}${utf8Length(work)}:${work}${utf8Length(occurrence)}:${occurrence}`).slice(0, 32);
 }
 
 export const UNRESOLVED_REVISION = 'unresolved_revision';
