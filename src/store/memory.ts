@@ -9,7 +9,6 @@ import { VigilError } from '../errors.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
-import { Fifo } from './fifo.ts';
 import { PageBases } from './page-bases.ts';
 import { RecentFailures } from './recent-failures.ts';
 import {
@@ -49,13 +48,13 @@ const schema = s.object({
 export type MemoryStoreConfig = Infer<typeof schema>;
 
 interface PartitionLog {
-  entries: Fifo<LogEntry>;
+  entries: LogEntry[];
   /** Sequence of the last processed entry (0 = none). */
   cursor: number;
 }
 
 interface Outbox {
-  entries: Fifo<OutboxEntry>;
+  entries: OutboxEntry[];
   nextSeq: number;
   cursors: Map<string, number>;
 }
@@ -152,7 +151,7 @@ export class MemoryStore implements StateStore {
     let parts = this.logs.get(pipeline);
     if (!parts) this.logs.set(pipeline, (parts = new Map<string, PartitionLog>()));
     let log = parts.get(partition);
-    if (!log) parts.set(partition, (log = { entries: new Fifo<LogEntry>(), cursor: 0 }));
+    if (!log) parts.set(partition, (log = { entries: [], cursor: 0 }));
     return log;
   }
 
@@ -176,7 +175,7 @@ export class MemoryStore implements StateStore {
     const log = this.logs.get(pipeline)?.get(partition);
     // Entries are frozen when appended, so a page shares them instead of copying them: a processor
     // cannot change what the log holds (what a durable store's fresh copy guarantees), at no cost.
-    const page = log?.entries.first(limit) ?? [];
+    const page = log?.entries.slice(0, limit) ?? [];
     this.bases.remember(pipeline, partition, page[page.length - 1]?.id, log?.cursor ? String(log.cursor) : '');
     return page;
   }
@@ -249,7 +248,9 @@ export class MemoryStore implements StateStore {
     this.recent.addPage(c.failures);
     if (c.cursor === null || !log) return;
     // Trim what was processed: the log keeps only the backlog.
-    log.entries.dropWhile((e) => Number(e.id) <= cursor);
+    let drop = 0;
+    while (drop < log.entries.length && Number(log.entries[drop]!.id) <= cursor) drop++;
+    log.entries.splice(0, drop);
     log.cursor = cursor;
   }
 
@@ -404,7 +405,7 @@ export class MemoryStore implements StateStore {
 
   private outbox(pipeline: string): Outbox {
     let o = this.outboxes.get(pipeline);
-    if (!o) this.outboxes.set(pipeline, (o = { entries: new Fifo<OutboxEntry>(), nextSeq: 1, cursors: new Map() }));
+    if (!o) this.outboxes.set(pipeline, (o = { entries: [], nextSeq: 1, cursors: new Map() }));
     return o;
   }
 
@@ -418,8 +419,8 @@ export class MemoryStore implements StateStore {
     const o = this.outbox(pipeline);
     const after = o.cursors.get(exporter) ?? 0;
     const out: OutboxEntry[] = [];
-    for (let i = 0; i < o.entries.length && out.length < limit; i++) {
-      const e = o.entries.at(i)!;
+    for (const e of o.entries) {
+      if (out.length >= limit) break;
       if (e.seq > after) out.push(e);
     }
     return out;
@@ -437,7 +438,9 @@ export class MemoryStore implements StateStore {
     const o = this.outbox(pipeline);
     if ((o.cursors.get(exporter) ?? 0) < seq) o.cursors.set(exporter, seq);
     const min = Math.min(...o.cursors.values());
-    o.entries.dropWhile((e) => e.seq <= min);
+    let drop = 0;
+    while (drop < o.entries.length && o.entries[drop]!.seq <= min) drop++;
+    o.entries.splice(0, drop);
   }
 
   async outboxLag(pipeline: string, exporter: string): Promise<number> {
@@ -452,7 +455,9 @@ export class MemoryStore implements StateStore {
     for (const e of gone) o.cursors.delete(e);
     if (gone.length && o.cursors.size) {
       const min = Math.min(...o.cursors.values());
-      o.entries.dropWhile((e) => e.seq <= min);
+      let drop = 0;
+      while (drop < o.entries.length && o.entries[drop]!.seq <= min) drop++;
+      o.entries.splice(0, drop);
     }
     return gone;
   }
