@@ -3,6 +3,7 @@
  * stableHash is checked against the length-prefixed hash it has always been, computed here
  * independently by updating a SHA-256 part by part, on random parts (unicode, empty, null).
  */
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -67,4 +68,26 @@ test('cached group keys: a repeated or near-repeated input gets the key of its o
     ),
     { numRuns: 200 },
   );
+});
+
+test('occurrence and work-event ids (hash input written out in one template) on unicode, long and empty parts', () => {
+  // ASCII parts up to 64 characters are measured in JS, others by Buffer.byteLength: both sides of
+  // that boundary, lone surrogates and multi-byte characters included.
+  const text = fc.oneof(
+    fc.string({ unit: 'binary' }),
+    fc.string({ unit: 'binary', minLength: 60, maxLength: 70 }),
+    fc.string({ minLength: 63, maxLength: 66 }),
+    fc.constant(''),
+  );
+  checkProperty(
+    fc.property(text, text, text, (a, b, c) => {
+      if (occurrenceId(a, b) !== 'o_' + reference(['occurrence', a, b])) throw new Error(`occurrenceId differs for ${JSON.stringify([a, b])}`);
+      if (workEventId(a, b, c) !== reference(['work-event', a, b, c])) throw new Error(`workEventId differs for ${JSON.stringify([a, b, c])}`);
+    }),
+    { numRuns: 2000 },
+  );
+  // Not strings (the types forbid it; a JavaScript caller could): the general way, null as \u0000.
+  const loose = (v: unknown) => v as string;
+  assert.equal(occurrenceId(loose(undefined), 'e'), 'o_' + reference(['occurrence', undefined, 'e']));
+  assert.equal(workEventId('t', loose(null), loose(7)), reference(['work-event', 't', null, 7]));
 });

@@ -23,6 +23,7 @@ import {
   type WorkEventData,
   type WorkOutboxItem,
 } from '../../model/work.ts';
+import { isoTime } from '../../internal/iso-time.ts';
 import type { StateEntry, StateWrite } from '../../store/state.ts';
 import type { RecentFailure } from '../../store/types.ts';
 import type { Occurrence, PageItem, WorkPage } from '../page.ts';
@@ -59,7 +60,12 @@ export function recurrence(opts: RecurrenceOptions, state: RecurrenceStateView, 
   return concatMap((page) => {
     // A timer page (no items) passes through as it is: nothing to decide, nothing to read.
     if (page.items.length === 0) return of(page);
-    const executionIds = unique(page.items.map((i) => executionIdOf(i.entry.event)).filter(isString));
+    const ids = new Set<string>();
+    for (const item of page.items) {
+      const id = executionIdOf(item.entry.event);
+      if (id !== undefined) ids.add(id);
+    }
+    const executionIds = [...ids];
     return from(executionIds.length ? state.lookupRevisions(executionIds) : [new Map<string, string>()]).pipe(
       concatMap((storedRevisions) => {
         const { planned, revisions } = planPage(page, opts, storedRevisions, hooks);
@@ -98,7 +104,11 @@ function planPage(
   // The seed (`rules: reference`) fills its cache from the whole page before it resolves anything:
   // an `execution.started` later in the same page counts.
   let wholePage: Map<string, string> | undefined;
-  page.items.forEach((item, index) => {
+  // The scope part of the group key, built once per service or session rather than once per failure.
+  let scopeOf = '';
+  let scope = '';
+  for (let index = 0; index < page.items.length; index++) {
+    const item = page.items[index]!;
     const event = item.entry.event;
     const execId = executionIdOf(event);
     if (event.kind === 'execution.started') {
@@ -107,13 +117,13 @@ function planPage(
         earlierRevisions.set(execId, rev);
         revisions.push({ executionId: execId, revision: rev });
       }
-      return;
+      continue;
     }
     // A failure another processor acted on (the watchdog's provider failures), or one a processor
     // found to be more evidence of an occurrence already counted (detect), is not counted again.
-    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined || item.mergedInto !== undefined) return;
+    if (!item.diagnosis || !isFailure(item.diagnosis) || item.handledBy !== undefined || item.mergedInto !== undefined) continue;
     // Another record of the same failure is counted (DESIGN 3.3, one failure, one occurrence).
-    if (isEvidenceOnly(event)) return;
+    if (isEvidenceOnly(event)) continue;
     const identity = item.diagnosis.identity;
     let revision: string;
     if (identity?.rules === 'reference') {
@@ -128,8 +138,13 @@ function planPage(
     }
     // An error kind is the operation (DESIGN 3.5): a journal case and a detected one group together.
     const operation = item.diagnosis.errorKind?.kind ?? identity?.operation ?? event.operation;
+    const scopeValue = opts.scope === 'session' ? event.partition : event.service;
+    if (scope === '' || scopeValue !== scopeOf) {
+      scopeOf = scopeValue;
+      scope = opts.scope === 'session' ? `session:${scopeValue}` : `service:${scopeValue}`;
+    }
     const groupKey = makeGroupKey({
-      scope: opts.scope === 'session' ? `session:${event.partition}` : `service:${event.service}`,
+      scope,
       operation,
       revision,
       fingerprint: item.diagnosis.fingerprint ?? item.diagnosis.signature!,
@@ -144,7 +159,7 @@ function planPage(
       operation,
       turnId: event.turnId ?? pageTurn,
     });
-  });
+  }
   return { planned, revisions };
 }
 
@@ -349,6 +364,8 @@ function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurren
   const event = item.entry.event;
   const d = item.diagnosis!;
   const id = workEventId(type, group.openWorkId!, p.occurrenceId);
+  // The group's last sighting is mostly this very event: its time is formatted once.
+  const time = isoTime(event.time);
   return {
     kind: 'work',
     id,
@@ -357,7 +374,7 @@ function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurren
       id,
       source: `vigil/${event.service}`,
       type,
-      time: new Date(event.time).toISOString(),
+      time,
       subject: p.groupKey,
       datacontenttype: 'application/json',
       data: {
@@ -369,8 +386,8 @@ function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurren
         signature: d.signature,
         fingerprint: d.fingerprint,
         count: group.count,
-        first_seen: new Date(group.firstSeen).toISOString(),
-        last_seen: new Date(group.lastSeen).toISOString(),
+        first_seen: group.firstSeen === event.time ? time : isoTime(group.firstSeen),
+        last_seen: group.lastSeen === event.time ? time : isoTime(group.lastSeen),
         partition: event.partition,
         revision: p.revision,
         operation: p.operation ?? null,
@@ -425,10 +442,6 @@ export function executionIdOf(event: AgentEvent): string | undefined {
 function stringField(obj: Record<string, unknown>, key: string): string | undefined {
   const v = obj[key];
   return typeof v === 'string' && v !== '' ? v : undefined;
-}
-
-function isString(v: unknown): v is string {
-  return typeof v === 'string';
 }
 
 function unique<T>(xs: T[]): T[] {
