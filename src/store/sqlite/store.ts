@@ -98,11 +98,15 @@ const LOG_TRIM_EVERY = 32;
 const FOLD_EVERY = 16;
 const FOLD_ROWS = 16_384;
 
-/** Test hooks: fold thresholds (the defaults above otherwise). */
+/** Test hooks: fold thresholds (the defaults above otherwise), and the WAL sync (fdatasync in the thread pool otherwise). */
 export interface SqliteStoreTuning {
   foldEvery?: number;
   foldRows?: number;
+  /** Makes the write-ahead log (open as `fd`) durable; a test delays it to see what waits for it. */
+  sync?: (fd: number) => Promise<void>;
 }
+
+const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
 /** A group state appended to the group log and not yet folded into `groups`. */
 interface LoggedGroup {
@@ -143,6 +147,18 @@ export class SqliteStore implements StateStore {
   private syncOnLoop = false;
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
+  private readonly syncFile: (fd: number) => Promise<void>;
+  /**
+   * The durable watermark, in generations: every write transaction committed without its own fsync
+   * (appends, page commits, exporter acks) takes the next one (`written`). A sync of the WAL covers
+   * every frame written before it started, so once a sync begun at generation g resolves,
+   * everything up to g is on disk (`synced`) — also when an earlier sync has not answered yet
+   * (fdatasync waits for the pages another sync is already writing out).
+   */
+  private written = 0;
+  private synced = 0;
+  /** Per pipeline, the first outbox seq of each commit not yet synced, with its generation, oldest first: readOutbox stops before the first. */
+  private readonly unsyncedOutbox = new Map<string, Array<{ gen: number; from: number }>>();
   /**
    * The writer's copy of the group log: the newest logged state per group not yet folded into
    * `groups`. The writer holds the file's writer lock, so nothing else changes the log: this map
@@ -167,6 +183,7 @@ export class SqliteStore implements StateStore {
     this.file = resolve(cfg.path);
     this.foldEvery = tuning.foldEvery ?? FOLD_EVERY;
     this.foldRows = tuning.foldRows ?? FOLD_ROWS;
+    this.syncFile = tuning.sync ?? fdatasyncOffLoop;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -377,11 +394,10 @@ export class SqliteStore implements StateStore {
     const now = this.now();
     const outcomes: Array<AppendResult | Error> = [];
     // The commit itself does not wait for the disk; syncWal() makes it durable before anyone is answered.
-    const syncOffLoop = this.cfg.synchronous === 'full' && !this.syncOnLoop;
+    const syncOffLoop = this.syncsOffLoop;
     try {
       this.run('append to the ingest log', (db) => {
-        if (syncOffLoop) db.pragma('synchronous = NORMAL');
-        try {
+        this.relaxed(db, syncOffLoop, () => {
           db.transaction(() => {
             for (const a of batch) {
               try {
@@ -393,15 +409,13 @@ export class SqliteStore implements StateStore {
               }
             }
           }).immediate();
-        } finally {
-          if (syncOffLoop) db.pragma('synchronous = FULL');
-        }
+        });
       });
     } catch (err) {
       for (const a of batch) a.reject(err);
       return;
     }
-    this.checkpointer?.wrote();
+    this.wrote(syncOffLoop);
     const answer = () =>
       batch.forEach((a, i) => {
         const outcome = outcomes[i]!;
@@ -416,15 +430,87 @@ export class SqliteStore implements StateStore {
       this.logger?.warn('could not purge expired entries', { path: this.file, error: errorMessage(err) });
     }
     if (!syncOffLoop) return answer();
-    const synced = this.syncWal().then(answer, (err: unknown) => {
-      // Not known to be durable: refuse (retryably), and let SQLite sync on the loop from now on.
-      this.syncOnLoop = true;
-      this.logger?.error('could not sync the write-ahead log; appends now sync on the event loop', { path: this.file, error: errorMessage(err) });
-      const refusal = new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+    // Not known to be durable when the sync fails: refused (retryably; the retry is deduplicated
+    // and commits with SQLite's own sync, which covers these frames too).
+    this.durable().then(answer, (refusal: unknown) => {
       for (const a of batch) a.reject(refusal);
     });
-    this.syncing.add(synced);
-    void synced.finally(() => this.syncing.delete(synced));
+  }
+
+  /** Whether a write now commits without its fsync, made durable by a sync of the WAL off the event loop (`synchronous: full` until a sync failed). */
+  private get syncsOffLoop(): boolean {
+    return this.cfg.synchronous === 'full' && !this.syncOnLoop;
+  }
+
+  /** Runs a write transaction under `synchronous = NORMAL` when its sync follows off the loop (`offLoop`). */
+  private relaxed<T>(db: Db, offLoop: boolean, fn: () => T): T {
+    if (!offLoop) return fn();
+    db.pragma('synchronous = NORMAL');
+    try {
+      return fn();
+    } finally {
+      db.pragma('synchronous = FULL');
+    }
+  }
+
+  /**
+   * A write transaction committed: it takes the next generation. One committed with SQLite's own
+   * sync (or under `synchronous: normal`, durable as the configuration asks) is as durable as it
+   * gets at once, and so is everything written before it (one log, synced whole).
+   */
+  private wrote(offLoop: boolean): void {
+    this.written++;
+    if (!offLoop) this.markSynced(this.written);
+    this.checkpointer?.wrote();
+  }
+
+  /** Everything up to generation `gen` is on disk: the outbox entries of those commits may leave the process. */
+  private markSynced(gen: number): void {
+    if (gen <= this.synced) return;
+    this.synced = gen;
+    for (const [pipeline, commits] of this.unsyncedOutbox) {
+      while (commits.length && commits[0]!.gen <= gen) commits.shift();
+      if (!commits.length) this.unsyncedOutbox.delete(pipeline);
+    }
+  }
+
+  /**
+   * Resolves once everything written so far is on disk (a sync of the WAL in the thread pool);
+   * `close` waits for it. When the sync fails, the store syncs on the loop from now on (SQLite's
+   * own fsync at each commit) and this rejects with a retryable refusal.
+   */
+  private durable(): Promise<void> {
+    const synced = this.syncWal().catch((err: unknown) => {
+      if (!this.syncOnLoop) {
+        this.syncOnLoop = true;
+        this.logger?.error('could not sync the write-ahead log; writes now sync on the event loop', { path: this.file, error: errorMessage(err) });
+      }
+      throw new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+    });
+    const settled = synced.catch(() => undefined);
+    this.syncing.add(settled);
+    void settled.finally(() => this.syncing.delete(settled));
+    return synced;
+  }
+
+  /**
+   * A commit or ack whose off-loop sync failed: sync on the loop instead, by a write SQLite commits
+   * with its own fsync (which syncs the whole log). Nobody retries these writes (they stand, the
+   * page is not read again), so without it their outbox entries would wait for the next write.
+   */
+  private async durableOrSyncOnLoop(): Promise<void> {
+    try {
+      await this.durable();
+    } catch (refusal) {
+      try {
+        this.run('sync the write-ahead log', (db) => {
+          db.prepare("INSERT INTO meta (key, value) VALUES ('synced', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(this.now()));
+        });
+      } catch {
+        throw refusal;
+      }
+      this.markSynced(this.written);
+    }
   }
 
   /**
@@ -436,6 +522,7 @@ export class SqliteStore implements StateStore {
    * the log on the first write after opening.
    */
   private async syncWal(): Promise<void> {
+    const gen = this.written;
     this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
     let fd: number;
     try {
@@ -443,10 +530,11 @@ export class SqliteStore implements StateStore {
     } catch (err) {
       this.walFd = undefined;
       // Closing the store checkpoints the log into the database (synced) and removes it.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return this.markSynced(gen);
       throw err;
     }
-    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+    await this.syncFile(fd);
+    this.markSynced(gen);
   }
 
   /** One append with its receiver state, inside its savepoint of the group's transaction (a refused state write rolls back only it). */
@@ -591,6 +679,25 @@ export class SqliteStore implements StateStore {
     });
   }
 
+  /**
+   * One page's commit: one transaction, committed with `synchronous: full` under NORMAL (no fsync
+   * on the event loop) and resolved once a sync of the WAL in the thread pool has it on disk, as
+   * appends are. In between, the commit is visible to this connection and not yet durable. Who may
+   * act on it then:
+   * - The next page, of any partition or pipeline, reads its groups, cursor, turns, revisions,
+   *   state, timers and the records it appended. That page's commit comes later in the same log,
+   *   and a sync covers every frame written before it, so the later commit is never durable
+   *   without this one: a crash loses it only with this one, and both pages are then processed
+   *   again from the log as if neither had run. That is safe as long as nothing left the process
+   *   on the strength of the unsynced state.
+   * - What leaves the process: work events go through the exporters, which read the outbox only
+   *   up to the durable watermark (readOutbox; `unsyncedOutbox`); appends are acknowledged after a
+   *   sync begun after their own commit, which covers every earlier one; this promise (the runner's
+   *   counts and spans, the exporters' wake-up) resolves after the sync. Only `/status` and `vigil
+   *   status` show unsynced state: an operator's view, not an effect.
+   * A failed sync is not retried off the loop: the store syncs on the loop from then on (SQLite's
+   * own fsync at commit), this commit's entries wait for such a sync.
+   */
   async commit(c: PageCommit): Promise<void> {
     const cursor = Number(c.cursor);
     if (c.cursor !== null && (!Number.isSafeInteger(cursor) || cursor <= 0)) {
@@ -602,66 +709,71 @@ export class SqliteStore implements StateStore {
     const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
     const groupStates = c.groups.map((g) => JSON.stringify(g));
     const trimNow = c.cursor !== null && this.commitsSinceTrim + 1 >= LOG_TRIM_EVERY;
+    const syncOffLoop = this.syncsOffLoop;
+    let outboxFrom = 0;
     this.run('commit a page', (db) =>
-      db
-        .transaction(() => {
-          const q = this.q;
-          // Validate everything before writing anything: the transaction is all or nothing anyway,
-          // but a conflict should not even start writing.
-          if (c.cursor !== null) {
-            const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-            if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
-              throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+      this.relaxed(db, syncOffLoop, () =>
+        db
+          .transaction(() => {
+            const q = this.q;
+            // Validate everything before writing anything: the transaction is all or nothing anyway,
+            // but a conflict should not even start writing.
+            if (c.cursor !== null) {
+              const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+              if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
+                throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+              }
+              const at = stored?.cursor ?? 0;
+              if (cursor <= at || (base !== undefined && base !== String(at))) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
+                  transient: true,
+                });
+              }
             }
-            const at = stored?.cursor ?? 0;
-            if (cursor <= at || (base !== undefined && base !== String(at))) {
-              throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
-                transient: true,
-              });
+            this.checkState(state, now);
+            this.checkTimers(c.pipeline, timers);
+            // A group in the group log has its newest state there (this writer's copy), else in `groups`.
+            const versions = new Map<string, number>();
+            const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
+            if (stored.length) {
+              for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
+                versions.set(r.group_key, r.version);
+              }
             }
-          }
-          this.checkState(state, now);
-          this.checkTimers(c.pipeline, timers);
-          // A group in the group log has its newest state there (this writer's copy), else in `groups`.
-          const versions = new Map<string, number>();
-          const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
-          if (stored.length) {
-            for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
-              versions.set(r.group_key, r.version);
+            for (const g of c.groups) {
+              const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
+              if (v !== g.version - 1) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
+                  transient: true,
+                });
+              }
             }
-          }
-          for (const g of c.groups) {
-            const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
-            if (v !== g.version - 1) {
-              throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
-                transient: true,
-              });
+            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
+            // Appended in sequence (a few database pages), not updated in place (a page per group).
+            c.groups.forEach((g, i) => this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
+            this.applyState(state, now);
+            this.applyTimers(c.pipeline, timers);
+            const keep = now + this.cfg.dedupe_window;
+            for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
+            for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
+            if (c.outbox.length) {
+              let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+              outboxFrom = seq + 1;
+              for (const o of c.outbox) q.outboxInsert.run(c.pipeline, ++seq, JSON.stringify(o));
+              q.outboxHeadPut.run(c.pipeline, seq);
             }
-          }
-          for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
-          // Appended in sequence (a few database pages), not updated in place (a page per group).
-          c.groups.forEach((g, i) => this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
-          this.applyState(state, now);
-          this.applyTimers(c.pipeline, timers);
-          const keep = now + this.cfg.dedupe_window;
-          for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
-          for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
-          if (c.outbox.length) {
-            let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
-            for (const o of c.outbox) q.outboxInsert.run(c.pipeline, ++seq, JSON.stringify(o));
-            q.outboxHeadPut.run(c.pipeline, seq);
-          }
-          if (c.failures.length) {
-            // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
-            for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
-            q.failureTrim.run(RECENT_FAILURES_MAX);
-          }
-          if (c.cursor === null) return;
-          q.cursorPut.run(c.pipeline, c.partition, cursor);
-          // The processed entries go in batches (LOG_TRIM_EVERY), this page's with them.
-          if (trimNow) this.trimLog([c.pipeline, c.partition]);
-        })
-        .immediate(),
+            if (c.failures.length) {
+              // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+              for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
+              q.failureTrim.run(RECENT_FAILURES_MAX);
+            }
+            if (c.cursor === null) return;
+            q.cursorPut.run(c.pipeline, c.partition, cursor);
+            // The processed entries go in batches (LOG_TRIM_EVERY), this page's with them.
+            if (trimNow) this.trimLog([c.pipeline, c.partition]);
+          })
+          .immediate(),
+      ),
     );
     // Only once the commit stands: a refused one trims nothing and leaves the set as it was.
     if (c.cursor !== null) {
@@ -675,7 +787,13 @@ export class SqliteStore implements StateStore {
     }
     this.pending.delete(c.pipeline);
     for (const a of c.appends ?? []) this.pending.delete(a.pipeline);
-    this.checkpointer?.wrote();
+    if (outboxFrom && syncOffLoop) {
+      const commits = this.unsyncedOutbox.get(c.pipeline);
+      const entry = { gen: this.written + 1, from: outboxFrom };
+      if (commits) commits.push(entry);
+      else this.unsyncedOutbox.set(c.pipeline, [entry]);
+    }
+    this.wrote(syncOffLoop);
     if (c.groups.length) {
       c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, state: groupStates[i]! }));
       this.loggedRows += c.groups.length;
@@ -683,6 +801,7 @@ export class SqliteStore implements StateStore {
       const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
       if (due && !trimNow) this.foldLog();
     }
+    if (syncOffLoop) await this.durableOrSyncOnLoop();
   }
 
   /**
@@ -862,9 +981,15 @@ export class SqliteStore implements StateStore {
     });
   }
 
+  /**
+   * Only entries on disk: a page commit is visible to this connection before its sync resolves,
+   * and an entry delivered before then could be lost with its commit in a crash, and the page
+   * processed again would file its work a second time (see `commit`).
+   */
   async readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]> {
+    const upTo = (this.unsyncedOutbox.get(pipeline)?.[0]?.from ?? Number.MAX_SAFE_INTEGER + 1) - 1;
     return this.run('read the outbox', () =>
-      (this.q.outboxRead.all(pipeline, pipeline, exporter, limit) as Array<{ seq: number; item: string }>).map((r) => ({
+      (this.q.outboxRead.all(pipeline, upTo, pipeline, exporter, limit) as Array<{ seq: number; item: string }>).map((r) => ({
         ...parseJson<OutboxItem>(r.item, this.file, 'outbox entry'),
         seq: r.seq,
       })),
@@ -873,22 +998,27 @@ export class SqliteStore implements StateStore {
 
   async ackOutbox(pipeline: string, exporter: string, seq: number, dead: Array<{ entry: OutboxEntry; reason: string }> = []): Promise<void> {
     const now = this.now();
+    // As a page commit: committed at once, answered once on disk (off the loop).
+    const syncOffLoop = this.syncsOffLoop;
     this.run('advance an exporter cursor', (db) =>
-      db
-        .transaction(() => {
-          const q = this.q;
-          for (const d of dead) {
-            const letter: DeadLetter = { pipeline, exporter, entry: d.entry, reason: d.reason, time: now };
-            q.deadInsert.run(pipeline, exporter, now, JSON.stringify(letter));
-          }
-          if (dead.length) q.deadTrim.run(pipeline, exporter, pipeline, exporter, MAX_DEAD_LETTERS);
-          q.exporterAdvance.run(pipeline, exporter, seq);
-          const min = (q.exporterMin.get(pipeline) as { m: number | null }).m;
-          if (min !== null) q.outboxTrim.run(pipeline, min);
-        })
-        .immediate(),
+      this.relaxed(db, syncOffLoop, () =>
+        db
+          .transaction(() => {
+            const q = this.q;
+            for (const d of dead) {
+              const letter: DeadLetter = { pipeline, exporter, entry: d.entry, reason: d.reason, time: now };
+              q.deadInsert.run(pipeline, exporter, now, JSON.stringify(letter));
+            }
+            if (dead.length) q.deadTrim.run(pipeline, exporter, pipeline, exporter, MAX_DEAD_LETTERS);
+            q.exporterAdvance.run(pipeline, exporter, seq);
+            const min = (q.exporterMin.get(pipeline) as { m: number | null }).m;
+            if (min !== null) q.outboxTrim.run(pipeline, min);
+          })
+          .immediate(),
+      ),
     );
-    this.checkpointer?.wrote();
+    this.wrote(syncOffLoop);
+    if (syncOffLoop) await this.durableOrSyncOnLoop();
   }
 
   async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
@@ -1088,7 +1218,7 @@ function prepare(db: Db) {
     outboxHeadPut: p('INSERT INTO outbox_heads (pipeline, last_seq) VALUES (?, ?) ON CONFLICT (pipeline) DO UPDATE SET last_seq = excluded.last_seq'),
     outboxInsert: p('INSERT INTO outbox (pipeline, seq, item) VALUES (?, ?, ?)'),
     outboxRead: p(
-      `SELECT seq, item FROM outbox WHERE pipeline = ?
+      `SELECT seq, item FROM outbox WHERE pipeline = ? AND seq <= ?
          AND seq > COALESCE((SELECT cursor FROM exporter_cursors WHERE pipeline = ? AND exporter = ?), 0)
        ORDER BY seq LIMIT ?`,
     ),
