@@ -20,9 +20,13 @@ const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full'
 
 const realSync = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
-/** A WAL sync the test holds: while `hold` is set each call waits in `held` (in call order) until released or failed. */
+/**
+ * A WAL sync the test holds: while `hold` is set each call waits in `held` (in call order) until
+ * released (a real fdatasync, then it answers; awaiting `release()` lets the store see the answer)
+ * or failed.
+ */
 function heldSync() {
-  const held: Array<{ release: () => void; fail: (err: Error) => void }> = [];
+  const held: Array<{ release: () => Promise<void>; fail: (err: Error) => Promise<void> }> = [];
   const gate = {
     hold: false,
     calls: 0,
@@ -31,7 +35,16 @@ function heldSync() {
       gate.calls++;
       if (!gate.hold) return realSync(fd);
       return new Promise<void>((resolve, reject) => {
-        held.push({ release: () => void realSync(fd).then(resolve, reject), fail: reject });
+        held.push({
+          release: async () => {
+            await realSync(fd).then(resolve, reject);
+            await turn();
+          },
+          fail: async (err) => {
+            reject(err);
+            await turn();
+          },
+        });
       });
     },
   };
@@ -67,8 +80,17 @@ function watch(p: Promise<void>) {
   return w;
 }
 
-/** Lets the thread pool and the microtasks run (a released sync completes). */
-const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
+/** A turn of the event loop (what the store does on an answered sync has run). */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Waits until `n` syncs are held (the first one opens the log first: a directory sync, slow on a loaded machine). */
+async function heldCount(gate: ReturnType<typeof heldSync>, n: number): Promise<void> {
+  for (const until = Date.now() + 10_000; gate.held.length < n; await new Promise((r) => setTimeout(r, 2))) {
+    if (Date.now() > until) throw new Error(`${gate.held.length} syncs held, expected ${n}`);
+  }
+  await turn();
+  assert.equal(gate.held.length, n);
+}
 
 const ids = async (store: SqliteStore) => (await store.readOutbox('logs', 'x', 1000)).map((e) => e.id);
 
@@ -84,8 +106,7 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
 
       const page = await store.readPage('logs', 'S', 1);
       const a = watch(store.commit(commitOf([group('g1', 1)], [item('a1'), item('a2')], page[0]!.id, 'S')));
-      await tick();
-      assert.equal(gate.held.length, 1, 'the commit waits for its sync');
+      await heldCount(gate, 1);
       assert.equal(a.settled, false, 'a commit resolves only once on disk');
       assert.deepEqual(await ids(store), [], 'no exporter sees an entry of an unsynced commit');
       assert.equal(await store.outboxLag('logs', 'x'), 2, 'the entries are committed');
@@ -96,33 +117,29 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
         ['e2'],
       );
       const b = watch(store.commit(commitOf([group('g1', 2)], [item('b1')])));
-      await tick();
-      assert.equal(gate.held.length, 2);
+      await heldCount(gate, 2);
       assert.deepEqual(await ids(store), []);
 
       // The later sync covers the earlier commit's frames too: both commits' entries go out.
-      gate.held[1]!.release();
-      await tick();
+      await gate.held[1]!.release();
       assert.equal(b.settled, true);
       assert.equal(b.error, undefined);
       assert.equal(a.settled, false, 'the first commit still waits for its own sync');
       assert.deepEqual(await ids(store), ['a1', 'a2', 'b1']);
-      gate.held[0]!.release();
-      await tick();
+      await gate.held[0]!.release();
       assert.equal(a.settled, true);
       assert.equal(a.error, undefined);
 
       // An exporter's ack is answered once on disk as well.
       const ack = watch(store.ackOutbox('logs', 'x', 2));
-      await tick();
+      await heldCount(gate, 3);
       assert.equal(ack.settled, false);
-      gate.held[2]!.release();
-      await tick();
+      await gate.held[2]!.release();
       assert.equal(ack.settled, true);
       assert.deepEqual(await ids(store), ['b1']);
     } finally {
       gate.hold = false;
-      for (const h of gate.held) h.release();
+      await Promise.all(gate.held.map((h) => h.release()));
       await store.close();
     }
   });
@@ -149,19 +166,17 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
           commits.push(entries);
           const p = store.commit(commitOf([group('g', ++version)], entries.map(item)));
           pending.push(p);
-          await Promise.resolve();
+          await heldCount(gate, commits.length);
         } else {
           const k = open[Math.floor(random() * open.length)]!;
           released.add(k);
-          gate.held[k]!.release();
+          await gate.held[k]!.release();
         }
-        await tick();
-        assert.equal(gate.held.length, commits.length, `seed ${seed}: one sync per commit`);
         const covered = Math.max(-1, ...released);
         const expected = commits.slice(0, covered + 1).flat();
         assert.deepEqual(await ids(store), expected, `seed ${seed}, step ${step}: released syncs ${[...released].join(',')}`);
       }
-      for (const [k, h] of gate.held.entries()) if (!released.has(k)) h.release();
+      await Promise.all(gate.held.filter((_, k) => !released.has(k)).map((h) => h.release()));
       await Promise.all(pending);
       assert.deepEqual(await ids(store), commits.flat(), `seed ${seed}`);
     } finally {
@@ -178,10 +193,9 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
       await store.registerExporter('logs', 'x');
       gate.hold = true;
       const a = watch(store.commit(commitOf([group('g1', 1)], [item('a1')])));
-      await tick();
+      await heldCount(gate, 1);
       assert.deepEqual(await ids(store), []);
-      gate.held[0]!.fail(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-      await tick();
+      await gate.held[0]!.fail(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
       assert.equal(a.settled, true);
       assert.equal(a.error, undefined, 'synced on the loop instead');
       assert.deepEqual(await ids(store), ['a1']);

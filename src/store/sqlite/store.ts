@@ -84,9 +84,12 @@ const VACUUM_PAGES = 4096;
  * since, not at each commit. The partitions' entries are interleaved in the log (one sequence), so
  * deleting one page of one partition rewrote nearly a database page per entry; deleting many
  * partitions' entries at once rewrites each page once. Until then the cursor hides them (every
- * read of the log counts and reads only entries after it).
+ * read of the log counts and reads only entries after it). The deletes run in transactions of
+ * their own, at most TRIM_ROWS_PER_STEP entries each, one per turn of the event loop (a trim of
+ * 32 commits' entries in one go was the longest stall of the loop, about 1,300 database pages).
  */
 const LOG_TRIM_EVERY = 32;
+const TRIM_ROWS_PER_STEP = 1024;
 /**
  * The group log (schema version 3) is folded into `groups` once this many page commits have
  * appended to it, or once it holds this many rows: often enough that the states kept in memory
@@ -97,11 +100,20 @@ const LOG_TRIM_EVERY = 32;
  */
 const FOLD_EVERY = 16;
 const FOLD_ROWS = 16_384;
+/**
+ * A fold runs in steps, one per turn of the event loop, each its own transaction: upserts of at
+ * most this many groups (in key order, so each database page of `groups` is still written about
+ * once per fold), then deletes of at most four times as many log rows. In one transaction a fold
+ * of 16 commits took 10–25 ms of CPU on the loaded 2-core VM, the longest stall after the trims.
+ */
+const FOLD_KEYS_PER_STEP = 512;
 
 /** Test hooks: fold thresholds (the defaults above otherwise), and the WAL sync (fdatasync in the thread pool otherwise). */
 export interface SqliteStoreTuning {
   foldEvery?: number;
   foldRows?: number;
+  /** Groups upserted per fold step (log rows deleted per step: four times as many). */
+  foldChunk?: number;
   /** Makes the write-ahead log (open as `fd`) durable; a test delays it to see what waits for it. */
   sync?: (fd: number) => Promise<void>;
 }
@@ -111,6 +123,9 @@ const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => 
 /** A group state appended to the group log and not yet folded into `groups`. */
 interface LoggedGroup {
   version: number;
+  /** Its row in the group log, and whether it has open work. */
+  seq: number;
+  open: number;
   /** The state as stored (JSON). */
   state: string;
 }
@@ -132,6 +147,16 @@ export class SqliteStore implements StateStore {
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
   private untrimmed = new Map<string, [string, string]>();
   private commitsSinceTrim = 0;
+  /** Partitions whose processed entries the trim under way deletes, step by step. */
+  private trimming: Array<[string, string]> = [];
+  /**
+   * The fold under way: the groups to upsert (sorted; their newest state is taken at each step),
+   * how many are done, and the last log row when it started: once every group is upserted, the
+   * log rows up to it go, step by step.
+   */
+  private folding: { keys: string[]; done: number; upTo: number } | undefined;
+  /** The next trim or fold step, scheduled for the next turn of the event loop. */
+  private maintenance: NodeJS.Immediate | undefined;
   private readonly bases = new PageBases();
   /** Appends waiting for this turn's group commit, and the scheduled commit. */
   private appends: Array<{
@@ -171,6 +196,7 @@ export class SqliteStore implements StateStore {
   private qg: ReturnType<typeof prepareGroupLog> | undefined;
   private readonly foldEvery: number;
   private readonly foldRows: number;
+  private readonly foldChunk: number;
   /** Checkpoints the WAL in a worker thread (writer only); see checkpointer.ts. */
   private checkpointer: Checkpointer | undefined;
 
@@ -183,6 +209,7 @@ export class SqliteStore implements StateStore {
     this.file = resolve(cfg.path);
     this.foldEvery = tuning.foldEvery ?? FOLD_EVERY;
     this.foldRows = tuning.foldRows ?? FOLD_ROWS;
+    this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
     this.syncFile = tuning.sync ?? fdatasyncOffLoop;
   }
 
@@ -321,8 +348,12 @@ export class SqliteStore implements StateStore {
       this.commitAppends();
     }
     const db = this.db;
+    if (this.maintenance) clearImmediate(this.maintenance);
+    this.maintenance = undefined;
     try {
       // A clean stop leaves no processed entries behind.
+      for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
+      this.trimming = [];
       if (db && this.untrimmed.size) db.transaction(() => this.trimLog())();
     } catch (err) {
       this.logger?.warn('could not trim the ingest log on close; the next start does', { path: this.file, error: errorMessage(err) });
@@ -625,8 +656,8 @@ export class SqliteStore implements StateStore {
   private loggedGroups(): ReadonlyMap<string, LoggedGroup> {
     if (this.lock || !this.qg) return this.unfolded;
     const out = new Map<string, LoggedGroup>();
-    for (const r of this.qg.all.all() as Array<{ group_key: string; version: number; state: string }>) {
-      out.set(r.group_key, { version: r.version, state: r.state });
+    for (const r of this.qg.all.all() as Array<{ seq: number; group_key: string; version: number; open_work: number; state: string }>) {
+      out.set(r.group_key, { version: r.version, seq: r.seq, open: r.open_work, state: r.state });
     }
     return out;
   }
@@ -651,6 +682,7 @@ export class SqliteStore implements StateStore {
       this.unfolded.clear();
       this.loggedRows = 0;
       this.commitsSinceFold = 0;
+      this.folding = undefined;
     } catch (err) {
       this.commitsSinceFold = 0;
       this.logger?.warn('could not fold the group log into the groups table; tried again later', { path: this.file, error: errorMessage(err) });
@@ -708,7 +740,7 @@ export class SqliteStore implements StateStore {
     const timers = encodeTimers(c.timers);
     const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
     const groupStates = c.groups.map((g) => JSON.stringify(g));
-    const trimNow = c.cursor !== null && this.commitsSinceTrim + 1 >= LOG_TRIM_EVERY;
+    const groupSeqs: number[] = [];
     const syncOffLoop = this.syncsOffLoop;
     let outboxFrom = 0;
     this.run('commit a page', (db) =>
@@ -750,7 +782,7 @@ export class SqliteStore implements StateStore {
             }
             for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
             // Appended in sequence (a few database pages), not updated in place (a page per group).
-            c.groups.forEach((g, i) => this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
+            c.groups.forEach((g, i) => (groupSeqs[i] = Number(this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]).lastInsertRowid)));
             this.applyState(state, now);
             this.applyTimers(c.pipeline, timers);
             const keep = now + this.cfg.dedupe_window;
@@ -769,20 +801,18 @@ export class SqliteStore implements StateStore {
             }
             if (c.cursor === null) return;
             q.cursorPut.run(c.pipeline, c.partition, cursor);
-            // The processed entries go in batches (LOG_TRIM_EVERY), this page's with them.
-            if (trimNow) this.trimLog([c.pipeline, c.partition]);
           })
           .immediate(),
       ),
     );
-    // Only once the commit stands: a refused one trims nothing and leaves the set as it was.
+    // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
     if (c.cursor !== null) {
-      if (trimNow) {
+      this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
+      if (++this.commitsSinceTrim >= LOG_TRIM_EVERY && !this.trimming.length) {
+        this.trimming = [...this.untrimmed.values()];
         this.untrimmed.clear();
         this.commitsSinceTrim = 0;
-      } else {
-        this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
-        this.commitsSinceTrim++;
+        this.scheduleMaintenance();
       }
     }
     this.pending.delete(c.pipeline);
@@ -795,24 +825,97 @@ export class SqliteStore implements StateStore {
     }
     this.wrote(syncOffLoop);
     if (c.groups.length) {
-      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, state: groupStates[i]! }));
+      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, seq: groupSeqs[i]!, open: g.openWorkId ? 1 : 0, state: groupStates[i]! }));
       this.loggedRows += c.groups.length;
-      // Not in the commit that trimmed the ingest log: two large writes in one turn of the event loop would add up to one long stall.
       const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
-      if (due && !trimNow) this.foldLog();
+      if (due && !this.folding) {
+        this.folding = { keys: [...this.unfolded.keys()].sort(), done: 0, upTo: Math.max(...groupSeqs) };
+        this.commitsSinceFold = 0;
+        this.scheduleMaintenance();
+      }
     }
     if (syncOffLoop) await this.durableOrSyncOnLoop();
   }
 
+  private scheduleMaintenance(): void {
+    this.maintenance ??= setImmediate(() => this.maintain());
+  }
+
   /**
-   * Deletes the processed entries of the partitions committed since the last trim (and `also`),
-   * up to each one's stored cursor; inside the caller's transaction. Each delete is a range of
-   * the partition index; the set is cleared by the caller once the transaction stands.
+   * One bounded step of a trim or a fold, in a transaction of its own, then the next in the next
+   * turn of the event loop while any is left: commits, appends and requests run in between. These
+   * transactions need no sync of their own: a crash that loses one leaves the log (and its group
+   * rows) as it was, and the next open trims and folds whatever is left.
    */
-  private trimLog(also?: [string, string]): void {
-    const parts = [...this.untrimmed.values()];
-    if (also) parts.push(also);
-    for (const [pipeline, partition] of parts) this.q.logTrimToCursor.run({ pipeline, partition });
+  private maintain(): void {
+    this.maintenance = undefined;
+    const db = this.db;
+    if (!db) return;
+    try {
+      this.relaxed(db, this.cfg.synchronous === 'full', () => {
+        if (this.trimming.length) this.trimStep(db);
+        else if (this.folding) this.foldStep(db, this.folding);
+      });
+      this.checkpointer?.wrote();
+    } catch (err) {
+      // Tried again from the start later (the next batch of commits).
+      this.logger?.warn('could not trim the ingest log or fold the group log; tried again later', { path: this.file, error: errorMessage(err) });
+      for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
+      this.trimming = [];
+      this.folding = undefined;
+      return;
+    }
+    if (this.trimming.length || this.folding) this.scheduleMaintenance();
+  }
+
+  /** Deletes up to TRIM_ROWS_PER_STEP processed entries of the partitions being trimmed, in order; a partition left with none is done. */
+  private trimStep(db: Db): void {
+    db.transaction(() => {
+      let budget = TRIM_ROWS_PER_STEP;
+      while (this.trimming.length && budget > 0) {
+        const [pipeline, partition] = this.trimming[0]!;
+        const deleted = this.q.logTrimChunk.run({ pipeline, partition, limit: budget }).changes;
+        budget -= deleted;
+        if (budget > 0) this.trimming.shift();
+      }
+    }).immediate();
+  }
+
+  /**
+   * Upserts the next groups of the fold into `groups`, each with its newest state (a state logged
+   * after the fold started is newer still, and its row stays in the log, so log and table agree);
+   * once all are, deletes the log rows up to the fold's last one, in chunks. Readers beside the
+   * writer take a group's newest log row over its `groups` row, so every step leaves them reading
+   * the newest state; the writer's copy forgets a group once its rows are gone from the log.
+   */
+  private foldStep(db: Db, fold: { keys: string[]; done: number; upTo: number }): void {
+    if (fold.done < fold.keys.length) {
+      const keys = fold.keys.slice(fold.done, fold.done + this.foldChunk);
+      db.transaction(() => {
+        for (const k of keys) {
+          const l = this.unfolded.get(k);
+          if (l) this.qg!.upsert.run(k, l.version, l.open, l.state);
+        }
+      }).immediate();
+      fold.done += keys.length;
+      return;
+    }
+    const deleted = db.transaction(() => this.qg!.deleteUpTo.run(fold.upTo, this.foldChunk * 4).changes).immediate();
+    this.loggedRows = Math.max(0, this.loggedRows - deleted);
+    if (deleted === this.foldChunk * 4) return;
+    for (const [k, l] of this.unfolded) if (l.seq <= fold.upTo) this.unfolded.delete(k);
+    this.folding = undefined;
+  }
+
+  /** Resolves once no trim or fold step is left to run (tests). */
+  async settled(): Promise<void> {
+    while (this.maintenance) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** Deletes the processed entries of every partition committed since the last trim, at once (a clean close); inside the caller's transaction. */
+  private trimLog(): void {
+    for (const [pipeline, partition] of this.untrimmed.values()) this.q.logTrimToCursor.run({ pipeline, partition });
+    this.untrimmed.clear();
   }
 
   /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
@@ -1168,7 +1271,13 @@ function foldGroupLog(db: Db): void {
 function prepareGroupLog(db: Db) {
   return {
     append: db.prepare('INSERT INTO group_log (group_key, version, open_work, state) VALUES (?, ?, ?, ?)'),
-    all: db.prepare('SELECT group_key, version, state FROM group_log ORDER BY seq'),
+    upsert: db.prepare(
+      `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
+       ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
+    ),
+    // The oldest rows first: a range at the start of the table.
+    deleteUpTo: db.prepare('DELETE FROM group_log WHERE seq IN (SELECT seq FROM group_log WHERE seq <= ? ORDER BY seq LIMIT ?)'),
+    all: db.prepare('SELECT seq, group_key, version, open_work, state FROM group_log ORDER BY seq'),
   };
 }
 
@@ -1187,6 +1296,10 @@ function prepare(db: Db) {
     seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
     seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
     logInsert: p('INSERT INTO ingest_log (pipeline, partition, event) VALUES (?, ?, ?)'),
+    logTrimChunk: p(
+      `DELETE FROM ingest_log WHERE seq IN (SELECT seq FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition
+         AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition) ORDER BY seq LIMIT @limit)`,
+    ),
     logAny: p('SELECT 1 FROM ingest_log WHERE pipeline = ? AND partition = ? LIMIT 1'),
     logTrimToCursor: p(
       'DELETE FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)',
