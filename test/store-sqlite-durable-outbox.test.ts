@@ -10,7 +10,12 @@ import { fdatasync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { GroupState, OutboxItem } from '../src/model/work.ts';
+import { createLogger } from '../src/logger.ts';
+import type { WorkPage } from '../src/processors/page.ts';
+import { PipelineRunner } from '../src/service/pipeline-runner.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
+import type { OperatorFunction } from 'rxjs';
+import { concatMap } from 'rxjs';
 import type { PageCommit } from '../src/store/types.ts';
 import { event } from './helpers/pages.ts';
 import { seededRandom, testSeed } from './helpers/random.ts';
@@ -204,6 +209,54 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
       assert.equal(gate.calls, calls, 'no further sync off the loop');
       assert.deepEqual(await ids(store), ['a1', 'b1'], 'visible at once: SQLite synced it at commit');
     } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('sqlite store: the pipeline runner overlaps page commits with their syncs', () => {
+  test("the next partition's page runs while a commit syncs, builds on it, and the round ends once every commit is on disk", async () => {
+    const gate = heldSync();
+    const store = new SqliteStore(config(join(tempDir(), 'state.db')), undefined, undefined, { sync: gate.sync });
+    await store.open();
+    // Every page bumps one shared group from the version the store holds (a page that read a stale one would be refused).
+    const seen: number[] = [];
+    const chain: OperatorFunction<WorkPage, WorkPage> = (pages) =>
+      pages.pipe(
+        concatMap(async (page) => {
+          const v = (await store.loadGroups(['g'])).get('g')?.version ?? 0;
+          seen.push(v);
+          page.commit.groups = [group('g', v + 1)];
+          page.commit.outbox = [item(`${page.partition}-out`)];
+          return page;
+        }),
+      );
+    const runner = new PipelineRunner({ pipeline: 'logs', store, chain, logger: createLogger({ level: 'error' }), pageSize: 10 });
+    try {
+      await store.registerExporter('logs', 'x');
+      for (const p of ['A', 'B', 'C']) await store.append('logs', [event({ id: `e-${p}`, time: 1, partition: p })]);
+      gate.hold = true;
+      const round = runner.runOnce();
+      let ended = false;
+      void round.then(() => (ended = true));
+      // All three pages committed before any sync answered: each built on the one before.
+      await heldCount(gate, 3);
+      assert.deepEqual(seen, [0, 1, 2]);
+      assert.equal(ended, false, 'the round waits for its commits');
+      assert.equal(runner.stats.pages, 0, 'a page counts once its commit is on disk');
+      assert.deepEqual(await ids(store), []);
+      await gate.held[0]!.release();
+      assert.equal(ended, false);
+      assert.deepEqual(await ids(store), ['A-out']);
+      await gate.held[2]!.release();
+      assert.deepEqual(await ids(store), ['A-out', 'B-out', 'C-out']);
+      await gate.held[1]!.release();
+      assert.equal(await round, true);
+      assert.equal(runner.stats.pages, 3);
+      assert.equal(runner.stats.failedPages, 0);
+    } finally {
+      gate.hold = false;
+      await Promise.all(gate.held.map((h) => h.release()));
       await store.close();
     }
   });

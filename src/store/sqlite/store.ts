@@ -135,6 +135,8 @@ type Stmt = Database.Statement;
 
 export class SqliteStore implements StateStore {
   readonly kind = 'sqlite';
+  /** better-sqlite3 runs the commit's transaction within the call; the promise waits for the WAL sync (see `commit`). */
+  readonly commitVisibleOnSend = true;
   readonly file: string;
   private db: Db | undefined;
   private lock: WriterLock | undefined;
