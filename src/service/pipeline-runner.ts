@@ -204,6 +204,8 @@ export class PipelineRunner {
       else {
         done.catch(() => undefined);
         inFlight.push({ partition, f, done });
+        // Nothing else would yield between pages (the store answers within the call): let requests and the store's upkeep in.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
     for (const p of inFlight) await settle(p.partition, p.f, p.done);
