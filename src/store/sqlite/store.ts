@@ -96,10 +96,10 @@ const TRIM_WINDOW = 2048;
 /**
  * The group log (schema version 3) is folded into `groups` once this many page commits have
  * appended to it, or once it holds this many rows: often enough that the states kept in memory
- * for it stay small (at most FOLD_ROWS plus one page's groups) and that one fold (on the event
- * loop, about as long as a log trim: 16 commits of 250 groups) is not a long stall, rarely enough
- * that a fold rewrites each group's database page once for many commits instead of once per
- * commit. 32 wrote less in all but made folds of 70 ms on the loaded benchmark machine.
+ * for it stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely
+ * enough that a fold rewrites each group's database page once for many commits instead of once
+ * per commit. (In one transaction, 32 wrote less in all but made folds of 70 ms on the loaded
+ * benchmark machine; folds now run in steps, below.)
  */
 const FOLD_EVERY = 16;
 const FOLD_ROWS = 16_384;
