@@ -16,6 +16,7 @@ import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
 import { event } from './helpers/pages.ts';
+import { seededRandom, testSeed } from './helpers/random.ts';
 import { ROOT, tempDir, waitFor } from './helpers/vigil-process.ts';
 
 /** The crash test's groups, as test/helpers/group-log-writer.ts names them. */
@@ -94,8 +95,9 @@ describe('sqlite store: the group log', () => {
           ['c', 1],
         ],
       );
-      // The fourth commit folds: the log is emptied, `groups` holds the newest states.
+      // The fourth commit folds (in steps after it): the log is emptied, `groups` holds the newest states.
       await store.commit(commitOf([group('c', 2, true), group('d', 1, false)]));
+      await store.settled();
       assert.equal(logRows(file), 0, 'folded');
       const db = new Database(file, { readonly: true });
       assert.deepEqual(db.prepare('SELECT group_key, version, open_work FROM groups ORDER BY group_key').all(), [
@@ -116,6 +118,67 @@ describe('sqlite store: the group log', () => {
     await again.open();
     assert.equal((await again.loadGroups(['a'])).get('a')!.version, 4);
     await again.close();
+  });
+
+  test('a fold runs in steps between commits (seeded): loads, version checks, readers and a reopen see the newest state at every step', async () => {
+    const seed = testSeed();
+    const random = seededRandom(3);
+    const file = join(tempDir(), 'state.db');
+    // Folds of 2 commits, 3 groups per upsert step and 12 log rows per delete step: commits land in every phase of a fold.
+    const store = new SqliteStore(config(file), undefined, Date.now, { foldEvery: 2, foldChunk: 3 });
+    await store.open();
+    const keys = Array.from({ length: 12 }, (_, i) => keyOf(i));
+    const model = new Map<string, GroupState>();
+    const check = async (step: number) => {
+      const loaded = await store.loadGroups(keys);
+      assert.deepEqual(
+        [...loaded].map(([k, g]) => [k, g.version, g.openWorkId]).sort(),
+        [...model].map(([k, g]) => [k, g.version, g.openWorkId]).sort(),
+        `seed ${seed}, step ${step}: the writer loads the newest states`,
+      );
+      const seen = await readOnly(file, (ro) => ro.loadGroups(keys));
+      assert.deepEqual(
+        [...seen].map(([k, g]) => [k, g.version]).sort(),
+        [...model].map(([k, g]) => [k, g.version]).sort(),
+        `seed ${seed}, step ${step}: a reader beside the writer too`,
+      );
+    };
+    try {
+      for (let step = 0; step < 120; step++) {
+        const page = new Map<string, GroupState>();
+        for (let n = 1 + Math.floor(random() * 5); n > 0; n--) {
+          const k = keys[Math.floor(random() * keys.length)]!;
+          if (!page.has(k)) page.set(k, group(k, (model.get(k)?.version ?? 0) + 1, random() < 0.5));
+        }
+        // A stale version (one a commit already took) is refused whatever step the fold is in.
+        const [stale] = [...model.values()];
+        if (stale && random() < 0.2) {
+          await assert.rejects(store.commit(commitOf([group(stale.groupKey, stale.version, false)])), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT'));
+        }
+        await store.commit(commitOf([...page.values()]));
+        for (const g of page.values()) model.set(g.groupKey, g);
+        // Sometimes a step or two of the fold run before the next commit, sometimes none.
+        for (let t = Math.floor(random() * 3); t > 0; t--) await new Promise((r) => setImmediate(r));
+        await check(step);
+      }
+      await store.settled();
+      await check(-1);
+    } finally {
+      await store.close();
+    }
+    assert.equal(logRows(file), 0);
+    const again = new SqliteStore(config(file));
+    await again.open();
+    try {
+      const loaded = await again.loadGroups(keys);
+      assert.deepEqual(
+        [...loaded].map(([k, g]) => [k, g.version, g.openWorkId]).sort(),
+        [...model].map(([k, g]) => [k, g.version, g.openWorkId]).sort(),
+        `seed ${seed}: after a reopen`,
+      );
+    } finally {
+      await again.close();
+    }
   });
 
   test('a version-2 file migrates to version 3 and keeps its groups; a reader reads it unmigrated', async () => {
@@ -159,8 +222,9 @@ describe('sqlite store: the group log', () => {
     const file = join(tempDir(), 'state.db');
     const acked = new Map<string, number>();
     for (let round = 0; round < 4; round++) {
-      // Folds every 3 commits in half the rounds (kills land in and between folds), never in the others (the log only grows).
-      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/helpers/group-log-writer.ts'), file, round % 2 ? '1000000' : '3', String(GROUPS)], {
+      // Folds every 3 commits in half the rounds, in steps of 5 groups (kills land in and between fold steps), never in the others (the log only grows).
+      const args = round % 2 ? [file, '1000000', String(GROUPS)] : [file, '3', String(GROUPS), '5'];
+      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/helpers/group-log-writer.ts'), ...args], {
         cwd: ROOT,
         stdio: ['ignore', 'pipe', 'inherit'],
       });

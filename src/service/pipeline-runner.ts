@@ -171,6 +171,19 @@ export class PipelineRunner {
     // partition's cursor moved meanwhile (the store checks the base the page was read after), and
     // the runner then reads it again.
     let ahead: Promise<LogEntry[]> | undefined;
+    // A store whose commit is visible to the next page's loads as soon as it is sent (SQLite: it
+    // applies the transaction at once and then waits for the disk) lets the next partition's page
+    // run while the disk syncs; the round ends once every commit settled, as before.
+    const overlap = store.commitVisibleOnSend === true;
+    const inFlight: Array<{ partition: string; f: { attempts: number } | undefined; done: Promise<boolean> }> = [];
+    const settle = async (partition: string, f: { attempts: number } | undefined, done: Promise<boolean>) => {
+      try {
+        if (await done) progressed = true;
+        this.failing.delete(partition);
+      } catch (err) {
+        if (this.pageFailed(partition, f, err)) progressed = true;
+      }
+    };
     for (let i = 0; i < due.length; i++) {
       const partition = due[i]!.partition;
       const f = this.failing.get(partition);
@@ -180,31 +193,46 @@ export class PipelineRunner {
       const readNext = () => {
         if (next !== undefined) ahead ??= this.readPage(next);
       };
+      let done: Promise<boolean>;
       try {
-        if (await this.processPage(partition, read, readNext)) progressed = true;
-        this.failing.delete(partition);
+        done = (await this.processPage(partition, read, readNext)).done;
       } catch (err) {
-        if (isVigilError(err, 'VIGIL_STORE_CONFLICT')) {
-          // Another writer moved the group or cursor: read the page again with fresh state.
-          logger.debug('commit conflict; the page is processed again', { pipeline, partition, error: errorMessage(err) });
-          progressed = true;
-          continue;
-        }
-        const attempts = (f?.attempts ?? 0) + 1;
-        const delay = backoffDelay({ initial: 200, max: 30_000 }, attempts);
-        this.failing.set(partition, { attempts, until: Date.now() + delay });
-        this.stats.failedPages++;
-        logger.error('processing a page failed; the partition is retried, the others go on', {
-          pipeline,
-          partition,
-          attempts,
-          retry_in_ms: delay,
-          error: errorMessage(err),
-        });
+        if (this.pageFailed(partition, f, err)) progressed = true;
+        continue;
+      }
+      if (!overlap) await settle(partition, f, done);
+      else {
+        done.catch(() => undefined);
+        inFlight.push({ partition, f, done });
+        // Nothing else would yield between pages (the store answers within the call): let requests and the store's upkeep in.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
+    for (const p of inFlight) await settle(p.partition, p.f, p.done);
     if (await this.fireTimers(ignoreBackoff)) progressed = true;
     return progressed;
+  }
+
+  /** A page that failed: a conflict is processed again at once (true), anything else backs its partition off. */
+  private pageFailed(partition: string, f: { attempts: number } | undefined, err: unknown): boolean {
+    const { pipeline, logger } = this.opts;
+    if (isVigilError(err, 'VIGIL_STORE_CONFLICT')) {
+      // Another writer moved the group or cursor: read the page again with fresh state.
+      logger.debug('commit conflict; the page is processed again', { pipeline, partition, error: errorMessage(err) });
+      return true;
+    }
+    const attempts = (f?.attempts ?? 0) + 1;
+    const delay = backoffDelay({ initial: 200, max: 30_000 }, attempts);
+    this.failing.set(partition, { attempts, until: Date.now() + delay });
+    this.stats.failedPages++;
+    logger.error('processing a page failed; the partition is retried, the others go on', {
+      pipeline,
+      partition,
+      attempts,
+      retry_in_ms: delay,
+      error: errorMessage(err),
+    });
+    return false;
   }
 
   /** Runs the timers due now through the chain, a timer page per partition; true when any committed. */
@@ -292,21 +320,40 @@ export class PipelineRunner {
     finish: (page: WorkPage) => PageCommit = (p) => p.commit,
     committing?: () => void,
   ): Promise<WorkPage> {
+    const { page, committed } = await this.sendPage(name, attributes, input, finish, committing);
+    await committed;
+    return page;
+  }
+
+  /** Runs a page through the chain and sends its commit; `committed` settles with the commit (the span ends then). */
+  private async sendPage(
+    name: string,
+    attributes: Attributes,
+    input: WorkPage,
+    finish: (page: WorkPage) => PageCommit,
+    committing?: () => void,
+  ): Promise<{ page: WorkPage; committed: Promise<void> }> {
     const span = this.opts.tracer?.startSpan(name, { attributes: { 'vigil.pipeline': input.pipeline, 'session.id': input.partition, ...attributes } });
+    const failed = (err: unknown) => {
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
+      span?.end();
+      throw err;
+    };
+    let page: WorkPage;
+    let commit: Promise<void>;
     try {
-      const page = await lastValueFrom(of(input).pipe(this.opts.chain));
-      const commit = this.opts.store.commit(finish(page));
+      page = await lastValueFrom(of(input).pipe(this.opts.chain));
+      commit = this.opts.store.commit(finish(page));
       // Sent after the commit, so a read-ahead queues behind it instead of delaying the chain's loads.
       committing?.();
-      await commit;
-      span?.setAttribute('vigil.work_events', page.commit.outbox.length);
-      return page;
     } catch (err) {
-      span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(err) });
-      throw err;
-    } finally {
-      span?.end();
+      return failed(err);
     }
+    const committed = commit.then(() => {
+      span?.setAttribute('vigil.work_events', page.commit.outbox.length);
+      span?.end();
+    }, failed);
+    return { page, committed };
   }
 
   /** A committed page that set timers may have moved the next due time earlier. */
@@ -327,7 +374,7 @@ export class PipelineRunner {
    * `read`: the page's entries (maybe read ahead); `readNext` starts the next partition's read — as
    * the commit is sent, or at once when there is nothing to commit (it starts one read at most).
    */
-  private async processPage(partition: string, read: Promise<LogEntry[]>, readNext: () => void): Promise<boolean> {
+  private async processPage(partition: string, read: Promise<LogEntry[]>, readNext: () => void): Promise<{ done: Promise<boolean> }> {
     const { pipeline } = this.opts;
     let entries: LogEntry[];
     try {
@@ -338,16 +385,21 @@ export class PipelineRunner {
     }
     if (entries.length === 0) {
       readNext();
-      return false;
+      return { done: Promise.resolve(false) };
     }
-    let page: WorkPage;
+    let sent: { page: WorkPage; committed: Promise<void> };
     try {
-      page = await this.runPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries), undefined, readNext);
+      sent = await this.sendPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries), (p) => p.commit, readNext);
     } finally {
       readNext();
     }
+    return { done: sent.committed.then(() => this.committed(sent.page, entries.length)) };
+  }
+
+  /** A page's commit settled: its counts, and the exporters woken for its work. */
+  private committed(page: WorkPage, entries: number): boolean {
     this.stats.pages++;
-    this.stats.entries += entries.length;
+    this.stats.entries += entries;
     for (const item of page.items) {
       if (item.occurrence) this.stats.occurrences++;
       const cls = item.diagnosis?.classification;

@@ -147,6 +147,14 @@ export interface StateStore {
   loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>>;
   lookupRevisions(executionIds: readonly string[]): Promise<Map<string, string>>;
   commit(commit: PageCommit): Promise<void>;
+  /**
+   * True when a commit is applied (visible to every later load, and a refusal already decided)
+   * when `commit` returns, its promise then waiting only for the disk (SQLite). The pipeline
+   * runner then runs the next partition's page while the commit syncs. A store whose commit is
+   * applied later (a network round trip) leaves it unset: a page read before the commit landed
+   * would only be refused and processed again.
+   */
+  readonly commitVisibleOnSend?: boolean;
 
   /** Live entries of a state namespace among `keys` (expired ones are absent). */
   loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>>;

@@ -8,7 +8,8 @@ import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { GroupState } from '../../src/model/work.ts';
 
 const [file, foldEvery, count] = [process.argv[2]!, Number(process.argv[3]), Number(process.argv[4])];
-const store = new SqliteStore({ path: file, synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 }, undefined, Date.now, { foldEvery });
+const foldChunk = process.argv[5] ? Number(process.argv[5]) : undefined;
+const store = new SqliteStore({ path: file, synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 }, undefined, Date.now, { foldEvery, foldChunk });
 await store.open();
 const keys = Array.from({ length: count }, (_, i) => `g${String(i).padStart(3, '0')}`);
 const groups = await store.loadGroups(keys);

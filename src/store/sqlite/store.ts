@@ -84,29 +84,51 @@ const VACUUM_PAGES = 4096;
  * since, not at each commit. The partitions' entries are interleaved in the log (one sequence), so
  * deleting one page of one partition rewrote nearly a database page per entry; deleting many
  * partitions' entries at once rewrites each page once. Until then the cursor hides them (every
- * read of the log counts and reads only entries after it).
+ * read of the log counts and reads only entries after it). The deletes run in transactions of
+ * their own, one per turn of the event loop (a trim of 32 commits' entries in one go was among the
+ * longest stalls of the loop, about 1,300 database pages), each over a window of TRIM_WINDOW
+ * sequence numbers of the log for every partition at once: contiguous database pages, each still
+ * rewritten once (deleting one partition at a time rewrote nearly a page per entry, 10 ms of CPU
+ * per 1,024 entries where a window of all partitions takes about 1 ms).
  */
 const LOG_TRIM_EVERY = 32;
+const TRIM_WINDOW = 2048;
 /**
  * The group log (schema version 3) is folded into `groups` once this many page commits have
  * appended to it, or once it holds this many rows: often enough that the states kept in memory
- * for it stay small (at most FOLD_ROWS plus one page's groups) and that one fold (on the event
- * loop, about as long as a log trim: 16 commits of 250 groups) is not a long stall, rarely enough
- * that a fold rewrites each group's database page once for many commits instead of once per
- * commit. 32 wrote less in all but made folds of 70 ms on the loaded benchmark machine.
+ * for it stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely
+ * enough that a fold rewrites each group's database page once for many commits instead of once
+ * per commit. (In one transaction, 32 wrote less in all but made folds of 70 ms on the loaded
+ * benchmark machine; folds now run in steps, below.)
  */
 const FOLD_EVERY = 16;
 const FOLD_ROWS = 16_384;
+/**
+ * A fold runs in steps, one per turn of the event loop, each its own transaction: upserts of at
+ * most this many groups (in key order, so each database page of `groups` is still written about
+ * once per fold), then deletes of at most four times as many log rows. In one transaction a fold
+ * of 16 commits took 10–25 ms of CPU on the loaded 2-core VM, the longest stall after the trims.
+ */
+const FOLD_KEYS_PER_STEP = 512;
 
-/** Test hooks: fold thresholds (the defaults above otherwise). */
+/** Test hooks: fold thresholds (the defaults above otherwise), and the WAL sync (fdatasync in the thread pool otherwise). */
 export interface SqliteStoreTuning {
   foldEvery?: number;
   foldRows?: number;
+  /** Groups upserted per fold step (log rows deleted per step: four times as many). */
+  foldChunk?: number;
+  /** Makes the write-ahead log (open as `fd`) durable; a test delays it to see what waits for it. */
+  sync?: (fd: number) => Promise<void>;
 }
+
+const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
 /** A group state appended to the group log and not yet folded into `groups`. */
 interface LoggedGroup {
   version: number;
+  /** Its row in the group log, and whether it has open work. */
+  seq: number;
+  open: number;
   /** The state as stored (JSON). */
   state: string;
 }
@@ -116,6 +138,8 @@ type Stmt = Database.Statement;
 
 export class SqliteStore implements StateStore {
   readonly kind = 'sqlite';
+  /** better-sqlite3 runs the commit's transaction within the call; the promise waits for the WAL sync (see `commit`). */
+  readonly commitVisibleOnSend = true;
   readonly file: string;
   private db: Db | undefined;
   private lock: WriterLock | undefined;
@@ -128,6 +152,19 @@ export class SqliteStore implements StateStore {
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
   private untrimmed = new Map<string, [string, string]>();
   private commitsSinceTrim = 0;
+  /** Partitions whose processed entries the trim under way deletes, step by step. */
+  private trimming: Array<[string, string]> = [];
+  private trimTurn = false;
+  /** Where the trim under way goes on: entries before it are done. */
+  private trimFrom = 0;
+  /**
+   * The fold under way: the groups to upsert (sorted; their newest state is taken at each step),
+   * how many are done, and the last log row when it started: once every group is upserted, the
+   * log rows up to it go, step by step.
+   */
+  private folding: { keys: string[]; done: number; upTo: number } | undefined;
+  /** The next trim or fold step, scheduled for the next turn of the event loop. */
+  private maintenance: NodeJS.Immediate | undefined;
   private readonly bases = new PageBases();
   /** Appends waiting for this turn's group commit, and the scheduled commit. */
   private appends: Array<{
@@ -143,6 +180,18 @@ export class SqliteStore implements StateStore {
   private syncOnLoop = false;
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
+  private readonly syncFile: (fd: number) => Promise<void>;
+  /**
+   * The durable watermark, in generations: every write transaction committed without its own fsync
+   * (appends, page commits, exporter acks) takes the next one (`written`). A sync of the WAL covers
+   * every frame written before it started, so once a sync begun at generation g resolves,
+   * everything up to g is on disk (`synced`) — also when an earlier sync has not answered yet
+   * (fdatasync waits for the pages another sync is already writing out).
+   */
+  private written = 0;
+  private synced = 0;
+  /** Per pipeline, the first outbox seq of each commit not yet synced, with its generation, oldest first: readOutbox stops before the first. */
+  private readonly unsyncedOutbox = new Map<string, Array<{ gen: number; from: number }>>();
   /**
    * The writer's copy of the group log: the newest logged state per group not yet folded into
    * `groups`. The writer holds the file's writer lock, so nothing else changes the log: this map
@@ -155,6 +204,7 @@ export class SqliteStore implements StateStore {
   private qg: ReturnType<typeof prepareGroupLog> | undefined;
   private readonly foldEvery: number;
   private readonly foldRows: number;
+  private readonly foldChunk: number;
   /** Checkpoints the WAL in a worker thread (writer only); see checkpointer.ts. */
   private checkpointer: Checkpointer | undefined;
 
@@ -167,6 +217,8 @@ export class SqliteStore implements StateStore {
     this.file = resolve(cfg.path);
     this.foldEvery = tuning.foldEvery ?? FOLD_EVERY;
     this.foldRows = tuning.foldRows ?? FOLD_ROWS;
+    this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
+    this.syncFile = tuning.sync ?? fdatasyncOffLoop;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -304,8 +356,12 @@ export class SqliteStore implements StateStore {
       this.commitAppends();
     }
     const db = this.db;
+    if (this.maintenance) clearImmediate(this.maintenance);
+    this.maintenance = undefined;
     try {
       // A clean stop leaves no processed entries behind.
+      for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
+      this.trimming = [];
       if (db && this.untrimmed.size) db.transaction(() => this.trimLog())();
     } catch (err) {
       this.logger?.warn('could not trim the ingest log on close; the next start does', { path: this.file, error: errorMessage(err) });
@@ -377,11 +433,10 @@ export class SqliteStore implements StateStore {
     const now = this.now();
     const outcomes: Array<AppendResult | Error> = [];
     // The commit itself does not wait for the disk; syncWal() makes it durable before anyone is answered.
-    const syncOffLoop = this.cfg.synchronous === 'full' && !this.syncOnLoop;
+    const syncOffLoop = this.syncsOffLoop;
     try {
       this.run('append to the ingest log', (db) => {
-        if (syncOffLoop) db.pragma('synchronous = NORMAL');
-        try {
+        this.relaxed(db, syncOffLoop, () => {
           db.transaction(() => {
             for (const a of batch) {
               try {
@@ -393,15 +448,13 @@ export class SqliteStore implements StateStore {
               }
             }
           }).immediate();
-        } finally {
-          if (syncOffLoop) db.pragma('synchronous = FULL');
-        }
+        });
       });
     } catch (err) {
       for (const a of batch) a.reject(err);
       return;
     }
-    this.checkpointer?.wrote();
+    this.wrote(syncOffLoop);
     const answer = () =>
       batch.forEach((a, i) => {
         const outcome = outcomes[i]!;
@@ -416,15 +469,87 @@ export class SqliteStore implements StateStore {
       this.logger?.warn('could not purge expired entries', { path: this.file, error: errorMessage(err) });
     }
     if (!syncOffLoop) return answer();
-    const synced = this.syncWal().then(answer, (err: unknown) => {
-      // Not known to be durable: refuse (retryably), and let SQLite sync on the loop from now on.
-      this.syncOnLoop = true;
-      this.logger?.error('could not sync the write-ahead log; appends now sync on the event loop', { path: this.file, error: errorMessage(err) });
-      const refusal = new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+    // Not known to be durable when the sync fails: refused (retryably; the retry is deduplicated
+    // and commits with SQLite's own sync, which covers these frames too).
+    this.durable().then(answer, (refusal: unknown) => {
       for (const a of batch) a.reject(refusal);
     });
-    this.syncing.add(synced);
-    void synced.finally(() => this.syncing.delete(synced));
+  }
+
+  /** Whether a write now commits without its fsync, made durable by a sync of the WAL off the event loop (`synchronous: full` until a sync failed). */
+  private get syncsOffLoop(): boolean {
+    return this.cfg.synchronous === 'full' && !this.syncOnLoop;
+  }
+
+  /** Runs a write transaction under `synchronous = NORMAL` when its sync follows off the loop (`offLoop`). */
+  private relaxed<T>(db: Db, offLoop: boolean, fn: () => T): T {
+    if (!offLoop) return fn();
+    db.pragma('synchronous = NORMAL');
+    try {
+      return fn();
+    } finally {
+      db.pragma('synchronous = FULL');
+    }
+  }
+
+  /**
+   * A write transaction committed: it takes the next generation. One committed with SQLite's own
+   * sync (or under `synchronous: normal`, durable as the configuration asks) is as durable as it
+   * gets at once, and so is everything written before it (one log, synced whole).
+   */
+  private wrote(offLoop: boolean): void {
+    this.written++;
+    if (!offLoop) this.markSynced(this.written);
+    this.checkpointer?.wrote();
+  }
+
+  /** Everything up to generation `gen` is on disk: the outbox entries of those commits may leave the process. */
+  private markSynced(gen: number): void {
+    if (gen <= this.synced) return;
+    this.synced = gen;
+    for (const [pipeline, commits] of this.unsyncedOutbox) {
+      while (commits.length && commits[0]!.gen <= gen) commits.shift();
+      if (!commits.length) this.unsyncedOutbox.delete(pipeline);
+    }
+  }
+
+  /**
+   * Resolves once everything written so far is on disk (a sync of the WAL in the thread pool);
+   * `close` waits for it. When the sync fails, the store syncs on the loop from now on (SQLite's
+   * own fsync at each commit) and this rejects with a retryable refusal.
+   */
+  private durable(): Promise<void> {
+    const synced = this.syncWal().catch((err: unknown) => {
+      if (!this.syncOnLoop) {
+        this.syncOnLoop = true;
+        this.logger?.error('could not sync the write-ahead log; writes now sync on the event loop', { path: this.file, error: errorMessage(err) });
+      }
+      throw new VigilError('VIGIL_STORE_UNAVAILABLE', `could not sync '${this.file}-wal' to disk: ${errorMessage(err)}`, { transient: true, cause: err });
+    });
+    const settled = synced.catch(() => undefined);
+    this.syncing.add(settled);
+    void settled.finally(() => this.syncing.delete(settled));
+    return synced;
+  }
+
+  /**
+   * A commit or ack whose off-loop sync failed: sync on the loop instead, by a write SQLite commits
+   * with its own fsync (which syncs the whole log). Nobody retries these writes (they stand, the
+   * page is not read again), so without it their outbox entries would wait for the next write.
+   */
+  private async durableOrSyncOnLoop(): Promise<void> {
+    try {
+      await this.durable();
+    } catch (refusal) {
+      try {
+        this.run('sync the write-ahead log', (db) => {
+          db.prepare("INSERT INTO meta (key, value) VALUES ('synced', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(this.now()));
+        });
+      } catch {
+        throw refusal;
+      }
+      this.markSynced(this.written);
+    }
   }
 
   /**
@@ -436,6 +561,7 @@ export class SqliteStore implements StateStore {
    * the log on the first write after opening.
    */
   private async syncWal(): Promise<void> {
+    const gen = this.written;
     this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
     let fd: number;
     try {
@@ -443,10 +569,11 @@ export class SqliteStore implements StateStore {
     } catch (err) {
       this.walFd = undefined;
       // Closing the store checkpoints the log into the database (synced) and removes it.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return this.markSynced(gen);
       throw err;
     }
-    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+    await this.syncFile(fd);
+    this.markSynced(gen);
   }
 
   /** One append with its receiver state, inside its savepoint of the group's transaction (a refused state write rolls back only it). */
@@ -537,8 +664,8 @@ export class SqliteStore implements StateStore {
   private loggedGroups(): ReadonlyMap<string, LoggedGroup> {
     if (this.lock || !this.qg) return this.unfolded;
     const out = new Map<string, LoggedGroup>();
-    for (const r of this.qg.all.all() as Array<{ group_key: string; version: number; state: string }>) {
-      out.set(r.group_key, { version: r.version, state: r.state });
+    for (const r of this.qg.all.all() as Array<{ seq: number; group_key: string; version: number; open_work: number; state: string }>) {
+      out.set(r.group_key, { version: r.version, seq: r.seq, open: r.open_work, state: r.state });
     }
     return out;
   }
@@ -563,6 +690,7 @@ export class SqliteStore implements StateStore {
       this.unfolded.clear();
       this.loggedRows = 0;
       this.commitsSinceFold = 0;
+      this.folding = undefined;
     } catch (err) {
       this.commitsSinceFold = 0;
       this.logger?.warn('could not fold the group log into the groups table; tried again later', { path: this.file, error: errorMessage(err) });
@@ -591,6 +719,25 @@ export class SqliteStore implements StateStore {
     });
   }
 
+  /**
+   * One page's commit: one transaction, committed with `synchronous: full` under NORMAL (no fsync
+   * on the event loop) and resolved once a sync of the WAL in the thread pool has it on disk, as
+   * appends are. In between, the commit is visible to this connection and not yet durable. Who may
+   * act on it then:
+   * - The next page, of any partition or pipeline, reads its groups, cursor, turns, revisions,
+   *   state, timers and the records it appended. That page's commit comes later in the same log,
+   *   and a sync covers every frame written before it, so the later commit is never durable
+   *   without this one: a crash loses it only with this one, and both pages are then processed
+   *   again from the log as if neither had run. That is safe as long as nothing left the process
+   *   on the strength of the unsynced state.
+   * - What leaves the process: work events go through the exporters, which read the outbox only
+   *   up to the durable watermark (readOutbox; `unsyncedOutbox`); appends are acknowledged after a
+   *   sync begun after their own commit, which covers every earlier one; this promise (the runner's
+   *   counts and spans, the exporters' wake-up) resolves after the sync. Only `/status` and `vigil
+   *   status` show unsynced state: an operator's view, not an effect.
+   * A failed sync is not retried off the loop: the store syncs on the loop from then on (SQLite's
+   * own fsync at commit), this commit's entries wait for such a sync.
+   */
   async commit(c: PageCommit): Promise<void> {
     const cursor = Number(c.cursor);
     if (c.cursor !== null && (!Number.isSafeInteger(cursor) || cursor <= 0)) {
@@ -601,99 +748,193 @@ export class SqliteStore implements StateStore {
     const timers = encodeTimers(c.timers);
     const base = c.cursor === null ? undefined : this.bases.take(c.pipeline, c.partition, c.cursor);
     const groupStates = c.groups.map((g) => JSON.stringify(g));
-    const trimNow = c.cursor !== null && this.commitsSinceTrim + 1 >= LOG_TRIM_EVERY;
+    const groupSeqs: number[] = [];
+    const syncOffLoop = this.syncsOffLoop;
+    let outboxFrom = 0;
     this.run('commit a page', (db) =>
-      db
-        .transaction(() => {
-          const q = this.q;
-          // Validate everything before writing anything: the transaction is all or nothing anyway,
-          // but a conflict should not even start writing.
-          if (c.cursor !== null) {
-            const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-            if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
-              throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+      this.relaxed(db, syncOffLoop, () =>
+        db
+          .transaction(() => {
+            const q = this.q;
+            // Validate everything before writing anything: the transaction is all or nothing anyway,
+            // but a conflict should not even start writing.
+            if (c.cursor !== null) {
+              const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+              if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
+                throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+              }
+              const at = stored?.cursor ?? 0;
+              if (cursor <= at || (base !== undefined && base !== String(at))) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
+                  transient: true,
+                });
+              }
             }
-            const at = stored?.cursor ?? 0;
-            if (cursor <= at || (base !== undefined && base !== String(at))) {
-              throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
-                transient: true,
-              });
+            this.checkState(state, now);
+            this.checkTimers(c.pipeline, timers);
+            // A group in the group log has its newest state there (this writer's copy), else in `groups`.
+            const versions = new Map<string, number>();
+            const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
+            if (stored.length) {
+              for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
+                versions.set(r.group_key, r.version);
+              }
             }
-          }
-          this.checkState(state, now);
-          this.checkTimers(c.pipeline, timers);
-          // A group in the group log has its newest state there (this writer's copy), else in `groups`.
-          const versions = new Map<string, number>();
-          const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
-          if (stored.length) {
-            for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
-              versions.set(r.group_key, r.version);
+            for (const g of c.groups) {
+              const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
+              if (v !== g.version - 1) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
+                  transient: true,
+                });
+              }
             }
-          }
-          for (const g of c.groups) {
-            const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
-            if (v !== g.version - 1) {
-              throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
-                transient: true,
-              });
+            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
+            // Appended in sequence (a few database pages), not updated in place (a page per group).
+            c.groups.forEach((g, i) => (groupSeqs[i] = Number(this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]).lastInsertRowid)));
+            this.applyState(state, now);
+            this.applyTimers(c.pipeline, timers);
+            const keep = now + this.cfg.dedupe_window;
+            for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
+            for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
+            if (c.outbox.length) {
+              let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+              outboxFrom = seq + 1;
+              for (const o of c.outbox) q.outboxInsert.run(c.pipeline, ++seq, JSON.stringify(o));
+              q.outboxHeadPut.run(c.pipeline, seq);
             }
-          }
-          for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
-          // Appended in sequence (a few database pages), not updated in place (a page per group).
-          c.groups.forEach((g, i) => this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
-          this.applyState(state, now);
-          this.applyTimers(c.pipeline, timers);
-          const keep = now + this.cfg.dedupe_window;
-          for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
-          for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
-          if (c.outbox.length) {
-            let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
-            for (const o of c.outbox) q.outboxInsert.run(c.pipeline, ++seq, JSON.stringify(o));
-            q.outboxHeadPut.run(c.pipeline, seq);
-          }
-          if (c.failures.length) {
-            // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
-            for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
-            q.failureTrim.run(RECENT_FAILURES_MAX);
-          }
-          if (c.cursor === null) return;
-          q.cursorPut.run(c.pipeline, c.partition, cursor);
-          // The processed entries go in batches (LOG_TRIM_EVERY), this page's with them.
-          if (trimNow) this.trimLog([c.pipeline, c.partition]);
-        })
-        .immediate(),
+            if (c.failures.length) {
+              // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+              for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
+              q.failureTrim.run(RECENT_FAILURES_MAX);
+            }
+            if (c.cursor === null) return;
+            q.cursorPut.run(c.pipeline, c.partition, cursor);
+          })
+          .immediate(),
+      ),
     );
-    // Only once the commit stands: a refused one trims nothing and leaves the set as it was.
+    // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
     if (c.cursor !== null) {
-      if (trimNow) {
+      this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
+      if (++this.commitsSinceTrim >= LOG_TRIM_EVERY && !this.trimming.length) {
+        this.trimming = [...this.untrimmed.values()];
+        this.trimFrom = 0;
         this.untrimmed.clear();
         this.commitsSinceTrim = 0;
-      } else {
-        this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
-        this.commitsSinceTrim++;
+        this.scheduleMaintenance();
       }
     }
     this.pending.delete(c.pipeline);
     for (const a of c.appends ?? []) this.pending.delete(a.pipeline);
-    this.checkpointer?.wrote();
-    if (c.groups.length) {
-      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, state: groupStates[i]! }));
-      this.loggedRows += c.groups.length;
-      // Not in the commit that trimmed the ingest log: two large writes in one turn of the event loop would add up to one long stall.
-      const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
-      if (due && !trimNow) this.foldLog();
+    if (outboxFrom && syncOffLoop) {
+      const commits = this.unsyncedOutbox.get(c.pipeline);
+      const entry = { gen: this.written + 1, from: outboxFrom };
+      if (commits) commits.push(entry);
+      else this.unsyncedOutbox.set(c.pipeline, [entry]);
     }
+    this.wrote(syncOffLoop);
+    if (c.groups.length) {
+      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, seq: groupSeqs[i]!, open: g.openWorkId ? 1 : 0, state: groupStates[i]! }));
+      this.loggedRows += c.groups.length;
+      const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
+      if (due && !this.folding) {
+        this.folding = { keys: [...this.unfolded.keys()].sort(), done: 0, upTo: Math.max(...groupSeqs) };
+        this.commitsSinceFold = 0;
+        this.scheduleMaintenance();
+      }
+    }
+    if (syncOffLoop) await this.durableOrSyncOnLoop();
+  }
+
+  private scheduleMaintenance(): void {
+    this.maintenance ??= setImmediate(() => this.maintain());
   }
 
   /**
-   * Deletes the processed entries of the partitions committed since the last trim (and `also`),
-   * up to each one's stored cursor; inside the caller's transaction. Each delete is a range of
-   * the partition index; the set is cleared by the caller once the transaction stands.
+   * One bounded step of a trim or a fold, in a transaction of its own, then the next in the next
+   * turn of the event loop while any is left: commits, appends and requests run in between. These
+   * transactions need no sync of their own: a crash that loses one leaves the log (and its group
+   * rows) as it was, and the next open trims and folds whatever is left.
    */
-  private trimLog(also?: [string, string]): void {
-    const parts = [...this.untrimmed.values()];
-    if (also) parts.push(also);
-    for (const [pipeline, partition] of parts) this.q.logTrimToCursor.run({ pipeline, partition });
+  private maintain(): void {
+    this.maintenance = undefined;
+    const db = this.db;
+    if (!db) return;
+    try {
+      this.relaxed(db, this.cfg.synchronous === 'full', () => {
+        // Taking turns: a trim does not hold a fold back, nor the other way round.
+        this.trimTurn = !this.trimTurn;
+        if (this.trimming.length && (this.trimTurn || !this.folding)) this.trimStep(db);
+        else if (this.folding) this.foldStep(db, this.folding);
+      });
+      this.checkpointer?.wrote();
+    } catch (err) {
+      // Tried again from the start later (the next batch of commits).
+      this.logger?.warn('could not trim the ingest log or fold the group log; tried again later', { path: this.file, error: errorMessage(err) });
+      for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
+      this.trimming = [];
+      this.folding = undefined;
+      return;
+    }
+    if (this.trimming.length || this.folding) this.scheduleMaintenance();
+  }
+
+  /**
+   * Deletes the processed entries of the partitions being trimmed in the next window of the log:
+   * from the lowest one left (a probe of each partition's index, so a stretch of entries that are
+   * not processed yet is skipped, not scanned) over TRIM_WINDOW sequence numbers. A partition with
+   * none left is done.
+   */
+  private trimStep(db: Db): void {
+    let lo = Infinity;
+    this.trimming = this.trimming.filter(([pipeline, partition]) => {
+      const next = (this.q.logNextProcessed.get({ pipeline, partition, from: this.trimFrom }) as { m: number | null }).m;
+      if (next !== null) lo = Math.min(lo, next);
+      return next !== null;
+    });
+    if (!this.trimming.length) return;
+    const hi = lo + TRIM_WINDOW;
+    db.transaction(() => {
+      for (const [pipeline, partition] of this.trimming) this.q.logTrimWindow.run({ pipeline, partition, lo, hi });
+    }).immediate();
+    this.trimFrom = hi;
+  }
+
+  /**
+   * Upserts the next groups of the fold into `groups`, each with its newest state (a state logged
+   * after the fold started is newer still, and its row stays in the log, so log and table agree);
+   * once all are, deletes the log rows up to the fold's last one, in chunks. Readers beside the
+   * writer take a group's newest log row over its `groups` row, so every step leaves them reading
+   * the newest state; the writer's copy forgets a group once its rows are gone from the log.
+   */
+  private foldStep(db: Db, fold: { keys: string[]; done: number; upTo: number }): void {
+    if (fold.done < fold.keys.length) {
+      const keys = fold.keys.slice(fold.done, fold.done + this.foldChunk);
+      db.transaction(() => {
+        for (const k of keys) {
+          const l = this.unfolded.get(k);
+          if (l) this.qg!.upsert.run(k, l.version, l.open, l.state);
+        }
+      }).immediate();
+      fold.done += keys.length;
+      return;
+    }
+    const deleted = db.transaction(() => this.qg!.deleteUpTo.run(fold.upTo, this.foldChunk * 4).changes).immediate();
+    this.loggedRows = Math.max(0, this.loggedRows - deleted);
+    if (deleted === this.foldChunk * 4) return;
+    for (const [k, l] of this.unfolded) if (l.seq <= fold.upTo) this.unfolded.delete(k);
+    this.folding = undefined;
+  }
+
+  /** Resolves once no trim or fold step is left to run (tests). */
+  async settled(): Promise<void> {
+    while (this.maintenance) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** Deletes the processed entries of every partition committed since the last trim, at once (a clean close); inside the caller's transaction. */
+  private trimLog(): void {
+    for (const [pipeline, partition] of this.untrimmed.values()) this.q.logTrimToCursor.run({ pipeline, partition });
+    this.untrimmed.clear();
   }
 
   /** The version-2 statements; a write needs them (a read-only open of a version-1 file has none). */
@@ -862,9 +1103,15 @@ export class SqliteStore implements StateStore {
     });
   }
 
+  /**
+   * Only entries on disk: a page commit is visible to this connection before its sync resolves,
+   * and an entry delivered before then could be lost with its commit in a crash, and the page
+   * processed again would file its work a second time (see `commit`).
+   */
   async readOutbox(pipeline: string, exporter: string, limit: number): Promise<OutboxEntry[]> {
+    const upTo = (this.unsyncedOutbox.get(pipeline)?.[0]?.from ?? Number.MAX_SAFE_INTEGER + 1) - 1;
     return this.run('read the outbox', () =>
-      (this.q.outboxRead.all(pipeline, pipeline, exporter, limit) as Array<{ seq: number; item: string }>).map((r) => ({
+      (this.q.outboxRead.all(pipeline, upTo, pipeline, exporter, limit) as Array<{ seq: number; item: string }>).map((r) => ({
         ...parseJson<OutboxItem>(r.item, this.file, 'outbox entry'),
         seq: r.seq,
       })),
@@ -873,22 +1120,27 @@ export class SqliteStore implements StateStore {
 
   async ackOutbox(pipeline: string, exporter: string, seq: number, dead: Array<{ entry: OutboxEntry; reason: string }> = []): Promise<void> {
     const now = this.now();
+    // As a page commit: committed at once, answered once on disk (off the loop).
+    const syncOffLoop = this.syncsOffLoop;
     this.run('advance an exporter cursor', (db) =>
-      db
-        .transaction(() => {
-          const q = this.q;
-          for (const d of dead) {
-            const letter: DeadLetter = { pipeline, exporter, entry: d.entry, reason: d.reason, time: now };
-            q.deadInsert.run(pipeline, exporter, now, JSON.stringify(letter));
-          }
-          if (dead.length) q.deadTrim.run(pipeline, exporter, pipeline, exporter, MAX_DEAD_LETTERS);
-          q.exporterAdvance.run(pipeline, exporter, seq);
-          const min = (q.exporterMin.get(pipeline) as { m: number | null }).m;
-          if (min !== null) q.outboxTrim.run(pipeline, min);
-        })
-        .immediate(),
+      this.relaxed(db, syncOffLoop, () =>
+        db
+          .transaction(() => {
+            const q = this.q;
+            for (const d of dead) {
+              const letter: DeadLetter = { pipeline, exporter, entry: d.entry, reason: d.reason, time: now };
+              q.deadInsert.run(pipeline, exporter, now, JSON.stringify(letter));
+            }
+            if (dead.length) q.deadTrim.run(pipeline, exporter, pipeline, exporter, MAX_DEAD_LETTERS);
+            q.exporterAdvance.run(pipeline, exporter, seq);
+            const min = (q.exporterMin.get(pipeline) as { m: number | null }).m;
+            if (min !== null) q.outboxTrim.run(pipeline, min);
+          })
+          .immediate(),
+      ),
     );
-    this.checkpointer?.wrote();
+    this.wrote(syncOffLoop);
+    if (syncOffLoop) await this.durableOrSyncOnLoop();
   }
 
   async listDeadLetters(limit: number, pipeline?: string): Promise<DeadLetter[]> {
@@ -1038,7 +1290,13 @@ function foldGroupLog(db: Db): void {
 function prepareGroupLog(db: Db) {
   return {
     append: db.prepare('INSERT INTO group_log (group_key, version, open_work, state) VALUES (?, ?, ?, ?)'),
-    all: db.prepare('SELECT group_key, version, state FROM group_log ORDER BY seq'),
+    upsert: db.prepare(
+      `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
+       ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
+    ),
+    // The oldest rows first: a range at the start of the table.
+    deleteUpTo: db.prepare('DELETE FROM group_log WHERE seq IN (SELECT seq FROM group_log WHERE seq <= ? ORDER BY seq LIMIT ?)'),
+    all: db.prepare('SELECT seq, group_key, version, open_work, state FROM group_log ORDER BY seq'),
   };
 }
 
@@ -1057,6 +1315,14 @@ function prepare(db: Db) {
     seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
     seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
     logInsert: p('INSERT INTO ingest_log (pipeline, partition, event) VALUES (?, ?, ?)'),
+    logNextProcessed: p(
+      `SELECT MIN(seq) AS m FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq >= @from
+         AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)`,
+    ),
+    logTrimWindow: p(
+      `DELETE FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq >= @lo AND seq < @hi
+         AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)`,
+    ),
     logAny: p('SELECT 1 FROM ingest_log WHERE pipeline = ? AND partition = ? LIMIT 1'),
     logTrimToCursor: p(
       'DELETE FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)',
@@ -1088,7 +1354,7 @@ function prepare(db: Db) {
     outboxHeadPut: p('INSERT INTO outbox_heads (pipeline, last_seq) VALUES (?, ?) ON CONFLICT (pipeline) DO UPDATE SET last_seq = excluded.last_seq'),
     outboxInsert: p('INSERT INTO outbox (pipeline, seq, item) VALUES (?, ?, ?)'),
     outboxRead: p(
-      `SELECT seq, item FROM outbox WHERE pipeline = ?
+      `SELECT seq, item FROM outbox WHERE pipeline = ? AND seq <= ?
          AND seq > COALESCE((SELECT cursor FROM exporter_cursors WHERE pipeline = ? AND exporter = ?), 0)
        ORDER BY seq LIMIT ?`,
     ),
