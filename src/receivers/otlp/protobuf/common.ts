@@ -116,14 +116,33 @@ export function checkUtf8(buf: Buffer, start: number, end: number, name: string,
 /** Strings up to this many bytes (attribute keys, names, model ids) are read without a Buffer call when ASCII. */
 const SHORT_STRING = 48;
 
-/** An ASCII string read byte by byte; undefined when a byte is not ASCII. */
-function shortAscii(buf: Buffer, start: number, end: number): string | undefined {
-  let text = '';
+/**
+ * The strings shortAscii made last, by a hash of their bytes: attribute keys, span names and
+ * session ids repeat in every request, so most short strings are found here and not made again (no
+ * allocation). One string per slot, a later one replacing it: bounded (at most SHORT_STRINGS ×
+ * SHORT_STRING characters), and a miss costs no more than making the string.
+ */
+const SHORT_STRINGS = 1024;
+const madeStrings: string[] = new Array<string>(SHORT_STRINGS).fill('');
+
+/** An ASCII string (its bytes, once made: see madeStrings); undefined when a byte is not ASCII. */
+export function shortAscii(buf: Buffer, start: number, end: number): string | undefined {
+  let h = end - start;
   for (let i = start; i < end; i++) {
     const c = buf[i]!;
     if (c >= 0x80) return undefined;
-    text += String.fromCharCode(c);
+    h = Math.imul(h ^ c, 0x01000193);
   }
+  const slot = (h ^ (h >>> 16)) & (SHORT_STRINGS - 1);
+  const made = madeStrings[slot]!;
+  if (made.length === end - start) {
+    let i = 0;
+    while (i < made.length && made.charCodeAt(i) === buf[start + i]) i++;
+    if (i === made.length) return made;
+  }
+  // ASCII bytes read as latin1 are the UTF-8 string.
+  const text = buf.toString('latin1', start, end);
+  madeStrings[slot] = text;
   return text;
 }
 
@@ -581,10 +600,15 @@ export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt
   decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
     const records: R[] = [];
     let marks: M[] | undefined;
+    // Made once per scope, not per record: a checked record allocates nothing here.
+    const traceIdOfChecked = () => kind.traceIdOf(r.buf, checking!.facts);
     for (let i = 0; i < ranges.length; i += 2) {
       const start = ranges[i]!;
       const end = ranges[i + 1]!;
-      const before = countsOf(stats);
+      // The bound counts before the record (countsOf's, kept in locals).
+      const dropped = stats.droppedAttributes;
+      const truncated = stats.truncatedValues;
+      const deep = stats.truncatedDepth;
       try {
         if (checking) {
           r.pos = start;
@@ -593,7 +617,7 @@ export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt
             const verdict = kind.verdict(checking.facts, markers);
             if (verdict === 'skip') {
               skipped++;
-              noteSkippedSession(sessions, checking, resource, () => kind.traceIdOf(r.buf, checking.facts));
+              noteSkippedSession(sessions, checking, resource, traceIdOfChecked);
               continue;
             }
             if (verdict === 'mark') {
@@ -601,13 +625,13 @@ export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt
               continue;
             }
           }
-          restoreCounts(stats, before);
+          restoreCounts(stats, [dropped, truncated, deep]);
         }
         r.pos = start;
         records.push(kind.walk(r, end, stats, undefined)!);
       } catch (err) {
         if (!(err instanceof FieldError)) throw err;
-        rejectRecord(stats, before, err, itemPath(path, i / 2));
+        rejectRecord(stats, [dropped, truncated, deep], err, itemPath(path, i / 2));
       }
     }
     groups.push(marks ? { resource, scope, records, marks } : { resource, scope, records });
