@@ -11,7 +11,10 @@
  *   replaced slots, bytes that are not ASCII);
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
  *   alternate between carrying failure evidence (or a session) and not decodes to the same records,
- *   skipped counts and sessions as building every span and applying the relevance test.
+ *   skipped counts and sessions as building every span and applying the relevance test;
+ * - bounded maps (the memory store's dedupe ids and state namespaces, the session facts a process
+ *   wrote) evict through one iterator kept across evictions: the same entries go, in the same
+ *   order, as deleting the first key of a fresh iterator each time.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -28,6 +31,7 @@ import { shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
 import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
+import { BoundedMap, OldestFirst } from '../src/store/bounded-map.ts';
 import { checkProperty } from './helpers/random.ts';
 
 /** failureKeys as it was before the cache: every text's canonical form hashed on every call. */
@@ -292,5 +296,60 @@ describe('checked spans reuse their empty facts', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('evicting the oldest through one iterator kept across evictions', () => {
+  const op = fc.oneof(
+    { weight: 5, arbitrary: fc.tuple(fc.constant('set' as const), fc.integer({ min: 0, max: 30 })) },
+    { weight: 2, arbitrary: fc.tuple(fc.constant('delete' as const), fc.integer({ min: 0, max: 30 })) },
+    { weight: 3, arbitrary: fc.tuple(fc.constant('evict' as const), fc.constant(0)) },
+  );
+  test('the same keys deleted, in the same order, as the first key of a fresh iterator every time', () => {
+    checkProperty(
+      fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
+        const map = new Map<number, number>();
+        const oldest = new OldestFirst(map);
+        const model = new Map<number, number>();
+        ops.forEach(([what, key], i) => {
+          if (what === 'set') {
+            // Re-inserting moves a key to the newest end, as BoundedMap and the stores do.
+            map.delete(key);
+            map.set(key, i);
+            model.delete(key);
+            model.set(key, i);
+          } else if (what === 'delete') {
+            map.delete(key);
+            model.delete(key);
+          } else {
+            const first = model.keys().next();
+            if (!first.done) model.delete(first.value);
+            assert.equal(oldest.deleteOldest(), first.done ? undefined : first.value);
+          }
+          assert.deepEqual([...map], [...model]);
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('a BoundedMap keeps the newest `max` insertions', () => {
+    const m = new BoundedMap<string, number>(100);
+    for (let i = 0; i < 5000; i++) {
+      m.set(`k${i % 700}`, i);
+      if (i % 3 === 0) m.set(`k${(i * 7) % 700}`, i);
+    }
+    assert.equal(m.size, 100);
+    // The 100 keys set last, by a model of the same insertions.
+    const model = new Map<string, number>();
+    for (let i = 0; i < 5000; i++) {
+      model.delete(`k${i % 700}`);
+      model.set(`k${i % 700}`, i);
+      if (i % 3 === 0) {
+        model.delete(`k${(i * 7) % 700}`);
+        model.set(`k${(i * 7) % 700}`, i);
+      }
+    }
+    for (const [k, v] of [...model].slice(-100)) assert.equal(m.get(k), v);
   });
 });
