@@ -279,13 +279,19 @@ export class MemoryStore implements StateStore {
     for (const ns of state) {
       let map = this.kv.get(ns.namespace);
       if (!map) this.kv.set(ns.namespace, (map = new Map<string, KvEntry>()));
+      // The earliest expiry the writes set, noted once per namespace rather than per write.
+      let earliest = Infinity;
       for (const w of ns.writes) {
         const cur = this.live(map.get(w.key), now)?.version ?? 0;
         map.delete(w.key);
-        if (w.json !== null) map.set(w.key, { json: w.json, version: cur + 1, ...(w.ttlMs !== undefined ? { expiresAt: now + w.ttlMs } : {}) });
-        if (w.json !== null && w.ttlMs !== undefined)
-          this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, now + w.ttlMs));
+        if (w.json === null) continue;
+        if (w.ttlMs === undefined) map.set(w.key, { json: w.json, version: cur + 1 });
+        else {
+          map.set(w.key, { json: w.json, version: cur + 1, expiresAt: now + w.ttlMs });
+          earliest = Math.min(earliest, now + w.ttlMs);
+        }
       }
+      if (earliest !== Infinity) this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, earliest));
       this.purge(ns.namespace, map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
       if (map.size > ns.maxEntries) {
         this.purge(ns.namespace, map, now, map.size - ns.maxEntries);
