@@ -12,6 +12,9 @@
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
  *   alternate between carrying failure evidence (or a session) and not decodes to the same records,
  *   skipped counts and sessions as building every span and applying the relevance test;
+ * - a checked protobuf KeyValue in the layout SDKs write is verified byte by byte: generated and
+ *   then mutated requests decode (checked) to the same records, counts, messages and refusals
+ *   with the shortcut as without it;
  * - bounded maps (the memory store's dedupe ids and state namespaces, the session facts a process
  *   wrote) evict through one iterator kept across evictions: the same entries go, in the same
  *   order, as deleting the first key of a fresh iterator each time.
@@ -27,7 +30,7 @@ import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { compact } from '../src/receivers/otlp/mapping/common.ts';
 import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
-import { shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
+import { FAST_PATHS, shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
 import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
@@ -353,5 +356,65 @@ describe('evicting the oldest through one iterator kept across evictions', () =>
       }
     }
     for (const [k, v] of [...model].slice(-100)) assert.equal(m.get(k), v);
+  });
+});
+
+describe('checked KeyValues in the common layout', () => {
+  const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+  const key = fc.oneof(
+    fc.constantFrom('gen_ai.operation.name', 'session.id', 'error.type', 'gen_ai.conversation.id', 'server.port', '', 'k'),
+    fc.string({ maxLength: 140, size: 'max' }),
+    fc.string({ unit: 'grapheme', maxLength: 8 }),
+  );
+  const value = fc.oneof(
+    fc.string({ maxLength: 140, size: 'max' }).map((stringValue) => ({ stringValue })),
+    fc.string({ unit: 'grapheme', maxLength: 8 }).map((stringValue) => ({ stringValue })),
+    fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n }).map((v) => ({ intValue: String(v) })),
+    fc.integer({ min: 0, max: 300 }).map((v) => ({ intValue: v })),
+    fc.boolean().map((boolValue) => ({ boolValue })),
+    fc.double({ noNaN: true }).map((doubleValue) => ({ doubleValue })),
+    fc.constant({}),
+    fc.constant({ arrayValue: { values: [{ stringValue: 'x' }] } }),
+  );
+  const span = fc.record({
+    attributes: fc.array(fc.record({ key, value }), { maxLength: 6 }),
+    failed: fc.boolean(),
+    trace: fc.integer({ min: 1, max: 3 }),
+  });
+  /** The decode, or its refusal, as comparable data. */
+  const outcome = (body: Buffer, fast: boolean) => {
+    FAST_PATHS.checkedKeyValue = fast;
+    try {
+      const d = decodeTracesProtobuf(body, { skipIrrelevant: true });
+      return { groups: d.groups, stats: d.stats, skipped: d.skipped, sessions: [...d.sessions] };
+    } catch (err) {
+      return { refused: (err as Error).message };
+    } finally {
+      FAST_PATHS.checkedKeyValue = true;
+    }
+  };
+  test('the same decode with the shortcut as without it, on generated and mutated requests', () => {
+    checkProperty(
+      fc.property(
+        fc.array(span, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+        (specs, edits) => {
+          const spans = specs.map((s, i) => ({
+            traceId: Buffer.alloc(16, s.trace),
+            spanId: Buffer.alloc(8, i + 1),
+            name: 'chat gpt-4o',
+            attributes: s.attributes,
+            status: s.failed ? { code: 2, message: 'failed' } : { code: 1 },
+          }));
+          const body = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans }] }] })).finish());
+          assert.deepEqual(outcome(body, true), outcome(body, false));
+          // Mutated bytes: layouts near the common one, lengths and tags that are wrong.
+          const mutated = Buffer.from(body);
+          for (const [at, byte] of edits) mutated[at % mutated.length] = byte;
+          assert.deepEqual(outcome(mutated, true), outcome(mutated, false));
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -270,6 +270,7 @@ export function keyValue(
   facts?: Attributes,
 ): boolean {
   if (target === undefined && index >= MAX_ATTRIBUTES) return false;
+  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, watched, facts)) return true;
   let kvEnd = end;
   try {
     expectWire(r, LEN, '', end);
@@ -335,6 +336,56 @@ export function keyValue(
   } finally {
     r.pos = kvEnd;
   }
+}
+
+/** Shortcuts that tests turn off to compare them with the general way. */
+export const FAST_PATHS = { checkedKeyValue: true };
+
+/**
+ * A checked KeyValue in the layout every SDK writes, verified byte by byte without walking its
+ * fields: key (field 1), then value (field 2) holding one string (ASCII) or int, one-byte lengths,
+ * nothing else; the key ASCII and not a watched one. Then checking it the general way would find
+ * nothing wrong and count nothing (such a string is valid UTF-8, far below MAX_STRING_BYTES), so
+ * the cursor moves past it and true is returned. Anything else — another layout, a byte that is
+ * not ASCII, a watched key, bytes that are not well-formed — returns false with the cursor
+ * unmoved, and the general way decides (and names any problem) exactly as before.
+ */
+function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
+  if (r.wireType !== LEN) return false;
+  const buf = r.buf;
+  const at = r.pos;
+  // KeyValue length, one byte.
+  if (at >= end) return false;
+  const len = buf[at]!;
+  const start = at + 1;
+  const kvEnd = start + len;
+  if (len >= 0x80 || kvEnd > end || len < 4) return false;
+  // key: tag 0x0a (field 1, LEN), one-byte length, ASCII bytes.
+  if (buf[start] !== 0x0a) return false;
+  const keyLen = buf[start + 1]!;
+  const keyStart = start + 2;
+  const keyEnd = keyStart + keyLen;
+  // value: tag 0x12 (field 2, LEN) and a one-byte length that ends the KeyValue.
+  if (keyLen >= 0x80 || keyEnd + 2 > kvEnd || buf[keyEnd] !== 0x12 || buf[keyEnd + 1] !== kvEnd - keyEnd - 2) return false;
+  const valueStart = keyEnd + 2;
+  if (valueStart >= kvEnd) return false;
+  const tag = buf[valueStart]!;
+  if (tag === 0x0a) {
+    // stringValue: one-byte length that ends the value, ASCII bytes.
+    const strLen = buf[valueStart + 1];
+    if (valueStart + 2 > kvEnd || strLen !== kvEnd - valueStart - 2) return false;
+    for (let i = valueStart + 2; i < kvEnd; i++) if (buf[i]! >= 0x80) return false;
+  } else if (tag === 0x18) {
+    // intValue: a varint of at most 10 bytes that ends the value.
+    const n = kvEnd - valueStart - 1;
+    if (n < 1 || n > 10 || buf[kvEnd - 1]! >= 0x80) return false;
+    for (let i = valueStart + 1; i < kvEnd - 1; i++) if (buf[i]! < 0x80) return false;
+  } else return false;
+  for (let i = keyStart; i < keyEnd; i++) if (buf[i]! >= 0x80) return false;
+  // A watched key's value is built into the facts: the general way.
+  if (watched !== undefined && facts !== undefined && watched.indexOf(buf, keyStart, keyEnd) >= 0) return false;
+  r.pos = kvEnd;
+  return true;
 }
 
 /** An AnyValue decoded from merged ranges (see withMerged). */
