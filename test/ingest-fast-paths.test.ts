@@ -5,7 +5,19 @@
  *   whether the cache is cold, warm or was just emptied;
  * - `compact` copies instead of deleting: the same keys in the same order, with the same values;
  * - the 200 answer with nothing to report is prebuilt: the same status, headers and bytes as the
- *   general answer, in both encodings.
+ *   general answer, in both encodings;
+ * - the protobuf decoder's short strings come from a table of the strings it made last: the same
+ *   string as decoding the bytes every time, whatever the table held (repeats, hash collisions,
+ *   replaced slots, bytes that are not ASCII);
+ * - a checked span reuses its facts' empty attributes and its status: a request of spans that
+ *   alternate between carrying failure evidence (or a session) and not decodes to the same records,
+ *   skipped counts and sessions as building every span and applying the relevance test;
+ * - a checked protobuf KeyValue in the layout SDKs write is verified byte by byte: generated and
+ *   then mutated requests decode (checked) to the same records, counts, messages and refusals
+ *   with the shortcut as without it;
+ * - bounded maps (the memory store's dedupe ids and state namespaces, the session facts a process
+ *   wrote) evict through one iterator kept across evictions: the same entries go, in the same
+ *   order, as deleting the first key of a fresh iterator each time.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -17,7 +29,12 @@ import { hash64 } from '../src/processors/classify/fingerprint3.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { compact } from '../src/receivers/otlp/mapping/common.ts';
-import { encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
+import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
+import { FAST_PATHS, shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
+import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
+import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
+import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
+import { BoundedMap, OldestFirst } from '../src/store/bounded-map.ts';
 import { checkProperty } from './helpers/random.ts';
 
 /** failureKeys as it was before the cache: every text's canonical form hashed on every call. */
@@ -199,5 +216,205 @@ describe('the prebuilt 200 answer', () => {
     const answer = (await partial.json()) as { partialSuccess?: { rejectedSpans?: string; errorMessage?: string } };
     assert.equal(answer.partialSuccess?.rejectedSpans, '1');
     assert.match(answer.partialSuccess?.errorMessage ?? '', /name/);
+  });
+});
+
+describe('short protobuf strings through the table of strings made last', () => {
+  // A small alphabet makes repeats, equal lengths and slot collisions common; 0x80 and 0xc3 are not ASCII.
+  const bytes = fc
+    .uint8Array({ minLength: 0, maxLength: 48, size: 'max' })
+    .map((b) => Buffer.from(b.map((x) => [0x61, 0x62, 0x2e, 0x5f, 0x31, 0x80, 0xc3][x % 7]!)));
+  test('the same string as the bytes read every time (undefined for bytes that are not ASCII)', () => {
+    checkProperty(
+      fc.property(fc.array(bytes, { minLength: 1, maxLength: 200, size: 'max' }), (list) => {
+        // Laid out in one buffer at odd offsets, as fields of a request are.
+        const buf = Buffer.concat(list.flatMap((b) => [Buffer.from([0x0a]), b]));
+        let at = 0;
+        for (const b of list) {
+          at += 1;
+          const expected = b.every((x) => x < 0x80) ? b.toString('utf8') : undefined;
+          assert.equal(shortAscii(buf, at, at + b.length), expected);
+          assert.equal(shortAscii(buf, at, at + b.length), expected);
+          at += b.length;
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('more distinct strings than the table holds: each still read as its bytes', () => {
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 5000; i++) {
+        const text = `gen_ai.key.${i}`;
+        const buf = Buffer.from(`\u0000${text}`);
+        assert.equal(shortAscii(buf, 1, buf.length), text);
+      }
+    }
+  });
+});
+
+describe('checked spans reuse their empty facts', () => {
+  const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+  const str = (key: string, stringValue: string) => ({ key, value: { stringValue } });
+  /** A span of trace `t`: with failure evidence of one of the kinds, a session, or neither. */
+  const span = fc.record({
+    trace: fc.integer({ min: 1, max: 3 }),
+    evidence: fc.constantFrom('none', 'error.type', 'status', 'exception', 'session', 'error.type+session'),
+    other: fc.constantFrom('gen_ai.operation.name', 'server.address', 'error', 'session'),
+  });
+  test('the same records, skipped count and sessions as building every span and testing it', () => {
+    checkProperty(
+      fc.property(fc.array(span, { minLength: 1, maxLength: 24 }), (specs) => {
+        const spans = specs.map((s, i) => ({
+          traceId: Buffer.alloc(16, s.trace),
+          spanId: Buffer.alloc(8, i + 1),
+          name: `span ${i}`,
+          startTimeUnixNano: String(1_700_000_000_000_000_000n + BigInt(i)),
+          endTimeUnixNano: String(1_700_000_000_000_000_000n + BigInt(i) + 10n),
+          attributes: [
+            str(s.other, 'x'),
+            ...(s.evidence.includes('error.type') ? [str('error.type', 'TimeoutError')] : []),
+            ...(s.evidence.includes('session') ? [str('session.id', `sess-${s.trace}`)] : []),
+          ],
+          events: s.evidence === 'exception' ? [{ name: 'exception', attributes: [str('exception.message', 'boom')] }] : [],
+          status: s.evidence === 'status' ? { code: 2, message: 'failed' } : { code: 1 },
+        }));
+        const body = Buffer.from(
+          TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ spans }] }] })).finish(),
+        );
+        const built = decodeTracesProtobuf(body);
+        const checked = decodeTracesProtobuf(body, { skipIrrelevant: true });
+        const all = built.groups.flatMap((g) => g.spans);
+        const kept = all.filter((s) => spanMayMatter(spanFacts(s)));
+        assert.deepEqual(
+          checked.groups.flatMap((g) => g.spans),
+          kept,
+        );
+        assert.equal(checked.skipped, all.length - kept.length);
+        // Every session a skipped span names is handed back for its trace (the first one of the trace).
+        const expected = new Map<string, string>();
+        for (const s of all) {
+          const session = s.attributes['session.id'];
+          if (!kept.includes(s) && typeof session === 'string' && !expected.has(s.traceId)) expected.set(s.traceId, session);
+        }
+        assert.deepEqual(checked.sessions, expected);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('evicting the oldest through one iterator kept across evictions', () => {
+  const op = fc.oneof(
+    { weight: 5, arbitrary: fc.tuple(fc.constant('set' as const), fc.integer({ min: 0, max: 30 })) },
+    { weight: 2, arbitrary: fc.tuple(fc.constant('delete' as const), fc.integer({ min: 0, max: 30 })) },
+    { weight: 3, arbitrary: fc.tuple(fc.constant('evict' as const), fc.constant(0)) },
+  );
+  test('the same keys deleted, in the same order, as the first key of a fresh iterator every time', () => {
+    checkProperty(
+      fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
+        const map = new Map<number, number>();
+        const oldest = new OldestFirst(map);
+        const model = new Map<number, number>();
+        ops.forEach(([what, key], i) => {
+          if (what === 'set') {
+            // Re-inserting moves a key to the newest end, as BoundedMap and the stores do.
+            map.delete(key);
+            map.set(key, i);
+            model.delete(key);
+            model.set(key, i);
+          } else if (what === 'delete') {
+            map.delete(key);
+            model.delete(key);
+          } else {
+            const first = model.keys().next();
+            if (!first.done) model.delete(first.value);
+            assert.equal(oldest.deleteOldest(), first.done ? undefined : first.value);
+          }
+          assert.deepEqual([...map], [...model]);
+        });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('a BoundedMap keeps the newest `max` insertions', () => {
+    const m = new BoundedMap<string, number>(100);
+    for (let i = 0; i < 5000; i++) {
+      m.set(`k${i % 700}`, i);
+      if (i % 3 === 0) m.set(`k${(i * 7) % 700}`, i);
+    }
+    assert.equal(m.size, 100);
+    // The 100 keys set last, by a model of the same insertions.
+    const model = new Map<string, number>();
+    for (let i = 0; i < 5000; i++) {
+      model.delete(`k${i % 700}`);
+      model.set(`k${i % 700}`, i);
+      if (i % 3 === 0) {
+        model.delete(`k${(i * 7) % 700}`);
+        model.set(`k${(i * 7) % 700}`, i);
+      }
+    }
+    for (const [k, v] of [...model].slice(-100)) assert.equal(m.get(k), v);
+  });
+});
+
+describe('checked KeyValues in the common layout', () => {
+  const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+  const key = fc.oneof(
+    fc.constantFrom('gen_ai.operation.name', 'session.id', 'error.type', 'gen_ai.conversation.id', 'server.port', '', 'k'),
+    fc.string({ maxLength: 140, size: 'max' }),
+    fc.string({ unit: 'grapheme', maxLength: 8 }),
+  );
+  const value = fc.oneof(
+    fc.string({ maxLength: 140, size: 'max' }).map((stringValue) => ({ stringValue })),
+    fc.string({ unit: 'grapheme', maxLength: 8 }).map((stringValue) => ({ stringValue })),
+    fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n }).map((v) => ({ intValue: String(v) })),
+    fc.integer({ min: 0, max: 300 }).map((v) => ({ intValue: v })),
+    fc.boolean().map((boolValue) => ({ boolValue })),
+    fc.double({ noNaN: true }).map((doubleValue) => ({ doubleValue })),
+    fc.constant({}),
+    fc.constant({ arrayValue: { values: [{ stringValue: 'x' }] } }),
+  );
+  const span = fc.record({
+    attributes: fc.array(fc.record({ key, value }), { maxLength: 6 }),
+    failed: fc.boolean(),
+    trace: fc.integer({ min: 1, max: 3 }),
+  });
+  /** The decode, or its refusal, as comparable data. */
+  const outcome = (body: Buffer, fast: boolean) => {
+    FAST_PATHS.checkedKeyValue = fast;
+    try {
+      const d = decodeTracesProtobuf(body, { skipIrrelevant: true });
+      return { groups: d.groups, stats: d.stats, skipped: d.skipped, sessions: [...d.sessions] };
+    } catch (err) {
+      return { refused: (err as Error).message };
+    } finally {
+      FAST_PATHS.checkedKeyValue = true;
+    }
+  };
+  test('the same decode with the shortcut as without it, on generated and mutated requests', () => {
+    checkProperty(
+      fc.property(
+        fc.array(span, { minLength: 1, maxLength: 6 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+        (specs, edits) => {
+          const spans = specs.map((s, i) => ({
+            traceId: Buffer.alloc(16, s.trace),
+            spanId: Buffer.alloc(8, i + 1),
+            name: 'chat gpt-4o',
+            attributes: s.attributes,
+            status: s.failed ? { code: 2, message: 'failed' } : { code: 1 },
+          }));
+          const body = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans }] }] })).finish());
+          assert.deepEqual(outcome(body, true), outcome(body, false));
+          // Mutated bytes: layouts near the common one, lengths and tags that are wrong.
+          const mutated = Buffer.from(body);
+          for (const [at, byte] of edits) mutated[at % mutated.length] = byte;
+          assert.deepEqual(outcome(mutated, true), outcome(mutated, false));
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

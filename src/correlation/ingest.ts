@@ -19,6 +19,7 @@
  *   write, not one per request.
  */
 import type { AgentEvent } from '../model/event.ts';
+import { OldestFirst } from '../store/bounded-map.ts';
 import type { StateWrite } from '../store/state.ts';
 import type { LogEntry } from '../store/types.ts';
 import { isTraceFailure } from './failure-keys.ts';
@@ -129,6 +130,7 @@ export function sessionFacts(events: readonly AgentEvent[], traceSessions: Reado
  */
 export class WrittenFacts {
   private readonly written = new Map<string, { session: string; at: number }>();
+  private readonly oldest = new OldestFirst<string>(this.written);
 
   constructor(
     private readonly settings: CorrelationSettings,
@@ -153,9 +155,6 @@ export class WrittenFacts {
       this.written.delete(w.key);
       this.written.set(w.key, { session: String(w.value), at: now });
     }
-    for (const key of this.written.keys()) {
-      if (this.written.size <= this.max) break;
-      this.written.delete(key);
-    }
+    while (this.written.size > this.max) this.oldest.deleteOldest();
   }
 }

@@ -8,7 +8,7 @@ import { s, type Infer } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
-import { BoundedMap } from './bounded-map.ts';
+import { BoundedMap, OldestFirst } from './bounded-map.ts';
 import { PageBases } from './page-bases.ts';
 import { RecentFailures } from './recent-failures.ts';
 import {
@@ -96,6 +96,8 @@ export class MemoryStore implements StateStore {
    */
   private readonly earliestExpiry = new Map<string, number>();
   private readonly evicted = new Map<string, number>();
+  /** Per namespace map, where its evictions resume (see OldestFirst); dropped with the map. */
+  private readonly oldest = new WeakMap<Map<string, KvEntry>, OldestFirst<string>>();
   private readonly timers = new Map<string, Map<string, StoredTimer>>();
   private timerSeq = 0;
   private closed = false;
@@ -277,28 +279,38 @@ export class MemoryStore implements StateStore {
     for (const ns of state) {
       let map = this.kv.get(ns.namespace);
       if (!map) this.kv.set(ns.namespace, (map = new Map<string, KvEntry>()));
+      // The earliest expiry the writes set, noted once per namespace rather than per write.
+      let earliest = Infinity;
       for (const w of ns.writes) {
         const cur = this.live(map.get(w.key), now)?.version ?? 0;
         map.delete(w.key);
-        if (w.json !== null) map.set(w.key, { json: w.json, version: cur + 1, ...(w.ttlMs !== undefined ? { expiresAt: now + w.ttlMs } : {}) });
-        if (w.json !== null && w.ttlMs !== undefined)
-          this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, now + w.ttlMs));
+        if (w.json === null) continue;
+        if (w.ttlMs === undefined) map.set(w.key, { json: w.json, version: cur + 1 });
+        else {
+          map.set(w.key, { json: w.json, version: cur + 1, expiresAt: now + w.ttlMs });
+          earliest = Math.min(earliest, now + w.ttlMs);
+        }
       }
+      if (earliest !== Infinity) this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, earliest));
       this.purge(ns.namespace, map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
       if (map.size > ns.maxEntries) {
         this.purge(ns.namespace, map, now, map.size - ns.maxEntries);
         let evict = map.size - ns.maxEntries;
         if (evict > 0) this.evicted.set(ns.namespace, (this.evicted.get(ns.namespace) ?? 0) + evict);
-        for (const key of map.keys()) {
-          if (evict-- <= 0) break;
-          map.delete(key);
-        }
+        const oldest = this.oldestOf(map);
+        while (evict-- > 0) oldest.deleteOldest();
       }
       if (map.size === 0) {
         this.kv.delete(ns.namespace);
         this.earliestExpiry.delete(ns.namespace);
       }
     }
+  }
+
+  private oldestOf(map: Map<string, KvEntry>): OldestFirst<string> {
+    let o = this.oldest.get(map);
+    if (!o) this.oldest.set(map, (o = new OldestFirst(map)));
+    return o;
   }
 
   /**

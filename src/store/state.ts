@@ -141,7 +141,9 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
   for (const w of writes) {
     // Named only for a refusal: an append carries dozens of writes, nearly always valid.
     const where = w;
-    if (typeof w.namespace !== 'string' || !NAMESPACE_PATTERN.test(w.namespace)) {
+    let ns = byNs.get(w.namespace);
+    // A namespace is checked once per commit (the writes of an append share two or three).
+    if (ns === undefined && (typeof w.namespace !== 'string' || !NAMESPACE_PATTERN.test(w.namespace))) {
       throw invalid(`${named(where)}: a namespace is 1-128 characters of letters, digits and _ . : / -`);
     }
     checkKey(w.key, where, 'key');
@@ -151,10 +153,13 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
     if (w.maxEntries !== undefined && !(Number.isSafeInteger(w.maxEntries) && w.maxEntries >= 1))
       throw invalid(`${named(where)}: maxEntries must be a positive integer`);
     const json = w.value === null || w.value === undefined ? null : toJson(w.value, where);
-    let ns = byNs.get(w.namespace);
     if (!ns) byNs.set(w.namespace, (ns = { namespace: w.namespace, maxEntries: DEFAULT_STATE_MAX_ENTRIES, writes: [] }));
     if (w.maxEntries !== undefined) ns.maxEntries = w.maxEntries;
-    ns.writes.push({ key: w.key, json, ...(w.version !== undefined ? { version: w.version } : {}), ...(w.ttlMs !== undefined ? { ttlMs: w.ttlMs } : {}) });
+    // Built without spreads (a spread of a fresh object per write): the same keys, in the same order.
+    const encoded: EncodedNamespace['writes'][number] = { key: w.key, json };
+    if (w.version !== undefined) encoded.version = w.version;
+    if (w.ttlMs !== undefined) encoded.ttlMs = w.ttlMs;
+    ns.writes.push(encoded);
   }
   return [...byNs.values()];
 }

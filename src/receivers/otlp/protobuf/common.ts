@@ -116,14 +116,33 @@ export function checkUtf8(buf: Buffer, start: number, end: number, name: string,
 /** Strings up to this many bytes (attribute keys, names, model ids) are read without a Buffer call when ASCII. */
 const SHORT_STRING = 48;
 
-/** An ASCII string read byte by byte; undefined when a byte is not ASCII. */
-function shortAscii(buf: Buffer, start: number, end: number): string | undefined {
-  let text = '';
+/**
+ * The strings shortAscii made last, by a hash of their bytes: attribute keys, span names and
+ * session ids repeat in every request, so most short strings are found here and not made again (no
+ * allocation). One string per slot, a later one replacing it: bounded (at most SHORT_STRINGS ×
+ * SHORT_STRING characters), and a miss costs no more than making the string.
+ */
+const SHORT_STRINGS = 1024;
+const madeStrings: string[] = new Array<string>(SHORT_STRINGS).fill('');
+
+/** An ASCII string (its bytes, once made: see madeStrings); undefined when a byte is not ASCII. */
+export function shortAscii(buf: Buffer, start: number, end: number): string | undefined {
+  let h = end - start;
   for (let i = start; i < end; i++) {
     const c = buf[i]!;
     if (c >= 0x80) return undefined;
-    text += String.fromCharCode(c);
+    h = Math.imul(h ^ c, 0x01000193);
   }
+  const slot = (h ^ (h >>> 16)) & (SHORT_STRINGS - 1);
+  const made = madeStrings[slot]!;
+  if (made.length === end - start) {
+    let i = 0;
+    while (i < made.length && made.charCodeAt(i) === buf[start + i]) i++;
+    if (i === made.length) return made;
+  }
+  // ASCII bytes read as latin1 are the UTF-8 string.
+  const text = buf.toString('latin1', start, end);
+  madeStrings[slot] = text;
   return text;
 }
 
@@ -251,6 +270,7 @@ export function keyValue(
   facts?: Attributes,
 ): boolean {
   if (target === undefined && index >= MAX_ATTRIBUTES) return false;
+  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, watched, facts)) return true;
   let kvEnd = end;
   try {
     expectWire(r, LEN, '', end);
@@ -316,6 +336,56 @@ export function keyValue(
   } finally {
     r.pos = kvEnd;
   }
+}
+
+/** Shortcuts that tests turn off to compare them with the general way. */
+export const FAST_PATHS = { checkedKeyValue: true };
+
+/**
+ * A checked KeyValue in the layout every SDK writes, verified byte by byte without walking its
+ * fields: key (field 1), then value (field 2) holding one string (ASCII) or int, one-byte lengths,
+ * nothing else; the key ASCII and not a watched one. Then checking it the general way would find
+ * nothing wrong and count nothing (such a string is valid UTF-8, far below MAX_STRING_BYTES), so
+ * the cursor moves past it and true is returned. Anything else — another layout, a byte that is
+ * not ASCII, a watched key, bytes that are not well-formed — returns false with the cursor
+ * unmoved, and the general way decides (and names any problem) exactly as before.
+ */
+function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
+  if (r.wireType !== LEN) return false;
+  const buf = r.buf;
+  const at = r.pos;
+  // KeyValue length, one byte.
+  if (at >= end) return false;
+  const len = buf[at]!;
+  const start = at + 1;
+  const kvEnd = start + len;
+  if (len >= 0x80 || kvEnd > end || len < 4) return false;
+  // key: tag 0x0a (field 1, LEN), one-byte length, ASCII bytes.
+  if (buf[start] !== 0x0a) return false;
+  const keyLen = buf[start + 1]!;
+  const keyStart = start + 2;
+  const keyEnd = keyStart + keyLen;
+  // value: tag 0x12 (field 2, LEN) and a one-byte length that ends the KeyValue.
+  if (keyLen >= 0x80 || keyEnd + 2 > kvEnd || buf[keyEnd] !== 0x12 || buf[keyEnd + 1] !== kvEnd - keyEnd - 2) return false;
+  const valueStart = keyEnd + 2;
+  if (valueStart >= kvEnd) return false;
+  const tag = buf[valueStart]!;
+  if (tag === 0x0a) {
+    // stringValue: one-byte length that ends the value, ASCII bytes.
+    const strLen = buf[valueStart + 1];
+    if (valueStart + 2 > kvEnd || strLen !== kvEnd - valueStart - 2) return false;
+    for (let i = valueStart + 2; i < kvEnd; i++) if (buf[i]! >= 0x80) return false;
+  } else if (tag === 0x18) {
+    // intValue: a varint of at most 10 bytes that ends the value.
+    const n = kvEnd - valueStart - 1;
+    if (n < 1 || n > 10 || buf[kvEnd - 1]! >= 0x80) return false;
+    for (let i = valueStart + 1; i < kvEnd - 1; i++) if (buf[i]! < 0x80) return false;
+  } else return false;
+  for (let i = keyStart; i < keyEnd; i++) if (buf[i]! >= 0x80) return false;
+  // A watched key's value is built into the facts: the general way.
+  if (watched !== undefined && facts !== undefined && watched.indexOf(buf, keyStart, keyEnd) >= 0) return false;
+  r.pos = kvEnd;
+  return true;
 }
 
 /** An AnyValue decoded from merged ranges (see withMerged). */
@@ -581,10 +651,15 @@ export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt
   decodeRequest(body, kind.names, stats, (r, resource, scope, ranges, path) => {
     const records: R[] = [];
     let marks: M[] | undefined;
+    // Made once per scope, not per record: a checked record allocates nothing here.
+    const traceIdOfChecked = () => kind.traceIdOf(r.buf, checking!.facts);
     for (let i = 0; i < ranges.length; i += 2) {
       const start = ranges[i]!;
       const end = ranges[i + 1]!;
-      const before = countsOf(stats);
+      // The bound counts before the record (countsOf's, kept in locals).
+      const dropped = stats.droppedAttributes;
+      const truncated = stats.truncatedValues;
+      const deep = stats.truncatedDepth;
       try {
         if (checking) {
           r.pos = start;
@@ -593,7 +668,7 @@ export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt
             const verdict = kind.verdict(checking.facts, markers);
             if (verdict === 'skip') {
               skipped++;
-              noteSkippedSession(sessions, checking, resource, () => kind.traceIdOf(r.buf, checking.facts));
+              noteSkippedSession(sessions, checking, resource, traceIdOfChecked);
               continue;
             }
             if (verdict === 'mark') {
@@ -601,13 +676,13 @@ export function decodeSignal<R, F extends { attributes: Attributes } & TraceIdAt
               continue;
             }
           }
-          restoreCounts(stats, before);
+          restoreCounts(stats, [dropped, truncated, deep]);
         }
         r.pos = start;
         records.push(kind.walk(r, end, stats, undefined)!);
       } catch (err) {
         if (!(err instanceof FieldError)) throw err;
-        rejectRecord(stats, before, err, itemPath(path, i / 2));
+        rejectRecord(stats, [dropped, truncated, deep], err, itemPath(path, i / 2));
       }
     }
     groups.push(marks ? { resource, scope, records, marks } : { resource, scope, records });

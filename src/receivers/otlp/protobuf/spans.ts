@@ -131,7 +131,9 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     facts.statusCode = 0;
     facts.name = '';
     facts.eventNames.length = 0;
-    facts.attributes = {};
+    // The facts' attributes leave the walk only in a mark; otherwise an empty object (the common
+    // case: most spans carry none of the watched keys) is used again rather than made per span.
+    if (marking || !isEmpty(facts.attributes)) facts.attributes = {};
     facts.traceIdAt = facts.spanIdAt = -1;
     facts.sameTrace = false;
     facts.startMs = facts.endMs = undefined;
@@ -145,11 +147,16 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
   let kind = 0;
   let start = '0';
   let endTime = '0';
+  // Made only when building: a checked span allocates nothing of its own.
   const attributes: Attributes | undefined = build ? {} : undefined;
-  const seen = { kept: 0 };
+  const seen = build ? { kept: 0 } : UNUSED_SEEN;
   let attributeIndex = 0;
-  const events: NormalizedSpanEvent[] = [];
-  const links: NormalizedSpanLink[] = [];
+  const events: NormalizedSpanEvent[] | undefined = build ? [] : undefined;
+  let eventCount = 0;
+  const links: NormalizedSpanLink[] | undefined = build ? [] : undefined;
+  let linkCount = 0;
+  let statusStart = -1;
+  let statusEnd = -1;
   let statusRanges: Ranges | undefined;
   while (r.next(end)) {
     switch (r.field) {
@@ -195,11 +202,11 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
         }
         break;
       case SPAN.EVENTS: {
-        const i = events.length;
+        const i = eventCount++;
         const e = message(r, end, 'events', i);
         try {
           const event = walkEvent(r, e, stats, checking);
-          if (build) events.push(event);
+          if (build) events!.push(event);
           else if (checking!.mustBuild) return undefined;
           else if (event.name !== '') facts!.eventNames.push(event.name);
         } catch (err) {
@@ -209,11 +216,11 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
         break;
       }
       case SPAN.LINKS: {
-        const i = links.length;
+        const i = linkCount++;
         const e = message(r, end, 'links', i);
         try {
           const link = walkLink(r, e, stats, checking);
-          if (build) links.push(link!);
+          if (build) links!.push(link!);
           else if (checking!.mustBuild) return undefined;
         } catch (err) {
           throw under(err, itemPath('links', i));
@@ -223,7 +230,11 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
       }
       case SPAN.STATUS: {
         const e = message(r, end, 'status');
-        (statusRanges ??= []).push(r.pos, e);
+        // A status given more than once merges (withMerged); once, it is read in place.
+        if (statusStart < 0) {
+          statusStart = r.pos;
+          statusEnd = e;
+        } else (statusRanges ??= [statusStart, statusEnd]).push(r.pos, e);
         r.pos = e;
         break;
       }
@@ -232,9 +243,13 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     }
   }
   let status: NormalizedStatus = NO_STATUS;
-  if (statusRanges) {
+  if (statusStart >= 0) {
     try {
-      status = withMerged(r, statusRanges, build, walkStatus, undefined, stats);
+      if (statusRanges) status = withMerged(r, statusRanges, build, walkStatus, undefined, stats);
+      else {
+        r.pos = statusStart;
+        status = walkStatus(r, statusEnd, build, undefined, stats);
+      }
     } catch (err) {
       throw under(err, 'status');
     }
@@ -261,13 +276,20 @@ function walkSpan(r: WireReader, end: number, stats: DecodeStats, checking: Chec
     endTimeUnixNano: endTime,
     endTimeMs: decimalNanosToMs(endTime),
     attributes: attributes!,
-    events,
-    links,
+    events: events!,
+    links: links!,
     status,
   };
 }
 
 const NO_STATUS: NormalizedStatus = Object.freeze({ code: 0, message: '' });
+/** What keyValue is given for `seen` when it only checks (it reads `seen` only when building). */
+const UNUSED_SEEN = { kept: 0 };
+
+function isEmpty(o: Attributes): boolean {
+  for (const _ in o) return false;
+  return true;
+}
 
 /**
  * A span event; when only checked, its name (the relevance test reads it) and `checking.mustBuild`
@@ -348,5 +370,10 @@ function walkStatus(r: WireReader, end: number, build: boolean, _arg: undefined,
     } else if (r.field === STATUS.CODE) code = enumValue(r, end, 'code');
     else r.skip(end);
   }
+  // A checked span's status is only read for its code: the usual codes are not made per span.
+  if (!build && code < CHECKED_STATUSES.length) return CHECKED_STATUSES[code]!;
   return { code, message };
 }
+
+/** The status of a checked span (message never read) for codes UNSET, OK and ERROR. */
+const CHECKED_STATUSES: readonly NormalizedStatus[] = [0, 1, 2].map((code) => Object.freeze({ code, message: '' }));
