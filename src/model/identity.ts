@@ -94,15 +94,9 @@ export function groupKey(g: GroupKeyInput): string {
   return key;
 }
 
-/**
- * One per failure, like the work-event id below: their hash inputs are written out in one template
- * (`10:occurrence` is the first part, length-prefixed) instead of an array of parts joined in a
- * loop — the same input string, fewer intermediate strings. Anything but strings (not what the
- * types allow) goes the general way, which writes null and undefined as `\u0000`.
- */
+/** One per failure: a flat string (see flatId), as the work-event id below. */
 export function occurrenceId(groupKeyValue: string, eventId: string): string {
-  if (typeof groupKeyValue !== 'string' || typeof eventId !== 'string') return 'o_' + stableHash(['occurrence', groupKeyValue, eventId]);
-  return flatId(O, sha256Hex(`10:occurrence${utf8Length(groupKeyValue)}:${groupKeyValue}${utf8Length(eventId)}:${eventId}`));
+  return flatId(O, sha256Hex(hashInput(['occurrence', groupKeyValue, eventId])));
 }
 
 export function workId(groupKeyValue: string, generation: number): string {
@@ -111,8 +105,7 @@ export function workId(groupKeyValue: string, generation: number): string {
 
 /** Work-event ids: one per (event type, work item, occurrence), stable across redelivery and replay. */
 export function workEventId(type: string, work: string, occurrence: string): string {
-  if (typeof type !== 'string' || typeof work !== 'string' || typeof occurrence !== 'string') return stableHash(['work-event', type, work, occurrence]);
-  return flatId(NO_PREFIX, sha256Hex(`10:work-event${utf8Length(type)}:${type}${utf8Length(work)}:${work}${utf8Length(occurrence)}:${occurrence}`));
+  return flatId(NO_PREFIX, sha256Hex(hashInput(['work-event', type, work, occurrence])));
 }
 
 /**
