@@ -679,14 +679,8 @@ export class SqliteStore implements StateStore {
   private foldLog(): void {
     const db = this.db;
     if (!db || !this.lock || this.loggedRows === 0) return;
-    const relaxed = this.cfg.synchronous === 'full';
     try {
-      if (relaxed) db.pragma('synchronous = NORMAL');
-      try {
-        db.transaction(() => foldGroupLog(db)).immediate();
-      } finally {
-        if (relaxed) db.pragma('synchronous = FULL');
-      }
+      this.relaxed(db, this.cfg.synchronous === 'full', () => db.transaction(() => foldGroupLog(db)).immediate());
       this.unfolded.clear();
       this.loggedRows = 0;
       this.commitsSinceFold = 0;
