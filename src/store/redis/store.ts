@@ -399,9 +399,11 @@ export class RedisStore implements StateStore {
     for (const t of cm.turns) keys.push(this.keys.turn(cm.pipeline, t.turnId));
     for (const r of cm.revisions) keys.push(this.keys.revision(r.executionId));
     keys.push(...state.keys);
-    // The groups as one argument (see COMMIT): strings only, so the script stores them as sent.
+    // The groups as one argument (see COMMIT): strings only, so the script stores them as sent. A
+    // key's lone surrogates go as U+FFFD (toWellFormed), what an argument's UTF-8 encoding stored
+    // them as (and HMGET reads back); cjson refuses their JSON escapes.
     const groups: string[] = [];
-    for (const g of cm.groups) groups.push(wellFormed(g.groupKey), String(g.version), g.openWorkId ? '1' : '0', encodeGroup(g));
+    for (const g of cm.groups) groups.push(g.groupKey.toWellFormed(), String(g.version), g.openWorkId ? '1' : '0', encodeGroup(g));
     const body: Array<string | number> = [JSON.stringify(groups)];
     for (const t of cm.turns) body.push(t.created);
     for (const r of cm.revisions) body.push(r.revision);
@@ -623,14 +625,6 @@ export class RedisStore implements StateStore {
     });
   }
 }
-
-/**
- * Lone surrogates as U+FFFD: what a command argument's UTF-8 encoding makes of them, so a key sent
- * inside the commit's JSON list is stored as the same bytes as one sent as an argument (and read
- * back by HMGET); cjson refuses their JSON escapes.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const wellFormed = (s: string): string => s.replace(LONE_SURROGATE, '\uFFFD');
 
 /** A stored state entry: `<version>|<expires at or empty>|<JSON>`. */
 function parseEntry(raw: string | null, namespace: string): StateEntry | undefined {
