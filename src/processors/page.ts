@@ -73,6 +73,36 @@ export function newWorkPage(pipeline: string, partition: string, entries: LogEnt
   };
 }
 
+/**
+ * The item with its diagnosis set: `{ ...item, diagnosis }`, with the same keys in the same order.
+ * On V8 11 (Node.js 20) a spread followed by another property gives every object a map of its own
+ * (the spread's copy has a map outside the transition tree, so adding a property to it makes a new
+ * map each time), and every later read of the page's items then misses its inline cache. An item
+ * made of its entry alone, as every page's items start, is built as a literal instead: one shape.
+ */
+export function withDiagnosis(item: PageItem, diagnosis: Diagnosis): PageItem {
+  return ownKeysAre(item, 'entry') ? { entry: item.entry, diagnosis } : { ...item, diagnosis };
+}
+
+/** The item with its occurrence set: `{ ...item, occurrence }`, built as withDiagnosis says. */
+export function withOccurrence(item: PageItem, occurrence: Occurrence): PageItem {
+  return ownKeysAre(item, 'entry', 'diagnosis') ? { entry: item.entry, diagnosis: item.diagnosis, occurrence } : { ...item, occurrence };
+}
+
+/**
+ * Whether the item's enumerable string keys (own or inherited, which for-in lists without building
+ * an array) are exactly `first`, then `second` if given. Items are plain data with string keys, so
+ * then a spread would copy exactly those.
+ */
+function ownKeysAre(item: PageItem, first: string, second?: string): boolean {
+  let n = 0;
+  for (const key in item) {
+    if (n === 0 ? key !== first : n > 1 || key !== second || !Object.hasOwn(item, key)) return false;
+    n++;
+  }
+  return n === (second === undefined ? 1 : 2) && Object.hasOwn(item, first);
+}
+
 /** A timer page: the due timers of one partition, no log entries, a commit that moves no cursor. */
 export function newTimerPage(pipeline: string, partition: string, timers: FiredTimer[]): WorkPage {
   const page = newWorkPage(pipeline, partition, []);

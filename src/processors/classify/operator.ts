@@ -6,7 +6,7 @@
  */
 import { map, type OperatorFunction } from 'rxjs';
 import type { Diagnosis } from '../../model/event.ts';
-import type { PageItem, WorkPage } from '../page.ts';
+import { withDiagnosis, type PageItem, type WorkPage } from '../page.ts';
 import { diagnose, type ClassifyRules } from './classify.ts';
 
 export interface ClassifyOptions {
@@ -30,7 +30,7 @@ export function classify(opts: ClassifyOptions, hooks: ClassifyHooks = {}): Oper
       ? page
       : {
           ...page,
-          items: page.items.map((item) => ({ ...item, diagnosis: diagnoseItem(item, page, opts.rules, hooks) })),
+          items: page.items.map((item) => withDiagnosis(item, diagnoseItem(item, page, opts.rules, hooks))),
         },
   );
 }

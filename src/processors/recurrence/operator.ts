@@ -26,7 +26,7 @@ import {
 import { isoTime } from '../../internal/iso-time.ts';
 import type { StateEntry, StateWrite } from '../../store/state.ts';
 import type { RecentFailure } from '../../store/types.ts';
-import type { Occurrence, PageItem, WorkPage } from '../page.ts';
+import { withOccurrence, type Occurrence, type PageItem, type WorkPage } from '../page.ts';
 import { actionOf, decide, type RecurrencePolicy } from './decide.ts';
 import { COUNTED_MAX_ENTRIES, COUNTED_NAMESPACE, COUNTED_TTL_MS, type CountedOccurrence } from './counted.ts';
 
@@ -246,7 +246,7 @@ function applyPage(
       // delivered its work events yet delivers the same events (same ids, same content).
       if (before) {
         const c = before.entry;
-        items[p.index] = { ...item, occurrence: occurrenceOf(p, c.d, c.w, c.c, c.s) };
+        items[p.index] = withOccurrence(item, occurrenceOf(p, c.d, c.w, c.c, c.s));
         if (!c.p.includes(page.pipeline)) {
           for (const e of c.e)
             replayed.push(
@@ -263,7 +263,7 @@ function applyPage(
     const decision = decide(opts, total, previous?.lastSeen, event.time);
     const action = actionOf(decision);
     if (action === 'reject') {
-      items[p.index] = { ...item, occurrence: { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId: null, revision: p.revision, count: 0 } };
+      items[p.index] = withOccurrence(item, { occurrenceId: p.occurrenceId, groupKey: p.groupKey, decision, workId: null, revision: p.revision, count: 0 });
       continue;
     }
     const next: GroupState = {
@@ -293,7 +293,7 @@ function applyPage(
       }
     }
     groups.set(p.groupKey, next);
-    items[p.index] = { ...item, occurrence: occurrenceOf(p, decision, workId, total, suppressed) };
+    items[p.index] = withOccurrence(item, occurrenceOf(p, decision, workId, total, suppressed));
     failures.push({
       time: event.time,
       partition: event.partition,
