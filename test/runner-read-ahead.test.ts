@@ -116,12 +116,18 @@ for (const [name, make] of stores) {
         const other = runnerOver(store, memoryLogger(), SMALL);
         const order: string[] = [];
         let raced = false;
+        let readsOfB = 0;
+        let otherDone!: () => void;
+        const otherCommitted = new Promise<void>((resolve) => (otherDone = resolve));
         const logger = memoryLogger();
         const runner = runnerOver(
           intercepted(store, {
             readPage: async (partition, read) => {
               order.push(`read ${partition}`);
-              return read();
+              const entries = await read();
+              // A runner that goes on while its commits are in flight (commitVisibleOnSend) gets p-b only after the race.
+              if (partition === 'p-b' && readsOfB++ === 0) await otherCommitted;
+              return entries;
             },
             commit: async (cm, done) => {
               await done;
@@ -131,6 +137,7 @@ for (const [name, make] of stores) {
                 // Another sidecar commits p-b's first entries now: after this runner read p-b ahead, before it commits it.
                 assert.ok(await other.runOnce());
                 order.push('other committed p-b');
+                otherDone();
               }
             },
           }),

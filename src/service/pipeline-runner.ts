@@ -166,14 +166,18 @@ export class PipelineRunner {
     });
     // Read-ahead: the next partition's page is read while this one is processed and committed, so
     // a network store's page read overlaps the commit instead of adding a round trip. Only the log
-    // entries are read ahead; group state is loaded by the chain after the previous commit. A page
-    // read ahead is as safe as one read just before: the commit of that page is refused if its
-    // partition's cursor moved meanwhile (the store checks the base the page was read after), and
-    // the runner then reads it again.
+    // entries are read ahead (another partition's commit does not change them); group state is
+    // loaded by the chain after the previous commit. A page read ahead is as safe as one read just
+    // before: the commit of that page is refused if its partition's cursor moved meanwhile (the
+    // store checks the base the page was read after), and the runner then reads it again.
     let ahead: Promise<LogEntry[]> | undefined;
     // A store whose commit is visible to the next page's loads as soon as it is sent (SQLite: it
-    // applies the transaction at once and then waits for the disk) lets the next partition's page
-    // run while the disk syncs; the round ends once every commit settled, as before.
+    // applies the transaction at once and then waits for the disk; a single Redis node: it runs a
+    // connection's commands in order) lets the next partition's page run while the commit is in
+    // flight; the round ends once every commit settled, as before. A commit refused meanwhile
+    // changed nothing, so the pages after it were planned on what the store holds; its partition is
+    // read again in the next round. The next page's read then starts with this page's chain: sent
+    // after the commit it would, on one connection, come back behind it, when the next page needs it.
     const overlap = store.commitVisibleOnSend === true;
     const inFlight: Array<{ partition: string; f: { attempts: number } | undefined; done: Promise<boolean> }> = [];
     const settle = async (partition: string, f: { attempts: number } | undefined, done: Promise<boolean>) => {
@@ -195,7 +199,7 @@ export class PipelineRunner {
       };
       let done: Promise<boolean>;
       try {
-        done = (await this.processPage(partition, read, readNext)).done;
+        done = (await this.processPage(partition, read, readNext, overlap)).done;
       } catch (err) {
         if (this.pageFailed(partition, f, err)) progressed = true;
         continue;
@@ -204,7 +208,7 @@ export class PipelineRunner {
       else {
         done.catch(() => undefined);
         inFlight.push({ partition, f, done });
-        // Nothing else would yield between pages (the store answers within the call): let requests and the store's upkeep in.
+        // Nothing else would yield between pages on a store that answers within the call: let requests and the store's upkeep in.
         await new Promise((resolve) => setImmediate(resolve));
       }
     }
@@ -372,9 +376,10 @@ export class PipelineRunner {
 
   /**
    * `read`: the page's entries (maybe read ahead); `readNext` starts the next partition's read — as
-   * the commit is sent, or at once when there is nothing to commit (it starts one read at most).
+   * the commit is sent, or at once when there is nothing to commit or `early` (it starts one read
+   * at most).
    */
-  private async processPage(partition: string, read: Promise<LogEntry[]>, readNext: () => void): Promise<{ done: Promise<boolean> }> {
+  private async processPage(partition: string, read: Promise<LogEntry[]>, readNext: () => void, early: boolean): Promise<{ done: Promise<boolean> }> {
     const { pipeline } = this.opts;
     let entries: LogEntry[];
     try {
@@ -383,10 +388,8 @@ export class PipelineRunner {
       readNext();
       throw err;
     }
-    if (entries.length === 0) {
-      readNext();
-      return { done: Promise.resolve(false) };
-    }
+    if (early || entries.length === 0) readNext();
+    if (entries.length === 0) return { done: Promise.resolve(false) };
     let sent: { page: WorkPage; committed: Promise<void> };
     try {
       sent = await this.sendPage('vigil.page', { 'vigil.entries': entries.length }, newWorkPage(pipeline, partition, entries), (p) => p.commit, readNext);

@@ -148,11 +148,14 @@ export interface StateStore {
   lookupRevisions(executionIds: readonly string[]): Promise<Map<string, string>>;
   commit(commit: PageCommit): Promise<void>;
   /**
-   * True when a commit is applied (visible to every later load, and a refusal already decided)
-   * when `commit` returns, its promise then waiting only for the disk (SQLite). The pipeline
-   * runner then runs the next partition's page while the commit syncs. A store whose commit is
-   * applied later (a network round trip) leaves it unset: a page read before the commit landed
-   * would only be refused and processed again.
+   * True when every load made after `commit` returns sees the commit applied or refused, its
+   * promise then waiting only for the answer: SQLite applies the transaction within the call and
+   * waits for the disk; a single Redis node has the commit script written to its one connection
+   * within the call, and Redis runs a connection's commands in order. The pipeline runner then runs
+   * the next partition's page while the commit is in flight. A store whose commit can land after a
+   * later load (Redis Cluster: other nodes, other connections) leaves it unset. Correctness does not
+   * rest on it: a page planned on a state a commit then changed is refused by the version checks and
+   * processed again; the flag spares that.
    */
   readonly commitVisibleOnSend?: boolean;
 

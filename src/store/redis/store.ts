@@ -92,6 +92,12 @@ interface Scripts {
 
 export class RedisStore implements StateStore {
   readonly kind = 'redis';
+  /**
+   * Single node: the commit script is written to the one connection within `commit`, so every later
+   * load runs after it (a commit with `appends`, which only the correlation log makes and awaits, is
+   * written once they are in). Cluster: the commit has a second step, and loads go to other nodes.
+   */
+  readonly commitVisibleOnSend: boolean;
   private conn: RedisConnection | undefined;
   private readonly keys: KeySpace;
   private readonly cluster: boolean;
@@ -113,6 +119,7 @@ export class RedisStore implements StateStore {
   ) {
     this.keys = keySpace(cfg.key_prefix);
     this.cluster = cfg.cluster.enabled;
+    this.commitVisibleOnSend = !this.cluster;
   }
 
   /** The underlying client (tests and the benchmark count its commands). */
