@@ -94,14 +94,17 @@ const VACUUM_PAGES = 4096;
 const LOG_TRIM_EVERY = 32;
 const TRIM_WINDOW = 2048;
 /**
- * The group log (schema version 3) is folded into `groups` once this many page commits have
- * appended to it, or once it holds this many rows: often enough that the states kept in memory
- * for it stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely
- * enough that a fold rewrites each group's database page once for many commits instead of once
- * per commit. (In one transaction, 32 wrote less in all but made folds of 70 ms on the loaded
- * benchmark machine; folds now run in steps, below.)
+ * The group log (schema version 3) is folded into `groups` once it holds this many rows, or once
+ * this many page commits have appended to it: often enough that the states kept in memory for it
+ * stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely enough that
+ * a fold upserts each group once for many of its logged states. The rows bound is the one that
+ * counts: a page touches a few hundred groups, and a fold every 16 commits (as this was) upserted
+ * nearly every row the log got (16 pages of 20 partitions share few groups), a second write per
+ * group per page; at FOLD_ROWS the benchmark's fold upserts a quarter of them, and the main
+ * thread's CPU per event fell by a quarter. The commit count only bounds how long a trickle of
+ * commits leaves its states in the log.
  */
-const FOLD_EVERY = 16;
+const FOLD_EVERY = 256;
 const FOLD_ROWS = 16_384;
 /**
  * A fold runs in steps, one per turn of the event loop, each its own transaction: upserts of at
