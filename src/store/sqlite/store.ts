@@ -134,6 +134,12 @@ interface LoggedGroup {
   open: number;
   /** The state as stored (JSON). */
   state: string;
+  /**
+   * The writer's copy of the state it committed (what parsing `state` gives, for the states the
+   * recurrence writes: flat JSON values), handed out as a copy by loadGroups instead of parsing
+   * the JSON again: every page loads the groups the previous pages logged.
+   */
+  group?: GroupState;
 }
 
 type Db = Database.Database;
@@ -648,7 +654,7 @@ export class SqliteStore implements StateStore {
       const stored: string[] = [];
       for (const k of keys) {
         const l = logged.get(k);
-        if (l) out.set(k, parseJson<GroupState>(l.state, this.file, 'group'));
+        if (l) out.set(k, l.group ? { ...l.group } : parseJson<GroupState>(l.state, this.file, 'group'));
         else stored.push(k);
       }
       if (!stored.length) return out;
@@ -831,7 +837,9 @@ export class SqliteStore implements StateStore {
     }
     this.wrote(syncOffLoop);
     if (c.groups.length) {
-      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, seq: groupSeqs[i]!, open: g.openWorkId ? 1 : 0, state: groupStates[i]! }));
+      c.groups.forEach((g, i) =>
+        this.unfolded.set(g.groupKey, { version: g.version, seq: groupSeqs[i]!, open: g.openWorkId ? 1 : 0, state: groupStates[i]!, group: { ...g } }),
+      );
       this.loggedRows += c.groups.length;
       const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
       if (due && !this.folding) {
