@@ -129,26 +129,24 @@ describe('sqlite store: the group log', () => {
     await store.open();
     const keys = Array.from({ length: 12 }, (_, i) => keyOf(i));
     const model = new Map<string, GroupState>();
+    const sorted = (groups: Iterable<[string, GroupState]>) => [...groups].sort(([a], [b]) => a.localeCompare(b));
     const check = async (step: number) => {
+      // Whole states: the writer hands out copies of the states it logged, a reader parses the stored JSON.
       const loaded = await store.loadGroups(keys);
-      assert.deepEqual(
-        [...loaded].map(([k, g]) => [k, g.version, g.openWorkId]).sort(),
-        [...model].map(([k, g]) => [k, g.version, g.openWorkId]).sort(),
-        `seed ${seed}, step ${step}: the writer loads the newest states`,
-      );
+      assert.deepEqual(sorted(loaded), sorted(model), `seed ${seed}, step ${step}: the writer loads the newest states`);
+      for (const g of loaded.values()) g.count = -1;
+      assert.deepEqual(sorted(await store.loadGroups(keys)), sorted(model), `seed ${seed}, step ${step}: each load is a copy of its own`);
       const seen = await readOnly(file, (ro) => ro.loadGroups(keys));
-      assert.deepEqual(
-        [...seen].map(([k, g]) => [k, g.version]).sort(),
-        [...model].map(([k, g]) => [k, g.version]).sort(),
-        `seed ${seed}, step ${step}: a reader beside the writer too`,
-      );
+      assert.deepEqual(sorted(seen), sorted(model), `seed ${seed}, step ${step}: a reader beside the writer too`);
     };
     try {
       for (let step = 0; step < 120; step++) {
         const page = new Map<string, GroupState>();
         for (let n = 1 + Math.floor(random() * 5); n > 0; n--) {
           const k = keys[Math.floor(random() * keys.length)]!;
-          if (!page.has(k)) page.set(k, group(k, (model.get(k)?.version ?? 0) + 1, random() < 0.5));
+          if (page.has(k)) continue;
+          const g = group(k, (model.get(k)?.version ?? 0) + 1, random() < 0.5);
+          page.set(k, { ...g, count: Math.floor(random() * 1000), lastSeen: Date.UTC(2026, 0, 1) + Math.floor(random() * 1e9), workGeneration: g.version % 3 });
         }
         // A stale version (one a commit already took) is refused whatever step the fold is in.
         const [stale] = [...model.values()];
@@ -156,7 +154,9 @@ describe('sqlite store: the group log', () => {
           await assert.rejects(store.commit(commitOf([group(stale.groupKey, stale.version, false)])), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CONFLICT'));
         }
         await store.commit(commitOf([...page.values()]));
-        for (const g of page.values()) model.set(g.groupKey, g);
+        // The committed objects are the caller's: changing them afterwards changes nothing stored.
+        for (const g of page.values()) model.set(g.groupKey, { ...g });
+        for (const g of page.values()) g.lastDecision = 'Reject';
         // Sometimes a step or two of the fold run before the next commit, sometimes none.
         for (let t = Math.floor(random() * 3); t > 0; t--) await new Promise((r) => setImmediate(r));
         await check(step);

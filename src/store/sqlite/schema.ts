@@ -126,10 +126,10 @@ CREATE INDEX IF NOT EXISTS timers_by_due ON timers (pipeline, due, version);
  * Version 3: the group log. A page commit appends the states of the groups it updated here, in
  * sequence, instead of updating their rows in `groups`: rows keyed by a hashed group key are
  * scattered, so a page touching 250 groups rewrote about 250 database pages, where appending
- * rewrites a handful. The writer folds the log into `groups` (newest row per key wins) every 16
- * commits, at open and at close, in one transaction each; between folds a group's state is
- * its newest row here if it has one, else its row in `groups` (readers beside the writer merge the
- * two the same way). No index on `group_key`: it would make each append scattered again, and the
+ * rewrites a handful. The writer folds the log into `groups` (newest row per key wins) once it
+ * holds FOLD_ROWS rows (see store.ts; in steps), and at open and at close in one transaction;
+ * between folds a group's state is its newest row here if it has one, else its row in `groups`
+ * (readers beside the writer merge the two the same way). No index on `group_key`: it would make each append scattered again, and the
  * log stays short (see FOLD_ROWS in store.ts).
  */
 const V3 = `

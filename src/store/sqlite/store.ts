@@ -94,14 +94,17 @@ const VACUUM_PAGES = 4096;
 const LOG_TRIM_EVERY = 32;
 const TRIM_WINDOW = 2048;
 /**
- * The group log (schema version 3) is folded into `groups` once this many page commits have
- * appended to it, or once it holds this many rows: often enough that the states kept in memory
- * for it stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely
- * enough that a fold rewrites each group's database page once for many commits instead of once
- * per commit. (In one transaction, 32 wrote less in all but made folds of 70 ms on the loaded
- * benchmark machine; folds now run in steps, below.)
+ * The group log (schema version 3) is folded into `groups` once it holds this many rows, or once
+ * this many page commits have appended to it: often enough that the states kept in memory for it
+ * stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely enough that
+ * a fold upserts each group once for many of its logged states. The rows bound is the one that
+ * counts: a page touches a few hundred groups, and a fold every 16 commits (as this was) upserted
+ * nearly every row the log got (16 pages of 20 partitions share few groups), a second write per
+ * group per page; at FOLD_ROWS the benchmark's fold upserts a quarter of them, and the main
+ * thread's CPU per event fell by a quarter. The commit count only bounds how long a trickle of
+ * commits leaves its states in the log.
  */
-const FOLD_EVERY = 16;
+const FOLD_EVERY = 256;
 const FOLD_ROWS = 16_384;
 /**
  * A fold runs in steps, one per turn of the event loop, each its own transaction: upserts of at
@@ -131,6 +134,12 @@ interface LoggedGroup {
   open: number;
   /** The state as stored (JSON). */
   state: string;
+  /**
+   * The writer's copy of the state it committed (what parsing `state` gives, for the states the
+   * recurrence writes: flat JSON values), handed out as a copy by loadGroups instead of parsing
+   * the JSON again: every page loads the groups the previous pages logged.
+   */
+  group?: GroupState;
 }
 
 type Db = Database.Database;
@@ -650,7 +659,7 @@ export class SqliteStore implements StateStore {
       const stored: string[] = [];
       for (const k of keys) {
         const l = logged.get(k);
-        if (l) out.set(k, parseJson<GroupState>(l.state, this.file, 'group'));
+        if (l) out.set(k, l.group ? { ...l.group } : parseJson<GroupState>(l.state, this.file, 'group'));
         else stored.push(k);
       }
       if (!stored.length) return out;
@@ -833,7 +842,9 @@ export class SqliteStore implements StateStore {
     }
     this.wrote(syncOffLoop);
     if (c.groups.length) {
-      c.groups.forEach((g, i) => this.unfolded.set(g.groupKey, { version: g.version, seq: groupSeqs[i]!, open: g.openWorkId ? 1 : 0, state: groupStates[i]! }));
+      c.groups.forEach((g, i) =>
+        this.unfolded.set(g.groupKey, { version: g.version, seq: groupSeqs[i]!, open: g.openWorkId ? 1 : 0, state: groupStates[i]!, group: { ...g } }),
+      );
       this.loggedRows += c.groups.length;
       const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
       if (due && !this.folding) {
