@@ -129,8 +129,8 @@ CREATE INDEX IF NOT EXISTS timers_by_due ON timers (pipeline, due, version);
  * rewrites a handful. The writer folds the log into `groups` (newest row per key wins) once it
  * holds FOLD_ROWS rows (see store.ts; in steps), and at open and at close in one transaction;
  * between folds a group's state is its newest row here if it has one, else its row in `groups`
- * (readers beside the writer merge the two the same way). No index on `group_key`: it would make each append scattered again, and the
- * log stays short (see FOLD_ROWS in store.ts).
+ * (readers beside the writer merge the two the same way). No index on `group_key`: it would
+ * make each append scattered again, and the log stays short (see FOLD_ROWS in store.ts).
  */
 const V3 = `
 CREATE TABLE IF NOT EXISTS group_log (
