@@ -149,7 +149,17 @@ service:
       written.push(partial.id);
     }
     if (!vigil) await start();
-    await waitFor(() => (written.every((id) => created().has(id)) ? true : undefined), `all ${written.length} cases to be delivered`, 60_000, 100);
+    await waitFor(() => (written.every((id) => created().has(id)) ? true : undefined), `all ${written.length} cases to be delivered`, 60_000, 100).catch(
+      (err: unknown) => {
+        // Say which cases never arrived and what the journal and vigil held, so a rare loss can be explained from a CI log.
+        const done = created();
+        const missing = written.filter((id) => !done.has(id));
+        const journalNow = existsSync(journal) ? readFileSync(journal, 'utf8') : '(no journal)';
+        throw new Error(
+          `${(err as Error).message}; missing ${missing.join(', ')}\njournal now:\n${journalNow.slice(-3000)}\nvigil's log (this run):\n${vigil?.stderr().slice(-6000) ?? ''}\nearlier runs:\n${stderr.join('\n').slice(-6000)}`,
+        );
+      },
+    );
     await sleep(300);
   } finally {
     if (vigil) {
