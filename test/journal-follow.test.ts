@@ -49,6 +49,24 @@ describe('following one journal', () => {
     await f.release();
   });
 
+  test('a rewrite in place between the check and the read: nothing is taken from the shifted file, and the next check resynchronizes', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0, 1, 2]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    appendFileSync(path, text([3, 4]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' });
+    // The consumer keeps 3.. and the runtime appends 5..7 after the check, before the read: the
+    // old offset now points into the new content, past kept lines never read (a journal-crash run lost cases so).
+    writeFileSync(path, text([3, 4, 5, 6, 7]));
+    const torn = await readAll(f);
+    assert.deepEqual(torn.lines, [], 'no line is taken at the old offset in the rewritten file');
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'rewritten' });
+    assert.deepEqual(caseIds(await readAll(f)), ['00003', '00004', '00005', '00006', '00007']);
+    await f.release();
+  });
+
   test('a file renamed over the path: found by its tail beyond the first read chunk', async () => {
     const dir = tempDir();
     const path = join(dir, 'j.jsonl');

@@ -214,6 +214,16 @@ export class FollowedFile {
         pending = Buffer.alloc(0);
       }
     }
+    // A rewrite in place between the check and these reads (the file truncated and the kept lines
+    // written at its top) was read at the old offset: lines of a shifted file, misaligned, and an
+    // offset past kept lines never read, with a tail taken from the new content that every later
+    // check would find in place. The window before the offset still hashing to the stored tail,
+    // read after the lines, shows they came from the file the offset belongs to; otherwise nothing
+    // is taken and the next check, forced, finds the rewrite and resynchronizes.
+    if (consumed > o.offset && o.tailLen > 0 && !o.skip && (await this.tailAt(o.offset, o.tailLen)) !== o.tail) {
+      this.seen = undefined;
+      return { lines: [], overlong: [], next: o, remaining: Math.max(0, size - o.offset) };
+    }
     // The tail window starts at the last line that identifies itself, or where the previous window
     // started when no such line was read (lines after it extend it), within MAX_TAIL_BYTES; else at
     // the last non-blank line read (or where the previous one started, when only blank lines
