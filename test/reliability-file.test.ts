@@ -75,8 +75,18 @@ service:
     const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     await waitFor(() => ((vigil.stderr().match(/no space left on device/gi) ?? []).length >= 3 ? true : undefined), 'the exporter to fail on the full disk');
     // While the disk is full: only whole, confirmed batches in the file — every line parses, no
-    // line is cut, and nothing of the failing batch is left.
-    const during = jsonLines<{ id: string }>(onTmpfs);
+    // line is cut, and nothing of the failing batch is left. The exporter retries every 20–100 ms,
+    // and a read that lands inside an attempt sees its partial write before the cut-back removes
+    // it (an append cannot be made invisible), so a read with a cut tail is taken again: between
+    // attempts the file must be whole. A cut line that stayed would time this wait out.
+    const during = await waitFor(() => {
+      try {
+        return jsonLines<{ id: string }>(onTmpfs);
+      } catch (e) {
+        if (/ends in a cut line/.test((e as Error).message)) return undefined;
+        throw e;
+      }
+    }, 'a read of the file between two attempts (no cut line left behind)');
     assert.deepEqual(
       during.map((e) => e.id),
       expected.slice(0, during.length).map((e) => e.id),
