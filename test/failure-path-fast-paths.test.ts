@@ -3,12 +3,16 @@
  * seeded: see helpers/random.ts):
  * - a page item gets its diagnosis and its occurrence as a literal when it holds only what a page
  *   starts with (one object shape for V8): the same keys, in the same order, with the same values,
- *   as the spread it replaces, whatever keys the item holds (absent, undefined, in another order).
+ *   as the spread it replaces, whatever keys the item holds (absent, undefined, in another order);
+ * - the 64-bit hash (fingerprints, error-kind fingerprints, failure keys) writes its hex digits into
+ *   one flat string: the same string as the concatenation of digit pairs it replaces.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { Diagnosis } from '../src/model/event.ts';
+import { kindFingerprint } from '../src/processors/classify/error-kind.ts';
+import { fingerprintFields, fingerprintV3, hash64, versionedHash64 } from '../src/processors/classify/fingerprint3.ts';
 import { withDiagnosis, withOccurrence, type Occurrence, type PageItem } from '../src/processors/page.ts';
 import { checkProperty } from './helpers/random.ts';
 
@@ -53,4 +57,52 @@ test('withDiagnosis and withOccurrence are the spreads they replace, for any key
   sameObject(withDiagnosis({ entry }, diagnosis), { entry, diagnosis });
   sameObject(withOccurrence({ entry, diagnosis }, occurrence), { entry, diagnosis, occurrence });
   sameObject(withOccurrence({ diagnosis, entry } as PageItem, occurrence), { diagnosis, entry, occurrence });
+});
+
+/** The 64-bit hash as it was written before its digits went into one flat string: pairs of digits concatenated. */
+function referenceHash64(parts: readonly string[]): string {
+  let h1 = 0x2f3c1a5b;
+  let h2 = 0x6d1e8c47;
+  for (const s of parts) {
+    const n = s.length;
+    for (let i = -2; i < n; i += 2) {
+      const w = i < 0 ? n : i + 1 < n ? s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16) : s.charCodeAt(i);
+      let a = Math.imul(h1 ^ w, 0xcc9e2d51);
+      h1 = (Math.imul((a << 13) | (a >>> 19), 5) + 0xe6546b64) | 0;
+      a = Math.imul(h2 ^ w, 0x1b873593);
+      h2 = (Math.imul((a << 17) | (a >>> 15), 5) + 0x561ccd1b) | 0;
+    }
+  }
+  const fmix = (h: number) => {
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    return h ^ (h >>> 16);
+  };
+  let a = fmix((h1 + h2) | 0);
+  let b = fmix((h2 + h1 + h2) | 0);
+  a = (a + b) | 0;
+  b = (b + a) | 0;
+  const pair = (x: number) => x.toString(16).padStart(2, '0');
+  const hex32 = (x: number) => pair((x >>> 24) & 255) + pair((x >>> 16) & 255) + pair((x >>> 8) & 255) + pair(x & 255);
+  return hex32(a) + hex32(b);
+}
+
+test('the 64-bit hash in one flat string is the concatenation of digit pairs it replaces', () => {
+  const parts = fc.array(fc.oneof(fc.string({ unit: 'binary' }), fc.string(), fc.constant('')), { maxLength: 6 });
+  checkProperty(
+    fc.property(parts, parts, (x, y) => {
+      // Interleaved: the scratch arrays are shared by both forms and every call.
+      const hx = hash64(x);
+      const vy = versionedHash64(y);
+      const vx = versionedHash64(x);
+      assert.equal(hx, referenceHash64(x));
+      assert.equal(vy, 'v3:' + referenceHash64(y));
+      assert.equal(vx, 'v3:' + hx);
+    }),
+    { numRuns: 2000 },
+  );
+  // Where the flat form is used: a v3 fingerprint and an error kind's.
+  const key = { kind: 'stack' as const, types: ['KeyError'], frames: ['job:run'], message: "'sku'", weak: false };
+  assert.equal(fingerprintV3(key), 'v3:' + referenceHash64(fingerprintFields(key)));
+  assert.equal(kindFingerprint('tool.timeout', 'v3:0123456789abcdef'), 'v3:' + referenceHash64(['kind', 'tool.timeout', 'v3:0123456789abcdef']));
 });

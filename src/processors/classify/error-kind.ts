@@ -18,7 +18,7 @@
 import type { Diagnosis } from '../../model/event.ts';
 import type { RuntimeErrorCase } from '../../model/runtime-error.ts';
 import { excerptOf } from './classify.ts';
-import { FINGERPRINT_VERSION, hash64 } from './fingerprint3.ts';
+import { versionedHash64 } from './fingerprint3.ts';
 import { vigilDecision } from './vigil.ts';
 
 /** The reference runtime's cut of `observation.evidence` (`compact_runtime_error_text(…, 1200)`). */
@@ -64,5 +64,5 @@ export function errorKindDiagnosis(c: RuntimeErrorCase, origin: 'reported' | 'de
 
 /** `v3:` + 16 hex digits over the kind and the evidence's own fingerprint. */
 export function kindFingerprint(kind: string, evidenceFingerprint: string): string {
-  return FINGERPRINT_VERSION + ':' + hash64(['kind', kind, evidenceFingerprint]);
+  return versionedHash64(['kind', kind, evidenceFingerprint]);
 }

@@ -58,7 +58,13 @@ export function fingerprintFields(key: FailureKey): string[] {
 
 /** `v3:` + 16 hex digits of the 64-bit hash of the length-prefixed fields of the key. */
 export function fingerprintV3(key: FailureKey): string {
-  return FINGERPRINT_VERSION + ':' + hash64(fingerprintFields(key));
+  return versionedHash64(fingerprintFields(key));
+}
+
+/** `v3:` + `hash64(parts)`, made as one flat string (see hexDigits). */
+export function versionedHash64(parts: readonly string[]): string {
+  mix64(parts);
+  return hexDigits(VERSIONED_CODES, VERSION_PREFIX.length, mixedA, mixedB);
 }
 
 /**
@@ -68,6 +74,15 @@ export function fingerprintV3(key: FailureKey): string {
  * arithmetic only: the same on every platform and Node version.
  */
 export function hash64(parts: readonly string[]): string {
+  mix64(parts);
+  return hexDigits(PLAIN_CODES, 0, mixedA, mixedB);
+}
+
+/** The two 32-bit halves of the last mix64 (one thread: read at once). */
+let mixedA = 0;
+let mixedB = 0;
+
+function mix64(parts: readonly string[]): void {
   let h1 = 0x2f3c1a5b;
   let h2 = 0x6d1e8c47;
   for (let p = 0; p < parts.length; p++) {
@@ -85,7 +100,8 @@ export function hash64(parts: readonly string[]): string {
   let b = fmix((h2 + h1 + h2) | 0);
   a = (a + b) | 0;
   b = (b + a) | 0;
-  return hex32(a) + hex32(b);
+  mixedA = a;
+  mixedB = b;
 }
 
 function fmix(h: number): number {
@@ -94,10 +110,25 @@ function fmix(h: number): number {
   return h ^ (h >>> 16);
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+/** Character codes of the hex digits. */
+const HEX_CODES = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+const VERSION_PREFIX = Array.from(FINGERPRINT_VERSION + ':', (c) => c.charCodeAt(0));
+/** Scratch for the digits (behind the prefix, in VERSIONED_CODES), reused (one thread). */
+const PLAIN_CODES: number[] = new Array<number>(16).fill(48);
+const VERSIONED_CODES: number[] = [...VERSION_PREFIX, ...PLAIN_CODES];
 
-function hex32(x: number): string {
-  return HEX[(x >>> 24) & 255]! + HEX[(x >>> 16) & 255]! + HEX[(x >>> 8) & 255]! + HEX[x & 255]!;
+/**
+ * `a` then `b` as 8 hex digits each, from `codes[at]` on, and `codes` as one flat string: the
+ * concatenation of digit pairs it replaces is a rope (and `v3:` + a rope another), which every Map
+ * keyed by a fingerprint — the group keys' cache, once per failure — flattens again, allocating,
+ * before it can hash it.
+ */
+function hexDigits(codes: number[], at: number, a: number, b: number): string {
+  for (let i = 0; i < 8; i++) {
+    codes[at + i] = HEX_CODES[(a >>> (28 - 4 * i)) & 15]!;
+    codes[at + 8 + i] = HEX_CODES[(b >>> (28 - 4 * i)) & 15]!;
+  }
+  return String.fromCharCode.apply(null, codes);
 }
 
 // `invalid port: auto`, `unsupported mode: fast`: a single word after the message's last `: ` is the
