@@ -5,7 +5,9 @@
  *   starts with (one object shape for V8): the same keys, in the same order, with the same values,
  *   as the spread it replaces, whatever keys the item holds (absent, undefined, in another order);
  * - the 64-bit hash (fingerprints, error-kind fingerprints, failure keys) writes its hex digits into
- *   one flat string: the same string as the concatenation of digit pairs it replaces.
+ *   one flat string: the same string as the concatenation of digit pairs it replaces;
+ * - a Python traceback's frame lines are read by hand: the same frame as the regular expression
+ *   finds, and none where it finds none, for well-formed, broken and random lines.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -13,6 +15,7 @@ import fc from 'fast-check';
 import type { Diagnosis } from '../src/model/event.ts';
 import { kindFingerprint } from '../src/processors/classify/error-kind.ts';
 import { fingerprintFields, fingerprintV3, hash64, versionedHash64 } from '../src/processors/classify/fingerprint3.ts';
+import { FRAME, frameKey, frameKeyAt } from '../src/processors/classify/formats/python.ts';
 import { withDiagnosis, withOccurrence, type Occurrence, type PageItem } from '../src/processors/page.ts';
 import { checkProperty } from './helpers/random.ts';
 
@@ -105,4 +108,61 @@ test('the 64-bit hash in one flat string is the concatenation of digit pairs it 
   const key = { kind: 'stack' as const, types: ['KeyError'], frames: ['job:run'], message: "'sku'", weak: false };
   assert.equal(fingerprintV3(key), 'v3:' + referenceHash64(fingerprintFields(key)));
   assert.equal(kindFingerprint('tool.timeout', 'v3:0123456789abcdef'), 'v3:' + referenceHash64(['kind', 'tool.timeout', 'v3:0123456789abcdef']));
+});
+
+test('a frame line read by hand is the frame the regular expression finds', () => {
+  // Pieces that make, break or nearly make a frame: quotes, the separators, digits, line
+  // terminators (`.` does not match them), stdlib paths (dropped frames), non-ASCII.
+  const piece = fc.constantFrom(
+    '"',
+    '", line ',
+    ', line ',
+    ', in ',
+    ',',
+    ' in ',
+    '1',
+    '23',
+    'x',
+    'job.py',
+    '/usr/lib/python3.11/',
+    'site-packages/',
+    '<frozen runpy>',
+    '<module>',
+    ' ',
+    '\t',
+    '\r',
+    '\n',
+    '\u2028',
+    '\u2029',
+    'é',
+    '',
+  );
+  const text = fc.oneof(
+    fc.string(),
+    fc.string({ unit: 'binary' }),
+    fc.array(piece, { maxLength: 6 }).map((p) => p.join('')),
+  );
+  const wellFormed = fc
+    .tuple(text, fc.oneof(fc.nat(), fc.constant(0)), fc.option(text, { nil: undefined }))
+    .map(([path, line, func]) => `File "${path}", line ${line}${func === undefined ? '' : `, in ${func}`}`);
+  const pieces = fc.array(fc.oneof(piece, text), { maxLength: 10 }).map((p) => 'File "' + p.join(''));
+  const frameLine = fc
+    .tuple(fc.constantFrom('', '  ', '    ', '\t'), fc.oneof(wellFormed, pieces), fc.constantFrom('', ' ', '\r', '\n', 'x'))
+    .map(([indent, body, end]) => ({
+      line: indent + body + end,
+      at: indent.length,
+    }));
+  checkProperty(
+    fc.property(frameLine, ({ line, at }) => {
+      const m = FRAME.exec(line.slice(at));
+      assert.equal(frameKeyAt(line, at), m ? frameKey(m[1]!, m[2] ?? '<module>') : undefined, JSON.stringify(line));
+    }),
+    { numRuns: 5000 },
+  );
+  // The usual frames, explicitly.
+  assert.equal(frameKeyAt('  File "job.py", line 1', 2), 'job:<module>');
+  assert.equal(frameKeyAt('  File "/app/src/svc/api.py", line 42, in handle', 2), 'api:handle');
+  assert.equal(frameKeyAt('  File "/usr/lib/python3.11/json/decoder.py", line 3, in decode', 2), '!');
+  assert.equal(frameKeyAt('  File "job.py", line x', 2), undefined);
+  assert.equal(frameKeyAt('  File "job.py", line 1, in ', 2), undefined);
 });

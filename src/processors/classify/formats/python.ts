@@ -14,9 +14,34 @@ const CHAIN_MARKERS = new Set([
   'During handling of the above exception, another exception occurred:',
   'The above exception was the direct cause of the following exception:',
 ]);
-// `File "/x/y.py", line 12, in func` (the `, in func` part is absent in SyntaxError blocks).
-const FRAME = /^File "([^"]*)", line \d+(?:, in (.+))?$/;
+// `File "/x/y.py", line 12, in func` (the `, in func` part is absent in SyntaxError blocks); read by
+// hand in tracebacks (frameKeyAt).
+export const FRAME = /^File "([^"]*)", line \d+(?:, in (.+))?$/;
 const TYPE = /^[A-Za-z_][\w.]*$/;
+
+/**
+ * `frameKey` of the frame `line` holds from `at` on (where `File "` starts), or undefined when it is
+ * no frame: what `FRAME.exec(line.slice(at))` finds, read without the regular expression (its match
+ * array, the slice and the captures cost more than the rest of a short traceback's parse; one per
+ * frame of every traceback).
+ */
+export function frameKeyAt(line: string, at: number): string | undefined {
+  const pathStart = at + 6; // after `File "`
+  const pathEnd = line.indexOf('"', pathStart);
+  if (pathEnd < 0 || !line.startsWith('", line ', pathEnd)) return undefined;
+  let k = pathEnd + 8;
+  const digits = k;
+  while (k < line.length && line.charCodeAt(k) >= 48 && line.charCodeAt(k) <= 57) k++;
+  if (k === digits) return undefined;
+  if (k === line.length) return frameKey(line.slice(pathStart, pathEnd), '<module>');
+  // `, in ` and at least one character up to the end, none a line terminator (`.` in `(.+)$`).
+  if (!line.startsWith(', in ', k) || k + 5 === line.length) return undefined;
+  for (let c = k + 5; c < line.length; c++) {
+    const code = line.charCodeAt(c);
+    if (code === 10 || code === 13 || code === 0x2028 || code === 0x2029) return undefined;
+  }
+  return frameKey(line.slice(pathStart, pathEnd), line.slice(k + 5));
+}
 
 /** A traceback starts here (the line, trimmed, is the header). */
 export function isTracebackHeader(trimmed: string): boolean {
@@ -43,10 +68,10 @@ export function pythonTraceback(lines: readonly string[], i: number): Hit {
         continue;
       }
       if (indent === 0) break;
-      // Only `File "…"` lines can be frames (source and caret lines are not): no regex for those.
+      // Only `File "…"` lines can be frames (source and caret lines are not).
       if (line.startsWith('File "', indent)) {
-        const m = FRAME.exec(line.slice(indent));
-        if (m) blockFrames.push(frameKey(m[1]!, m[2] ?? '<module>'));
+        const key = frameKeyAt(line, indent);
+        if (key !== undefined) blockFrames.push(key);
       }
       j++;
     }
@@ -156,7 +181,7 @@ function typeOf(line: string): string {
  * `module:function` of a frame; a frame outside the program (stdlib, site-packages, frozen
  * modules) is prefixed `!` so that callers can drop it.
  */
-function frameKey(path: string, func: string): string {
+export function frameKey(path: string, func: string): string {
   const external =
     path.includes('/lib/python') || path.includes('site-packages') || path.includes('dist-packages') || path.startsWith('<frozen') || path.includes('\\Lib\\');
   // Frames outside the program are dropped by the caller: no need to name them.
