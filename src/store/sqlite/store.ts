@@ -125,8 +125,6 @@ export interface SqliteStoreTuning {
   sync?: (fd: number) => Promise<void>;
   /** Rows per multi-row INSERT (rows.ts; ROW_CHUNKS otherwise): [1] writes a statement per row (the equivalence tests' reference). */
   rowChunks?: readonly number[];
-  /** False: a fold always deletes its rows in chunks (the equivalence tests' reference for rewriteLog). */
-  foldRewrite?: boolean;
 }
 
 const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
@@ -217,7 +215,6 @@ export class SqliteStore implements StateStore {
   /** The group log's last sequence number (writer only): a commit numbers its rows after it, in the order of its groups. */
   private groupLogSeq = 0;
   private readonly rowChunks: readonly number[];
-  private readonly foldRewrite: boolean;
   /** Statements over the group log; absent when a read-only open found an older file. */
   private qg: ReturnType<typeof prepareGroupLog> | undefined;
   private readonly foldEvery: number;
@@ -238,7 +235,6 @@ export class SqliteStore implements StateStore {
     this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
     this.syncFile = tuning.sync ?? fdatasyncOffLoop;
     this.rowChunks = tuning.rowChunks ?? ROW_CHUNKS;
-    this.foldRewrite = tuning.foldRewrite ?? true;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -951,44 +947,11 @@ export class SqliteStore implements StateStore {
       fold.done += keys.length;
       return;
     }
-    if (this.foldRewrite && this.rewriteLog(db, fold.upTo)) return;
     const deleted = db.transaction(() => this.qg!.deleteUpTo.run(fold.upTo, this.foldChunk * 4).changes).immediate();
     this.loggedRows = Math.max(0, this.loggedRows - deleted);
     if (deleted === this.foldChunk * 4) return;
     for (const [k, l] of this.unfolded) if (l.seq <= fold.upTo) this.unfolded.delete(k);
     this.folding = undefined;
-  }
-
-  /**
-   * The end of a fold, when few states were logged since it started: empties the log at once and
-   * writes back the newest state of each group logged since (with its sequence number), in one
-   * transaction. Deleting the folded rows one by one rewrites every database page they fill (as
-   * many bytes as they took to append: a fold of 16,384 rows rewrote about 4 MB of log), where
-   * `DELETE` without a WHERE clause frees the table's pages without writing them (a handful of
-   * pages), and the rows written back are only those of the commits made while the fold's steps
-   * ran. What anyone reads stays the same: a group's state is its newest log row, else its
-   * `groups` row; every group with a row up to `upTo` was upserted by this fold with its newest
-   * state then, and a state logged since keeps its newest row (older rows of it are superseded and
-   * go). False (nothing done) when too many rows would be written back: the folded rows are then
-   * deleted in chunks as before.
-   */
-  private rewriteLog(db: Db, upTo: number): boolean {
-    const kept: Array<[string, LoggedGroup]> = [];
-    for (const e of this.unfolded) if (e[1].seq > upTo) kept.push(e);
-    // Worth it while it writes back at most half as many rows as it frees; bounded so the one
-    // transaction stays within a few fold steps' time (8 steps' worth of rows).
-    if (kept.length * 2 > this.loggedRows - kept.length || kept.length > this.foldChunk * 8) return false;
-    kept.sort((a, b) => a[1].seq - b[1].seq);
-    const rows: unknown[] = [];
-    for (const [k, l] of kept) rows.push(l.seq, k, l.version, l.open, l.state);
-    db.transaction(() => {
-      this.qg!.clear.run();
-      this.qg!.append.run(rows);
-    }).immediate();
-    this.loggedRows = kept.length;
-    for (const [k, l] of this.unfolded) if (l.seq <= upTo) this.unfolded.delete(k);
-    this.folding = undefined;
-    return true;
   }
 
   /** Resolves once no trim or fold step is left to run (tests). */
@@ -1365,8 +1328,6 @@ function prepareGroupLog(db: Db, chunks: readonly number[]) {
     ),
     // The oldest rows first: a range at the start of the table.
     deleteUpTo: db.prepare('DELETE FROM group_log WHERE seq IN (SELECT seq FROM group_log WHERE seq <= ? ORDER BY seq LIMIT ?)'),
-    // No WHERE clause: SQLite frees the table's pages without rewriting them (the truncate optimization).
-    clear: db.prepare('DELETE FROM group_log'),
     all: db.prepare('SELECT seq, group_key, version, open_work, state FROM group_log ORDER BY seq'),
   };
 }
