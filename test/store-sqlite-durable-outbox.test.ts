@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { fdatasync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import type Database from 'better-sqlite3';
 import type { GroupState, OutboxItem } from '../src/model/work.ts';
 import { createLogger } from '../src/logger.ts';
 import type { WorkPage } from '../src/processors/page.ts';
@@ -209,6 +210,35 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
       assert.equal(gate.calls, calls, 'no further sync off the loop');
       assert.deepEqual(await ids(store), ['a1', 'b1'], 'visible at once: SQLite synced it at commit');
     } finally {
+      await store.close();
+    }
+  });
+
+  test('a commit synced off the loop runs under synchronous NORMAL; the connection is back at FULL after it (its other writes fsync at commit)', async () => {
+    const store = new SqliteStore(config(join(tempDir(), 'state.db')), undefined, undefined, { foldRows: 2, foldChunk: 1 });
+    await store.open();
+    const db = (store as unknown as { db: Database.Database }).db;
+    const level = () => db.pragma('synchronous', { simple: true });
+    // Every transaction the store opens records the level it runs under.
+    const seen: unknown[] = [];
+    const transaction = db.transaction.bind(db);
+    db.transaction = ((fn: (...a: unknown[]) => unknown) =>
+      transaction((...a: unknown[]) => {
+        seen.push(level());
+        return fn(...a);
+      })) as typeof db.transaction;
+    try {
+      for (let v = 1; v <= 4; v++) {
+        await store.commit(commitOf([group('g1', v), group(`h${v}`, 1)], [item(`a${v}`)]));
+        assert.equal(level(), 2, `after commit ${v}: FULL`);
+      }
+      // The fold steps (foldRows 2) take the same way.
+      await store.settled();
+      assert.equal(level(), 2, 'after the fold steps: FULL');
+      assert.ok(seen.length >= 6, `commits and fold steps ran (${seen.length})`);
+      assert.deepEqual(new Set(seen), new Set([1]), 'each under NORMAL (1)');
+    } finally {
+      db.transaction = transaction;
       await store.close();
     }
   });

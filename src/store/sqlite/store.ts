@@ -49,6 +49,7 @@ import {
 import { sqliteError } from './errors.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
+import { RowInserter, ROW_CHUNKS } from './rows.ts';
 import { MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
@@ -122,6 +123,8 @@ export interface SqliteStoreTuning {
   foldChunk?: number;
   /** Makes the write-ahead log (open as `fd`) durable; a test delays it to see what waits for it. */
   sync?: (fd: number) => Promise<void>;
+  /** Rows per multi-row INSERT (rows.ts; ROW_CHUNKS otherwise): [1] writes a statement per row (the equivalence tests' reference). */
+  rowChunks?: readonly number[];
 }
 
 const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
@@ -209,6 +212,9 @@ export class SqliteStore implements StateStore {
   private readonly unfolded = new Map<string, LoggedGroup>();
   private loggedRows = 0;
   private commitsSinceFold = 0;
+  /** The group log's last sequence number (writer only): a commit numbers its rows after it, in the order of its groups. */
+  private groupLogSeq = 0;
+  private readonly rowChunks: readonly number[];
   /** Statements over the group log; absent when a read-only open found an older file. */
   private qg: ReturnType<typeof prepareGroupLog> | undefined;
   private readonly foldEvery: number;
@@ -228,6 +234,7 @@ export class SqliteStore implements StateStore {
     this.foldRows = tuning.foldRows ?? FOLD_ROWS;
     this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
     this.syncFile = tuning.sync ?? fdatasyncOffLoop;
+    this.rowChunks = tuning.rowChunks ?? ROW_CHUNKS;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -265,9 +272,11 @@ export class SqliteStore implements StateStore {
       } else {
         version = this.checkVersion(db);
       }
-      this.q = prepare(db);
+      this.q = prepare(db, this.rowChunks);
       this.qs = version >= 2 ? prepareState(db) : undefined;
-      this.qg = version >= 3 ? prepareGroupLog(db) : undefined;
+      this.qg = version >= 3 ? prepareGroupLog(db, this.rowChunks) : undefined;
+      // Empty after the fold at open; read anyway (the numbers only ever grow).
+      if (!opts.readOnly) this.groupLogSeq = (db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM group_log').get() as { n: number }).n;
     } catch (err) {
       db?.close();
       lock?.release();
@@ -797,8 +806,13 @@ export class SqliteStore implements StateStore {
               }
             }
             for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
-            // Appended in sequence (a few database pages), not updated in place (a page per group).
-            c.groups.forEach((g, i) => (groupSeqs[i] = Number(this.qg!.append.run(g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]).lastInsertRowid)));
+            // Appended in sequence (a few database pages), not updated in place (a page per group);
+            // numbered here (a rolled-back commit leaves a gap, never a number used twice).
+            if (c.groups.length) {
+              const rows: unknown[] = [];
+              c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
+              this.qg!.append.run(rows);
+            }
             this.applyState(state, now);
             this.applyTimers(c.pipeline, timers);
             const keep = now + this.cfg.dedupe_window;
@@ -807,12 +821,16 @@ export class SqliteStore implements StateStore {
             if (c.outbox.length) {
               let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
               outboxFrom = seq + 1;
-              for (const o of c.outbox) q.outboxInsert.run(c.pipeline, ++seq, JSON.stringify(o));
+              const rows: unknown[] = [];
+              for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
+              q.outboxInsert.run(rows);
               q.outboxHeadPut.run(c.pipeline, seq);
             }
             if (c.failures.length) {
               // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
-              for (const f of newestFailures(c.failures)) q.failureInsert.run(f.time, JSON.stringify(f));
+              const rows: unknown[] = [];
+              for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
+              q.failureInsert.run(rows);
               q.failureTrim.run(RECENT_FAILURES_MAX);
             }
             if (c.cursor === null) return;
@@ -920,12 +938,12 @@ export class SqliteStore implements StateStore {
   private foldStep(db: Db, fold: { keys: string[]; done: number; upTo: number }): void {
     if (fold.done < fold.keys.length) {
       const keys = fold.keys.slice(fold.done, fold.done + this.foldChunk);
-      db.transaction(() => {
-        for (const k of keys) {
-          const l = this.unfolded.get(k);
-          if (l) this.qg!.upsert.run(k, l.version, l.open, l.state);
-        }
-      }).immediate();
+      const rows: unknown[] = [];
+      for (const k of keys) {
+        const l = this.unfolded.get(k);
+        if (l) rows.push(k, l.version, l.open, l.state);
+      }
+      db.transaction(() => this.qg!.upsert.run(rows)).immediate();
       fold.done += keys.length;
       return;
     }
@@ -1297,12 +1315,16 @@ function foldGroupLog(db: Db): void {
 }
 
 /** The statements over the group log (version 3); absent when a read-only open found an older file. */
-function prepareGroupLog(db: Db) {
+function prepareGroupLog(db: Db, chunks: readonly number[]) {
   return {
-    append: db.prepare('INSERT INTO group_log (group_key, version, open_work, state) VALUES (?, ?, ?, ?)'),
-    upsert: db.prepare(
-      `INSERT INTO groups (group_key, version, open_work, state) VALUES (?, ?, ?, ?)
-       ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
+    append: new RowInserter(db, 'INSERT INTO group_log (seq, group_key, version, open_work, state) VALUES', 5, '', chunks),
+    // The rows of one statement have distinct keys (a fold upserts each group once).
+    upsert: new RowInserter(
+      db,
+      'INSERT INTO groups (group_key, version, open_work, state) VALUES',
+      4,
+      'ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state',
+      chunks,
     ),
     // The oldest rows first: a range at the start of the table.
     deleteUpTo: db.prepare('DELETE FROM group_log WHERE seq IN (SELECT seq FROM group_log WHERE seq <= ? ORDER BY seq LIMIT ?)'),
@@ -1319,7 +1341,7 @@ const BACKLOG = `SELECT partition, pending, pipeline, cursor FROM (
   LEFT JOIN partition_cursors c ON c.pipeline = t.pipeline AND c.partition = t.partition
 ) t WHERE pending > 0`;
 
-function prepare(db: Db) {
+function prepare(db: Db, chunks: readonly number[]) {
   const p = (sql: string): Stmt => db.prepare(sql);
   return {
     seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
@@ -1362,7 +1384,7 @@ function prepare(db: Db) {
     ),
     outboxHead: p('SELECT last_seq FROM outbox_heads WHERE pipeline = ?'),
     outboxHeadPut: p('INSERT INTO outbox_heads (pipeline, last_seq) VALUES (?, ?) ON CONFLICT (pipeline) DO UPDATE SET last_seq = excluded.last_seq'),
-    outboxInsert: p('INSERT INTO outbox (pipeline, seq, item) VALUES (?, ?, ?)'),
+    outboxInsert: new RowInserter(db, 'INSERT INTO outbox (pipeline, seq, item) VALUES', 3, '', chunks),
     outboxRead: p(
       `SELECT seq, item FROM outbox WHERE pipeline = ? AND seq <= ?
          AND seq > COALESCE((SELECT cursor FROM exporter_cursors WHERE pipeline = ? AND exporter = ?), 0)
@@ -1386,7 +1408,7 @@ function prepare(db: Db) {
     ),
     deadList: p('SELECT letter FROM dead_letters ORDER BY time DESC, id DESC LIMIT ?'),
     deadListPipeline: p('SELECT letter FROM dead_letters WHERE pipeline = ? ORDER BY time DESC, id DESC LIMIT ?'),
-    failureInsert: p('INSERT INTO recent_failures (time, failure) VALUES (?, ?)'),
+    failureInsert: new RowInserter(db, 'INSERT INTO recent_failures (time, failure) VALUES', 2, '', chunks),
     failureTrim: p('DELETE FROM recent_failures WHERE id NOT IN (SELECT id FROM recent_failures ORDER BY time DESC, id ASC LIMIT ?)'),
     purgeSeen: p('DELETE FROM seen_events WHERE (pipeline, event_id) IN (SELECT pipeline, event_id FROM seen_events WHERE expires <= ? LIMIT ?)'),
     purgeTurns: p('DELETE FROM turns WHERE (pipeline, turn_id) IN (SELECT pipeline, turn_id FROM turns WHERE expires <= ? LIMIT ?)'),
