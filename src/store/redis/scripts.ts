@@ -5,6 +5,9 @@
  */
 import { STATE_PURGE_CHUNK } from '../state.ts';
 
+/** Groups per variadic command in the commit script: 2 × this values per HSET, within Lua's unpack limit (8,000). */
+const GROUP_CHUNK = 1000;
+
 /** Stream ids are `<ms>-<seq>`; they are compared as numbers (ms fits a double exactly). */
 const STREAM_IDS = `
 local function idparts(id)
@@ -330,8 +333,9 @@ return advance_part(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
  * TTL, nG, nT, nR, nO, nF, mode ('single' | 'cluster'), base (the committed position the page was
  * read after, '' for none, '*' when unknown), now, max timers, index of the state section, index
  * of the timer section, then the groups as one JSON array of strings, nG × (key, version, open
- * 0|1, stored value), then nT × created, nR × revision, nO × outbox JSON, nF × (time, failure
- * JSON), the state section, the timer section.
+ * flag, stored value) with the open flag '1' (add to the open-work set), '0' (remove) or ''
+ * (leave it: see RedisStore.openFlag), then nT × created, nR × revision, nO × outbox JSON, nF ×
+ * (time, failure JSON), the state section, the timer section.
  *
  * The groups travel as one argument, not four per group: a page's 250 groups were a thousand
  * arguments, and each costs the client (RESP framing, a byte count, a piece of the command
@@ -381,42 +385,48 @@ local gl = nG > 0 and cjson.decode(ARGV[18]) or {}
 if #gl ~= 4 * nG then
   return redis.error_reply('VIGIL_STORE_CORRUPT commit carries ' .. #gl .. ' group fields for ' .. nG .. ' groups')
 end
-for i = 1, nG, 1000 do
-  local last = math.min(i + 999, nG)
-  local ks = {}
-  for j = i, last do ks[#ks + 1] = gl[4 * j - 3] end
+-- In chunks of GROUP_CHUNK groups: one command per chunk, not one or three per group (a chunk's
+-- 2 × GROUP_CHUNK values stay within Lua's stack limit for unpack).
+for i = 1, nG, ${GROUP_CHUNK} do
+  local ks, n = {}, 0
+  for b = 4 * i - 3, 4 * math.min(i + ${GROUP_CHUNK - 1}, nG) - 3, 4 do
+    n = n + 1
+    ks[n] = gl[b]
+  end
   local stored = redis.call('HMGET', KEYS[2], unpack(ks))
-  for j = i, last do
-    local have, version = tonumber(stored[j - i + 1] or '0'), tonumber(gl[4 * j - 2])
+  for j = 1, n do
+    local b = 4 * (i + j - 1)
+    local have, version = tonumber(stored[j] or '0'), tonumber(gl[b - 2])
     if have ~= version - 1 then
-      return redis.error_reply('VIGIL_STORE_CONFLICT group ' .. gl[4 * j - 3] .. ' changed concurrently (version ' .. have .. ', expected ' .. (version - 1) .. ')')
+      return redis.error_reply('VIGIL_STORE_CONFLICT group ' .. gl[b - 3] .. ' changed concurrently (version ' .. have .. ', expected ' .. (version - 1) .. ')')
     end
   end
 end
 local err = state_check(stateKeys, stateAt, now) or timers_check(KEYS[11], timersAt, maxTimers)
 if err then return redis.error_reply(err) end
 
--- Variadic writes in chunks (one command per few hundred groups, not three per group; chunks
--- keep unpack within Lua's stack limit).
+-- An open flag '' leaves the open-work set as it is (see RedisStore.openFlag).
 local a = 19
-local gs, vs, opened, closed = {}, {}, {}, {}
-local function flush(cmd, key, t)
-  if #t > 0 then redis.call(cmd, key, unpack(t)) end
-  return {}
+for i = 1, nG, ${GROUP_CHUNK} do
+  local gs, vs, opened, closed, n, no, nc = {}, {}, {}, {}, 0, 0, 0
+  for b = 4 * i, 4 * math.min(i + ${GROUP_CHUNK - 1}, nG), 4 do
+    local key, open = gl[b - 3], gl[b - 1]
+    n = n + 2
+    gs[n - 1], gs[n] = key, gl[b]
+    vs[n - 1], vs[n] = key, gl[b - 2]
+    if open == '1' then
+      no = no + 1
+      opened[no] = key
+    elseif open == '0' then
+      nc = nc + 1
+      closed[nc] = key
+    end
+  end
+  redis.call('HSET', KEYS[1], unpack(gs))
+  redis.call('HSET', KEYS[2], unpack(vs))
+  if no > 0 then redis.call('SADD', KEYS[3], unpack(opened)) end
+  if nc > 0 then redis.call('SREM', KEYS[3], unpack(closed)) end
 end
-for i = 1, 4 * nG, 4 do
-  local key = gl[i]
-  gs[#gs + 1], gs[#gs + 2] = key, gl[i + 3]
-  vs[#vs + 1], vs[#vs + 2] = key, gl[i + 1]
-  if gl[i + 2] == '1' then opened[#opened + 1] = key else closed[#closed + 1] = key end
-  if #gs >= 1000 then gs, vs = flush('HSET', KEYS[1], gs), flush('HSET', KEYS[2], vs) end
-  if #opened >= 500 then opened = flush('SADD', KEYS[3], opened) end
-  if #closed >= 500 then closed = flush('SREM', KEYS[3], closed) end
-end
-flush('HSET', KEYS[1], gs)
-flush('HSET', KEYS[2], vs)
-flush('SADD', KEYS[3], opened)
-flush('SREM', KEYS[3], closed)
 for i = 1, nT do
   redis.call('INCRBY', KEYS[k], ARGV[a])
   redis.call('PEXPIRE', KEYS[k], turnTtl)
@@ -436,6 +446,10 @@ if nO > 0 then
   end
 end
 if nF > 0 then
+  local function flush(cmd, key, t)
+    if #t > 0 then redis.call(cmd, key, unpack(t)) end
+    return {}
+  end
   local fs = {}
   for i = 1, nF do
     fs[#fs + 1], fs[#fs + 2] = ARGV[a], ARGV[a + 1]

@@ -71,6 +71,9 @@ export interface RedisStoreConfig extends ConnectionConfig {
   dedupe_window: number;
 }
 
+/** Groups whose open flag as read is kept (see RedisStore.readOpen); beyond it the record starts again. */
+const READ_OPEN_MAX = 65_536;
+
 /** How long pendingCount answers from its last sum of stream lengths (it runs per ingest request). */
 const PENDING_CACHE_MS = 250;
 
@@ -103,6 +106,12 @@ export class RedisStore implements StateStore {
   private readonly cluster: boolean;
   private readonly pending = new Map<string, { at: number; count: number }>();
   private readonly bases = new PageBases();
+  /**
+   * Whether each group this store read had open work, by the version read: key → version × 2 + (1
+   * if open). A commit that keeps a group's open flag as it was at the version it replaces sends no
+   * open-work change for it (see `openFlag`); the version check makes that version the stored one.
+   */
+  private readonly readOpen = new Map<string, number>();
   /**
    * Network round trips, for the benchmark (a pipeline or a script counts once); `overlapped`: those
    * sent while another was still awaited (they add no wait of their own).
@@ -344,9 +353,13 @@ export class RedisStore implements StateStore {
     const out = new Map<string, GroupState>();
     if (keys.length === 0) return out;
     const values = await this.run('load groups', (c) => this.trip(c.hmget(this.keys.state.groups, ...keys)));
+    if (this.readOpen.size + keys.length > READ_OPEN_MAX) this.readOpen.clear();
     keys.forEach((k, i) => {
       const v = values[i];
-      if (v) out.set(k, decodeGroup(k, v));
+      if (!v) return;
+      const g = decodeGroup(k, v);
+      out.set(k, g);
+      this.readOpen.set(k, g.version * 2 + (g.openWorkId ? 1 : 0));
     });
     return out;
   }
@@ -410,7 +423,7 @@ export class RedisStore implements StateStore {
     // key's lone surrogates go as U+FFFD (toWellFormed), what an argument's UTF-8 encoding stored
     // them as (and HMGET reads back); cjson refuses their JSON escapes.
     const groups: string[] = [];
-    for (const g of cm.groups) groups.push(g.groupKey.toWellFormed(), String(g.version), g.openWorkId ? '1' : '0', encodeGroup(g));
+    for (const g of cm.groups) groups.push(g.groupKey.toWellFormed(), String(g.version), this.openFlag(g), encodeGroup(g));
     const body: Array<string | number> = [JSON.stringify(groups)];
     for (const t of cm.turns) body.push(t.created);
     for (const r of cm.revisions) body.push(r.revision);
@@ -454,6 +467,22 @@ export class RedisStore implements StateStore {
       }
     });
     this.pending.delete(cm.pipeline);
+  }
+
+  /**
+   * A group's open flag for the commit script: '1' (add to the open-work set), '0' (remove) or ''
+   * (no change) when this store read the group at the version this commit replaces with the same
+   * flag. The script refuses the commit unless that version is still the stored one, and that
+   * version's commit left the set agreeing with it, so the set is what sending the flag gives; a
+   * page's 250 groups mostly keep their flag, and SADD/SREM of every one of them was about a tenth
+   * of the commit script's time.
+   */
+  private openFlag(g: GroupState): string {
+    const open = g.openWorkId ? 1 : 0;
+    const read = this.readOpen.get(g.groupKey);
+    if (read === undefined) return open ? '1' : '0';
+    this.readOpen.delete(g.groupKey);
+    return read === (g.version - 1) * 2 + open ? '' : open ? '1' : '0';
   }
 
   async loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>> {
