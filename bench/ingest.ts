@@ -25,6 +25,13 @@
  * main thread ran over the same time, per request (Linux), which does not grow while the thread
  * waits for a core, and "cpu/bare" the bare server's over vigil's: the throughput ratio with a core
  * to spare for each. The clients run in a worker thread.
+ * With `--setups` including sqlite, a third, durable bare server joins the HTTP encodings:
+ * `bare/fsync` (node:http, the same independent decoder, the request's failed spans appended to a
+ * file and acknowledged once an fdatasync covers them, one fdatasync at a time shared by the
+ * requests that arrived while the previous one ran; no vigil code): what this disk allows a durable
+ * receiver. Its half-rate phase runs at vigil/sqlite's half rate, so their ack latencies compare at
+ * the same load. "disk KB/req" is what the process wrote to storage per request in the half-rate
+ * phase (its `write_bytes`: the WAL's and the checkpoints' writes for vigil/sqlite; Linux).
  * Servers are measured in alternating slices so background load on the shared machine hits all
  * alike, and a vigil slice lasts until its pipeline has processed everything it accepted (vigil
  * gets no processing time for free). A decoder table compares the decoders alone on batches of
@@ -40,7 +47,7 @@
 import { Worker } from 'node:worker_threads';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, fdatasync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
@@ -51,7 +58,7 @@ import type { Payload } from './otlp-payloads.ts';
 
 type Encoding = 'json' | 'protobuf' | 'grpc';
 type Setup = 'memory' | 'sqlite';
-type ServerName = 'bare' | `vigil/${Setup}`;
+type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
 
 interface LoadSpec {
   root: string;
@@ -83,6 +90,8 @@ interface LoadResult {
   busyMs?: number;
   /** CPU time the main thread ran during the slices and drains, in ms (Linux; NaN elsewhere). */
   cpuMs?: number;
+  /** Bytes the process caused to be written to storage during the slices and drains (Linux; NaN elsewhere). */
+  diskBytes?: number;
 }
 
 /**
@@ -208,6 +217,7 @@ async function main(): Promise<void> {
   for (const encoding of encodings) {
     const payload = encoding === 'json' ? payloads.json : payloads.protobuf;
     const servers = new Map<ServerName, Running>(withBare ? [['bare', await startBare(encoding)]] : []);
+    if (withBare && setups.includes('sqlite') && encoding !== 'grpc') servers.set('bare/fsync', await startBareDurable(encoding));
     for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup));
     const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
       const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest);
@@ -220,7 +230,9 @@ async function main(): Promise<void> {
         await server.drained?.();
       }
       const full = await alternate(servers, rounds, (server) => spec(server, 0, 0, durationMs / rounds));
-      const half = await alternate(servers, rounds, (server, name) => spec(server, fixedHalfRate ?? rateOf(full.get(name)!) / 2, 0, durationMs / rounds));
+      // bare/fsync is the durable baseline of vigil/sqlite: it runs at vigil/sqlite's half rate (its own maximum is far higher).
+      const halfRate = (name: ServerName) => fixedHalfRate ?? rateOf(full.get(name === 'bare/fsync' && full.has('vigil/sqlite') ? 'vigil/sqlite' : name)!) / 2;
+      const half = await alternate(servers, rounds, (server, name) => spec(server, halfRate(name), 0, durationMs / rounds));
       for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
       for (const [name, server] of servers) if (server.summary) console.log(`  (${encoding}) ${name}: ${await server.summary()}`);
     } finally {
@@ -229,9 +241,9 @@ async function main(): Promise<void> {
   }
 
   console.log('');
-  console.log('                        | full rate                                                  | half rate                                |');
+  console.log('                        | full rate                                                  | half rate                                                 |');
   console.log(
-    'encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures  busy ms/req  cpu ms/req |  req/s  p50 ms  p99 ms  fail  stall ms | vigil/bare  cpu/bare',
+    'encoding   server       |   spans/s   req/s  p50 ms  p99 ms  failures  busy ms/req  cpu ms/req |  req/s  p50 ms  p99 ms  p99.9 ms  fail  stall ms  disk KB/req | vigil/bare  cpu/bare',
   );
   for (const { encoding, server, full, half } of rows) {
     const bare = rows.find((r) => r.encoding === encoding && r.server === 'bare');
@@ -240,7 +252,12 @@ async function main(): Promise<void> {
     const cpuRatio = server === 'bare' || !bare ? '' : `${(perRequest(bare.full.cpuMs, bare.full) / perRequest(full.cpuMs, full)).toFixed(2)}×`;
     console.log(
       `${encoding.padEnd(10)} ${server.padEnd(12)} | ${fmt(rateOf(full) * spans).padStart(9)} ${rateOf(full).toFixed(0).padStart(7)} ${ms(full, 50)} ${ms(full, 99)} ${String(full.failures).padStart(9)} ${perRequest(full.busyMs, full).toFixed(2).padStart(12)} ${perRequest(full.cpuMs, full).toFixed(2).padStart(11)} | ` +
-        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} | ${ratio.padStart(10)} ${cpuRatio.padStart(9)}`,
+        `${rateOf(half).toFixed(0).padStart(6)} ${ms(half, 50)} ${ms(half, 99)} ${ms(half, 99.9).padStart(9)} ${String(half.failures).padStart(5)} ${(half.loopStallMs ?? NaN).toFixed(1).padStart(9)} ${perRequest(
+          (half.diskBytes ?? NaN) / 1024,
+          half,
+        )
+          .toFixed(1)
+          .padStart(12)} | ${ratio.padStart(10)} ${cpuRatio.padStart(9)}`,
     );
   }
   console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end (a shared machine: compare the ratios, not the absolute figures)`);
@@ -260,6 +277,7 @@ async function alternate(
       const loop = monitorEventLoopDelay({ resolution: 1 });
       const elu0 = performance.eventLoopUtilization();
       const cpu0 = mainThreadCpuMs();
+      const disk0 = diskWriteBytes();
       loop.enable();
       const result = await load(spec(server, name));
       loop.disable();
@@ -272,6 +290,7 @@ async function alternate(
       }
       result.busyMs = performance.eventLoopUtilization(elu0).active;
       result.cpuMs = mainThreadCpuMs() - cpu0;
+      result.diskBytes = diskWriteBytes() - disk0;
       const total = totals.get(name)!;
       total.requests += result.requests;
       total.failures += result.failures;
@@ -279,6 +298,7 @@ async function alternate(
       total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
       total.busyMs = (total.busyMs ?? 0) + (result.busyMs ?? 0);
       total.cpuMs = (total.cpuMs ?? 0) + (result.cpuMs ?? 0);
+      total.diskBytes = (total.diskBytes ?? 0) + (result.diskBytes ?? 0);
       for (const l of result.latencies) total.latencies.push(l);
     }
   }
@@ -294,6 +314,15 @@ async function alternate(
 function mainThreadCpuMs(): number {
   try {
     return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Bytes this process has caused to be written to storage (its `write_bytes`; Linux; NaN elsewhere): the page cache's writeback, the WAL's and the file's alike. */
+function diskWriteBytes(): number {
+  try {
+    return Number(/^write_bytes: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
   } catch {
     return NaN;
   }
@@ -388,6 +417,64 @@ async function startBare(encoding: Encoding): Promise<Running> {
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * The durable baseline of vigil/sqlite (no vigil code): node:http, the same independent decoder,
+ * then the request's failed spans appended to a file (one JSON line, written on the event loop as
+ * SQLite's page writes are) and acknowledged once an fdatasync of the file covers them. Group
+ * commit: one fdatasync at a time in the thread pool; the requests written while it runs wait for
+ * the next one, which covers them all (never more than that one and the next). The file is in the
+ * same temporary directory (the same disk) as vigil/sqlite's database.
+ */
+async function startBareDurable(encoding: 'json' | 'protobuf'): Promise<Running> {
+  const decode = encoding === 'json' ? (body: Buffer) => JSON.parse(body.toString('utf8')) : (body: Buffer) => TraceRequest.decode(body);
+  const answer = encoding === 'json' ? '{}' : '';
+  const contentType = encoding === 'json' ? 'application/json' : 'application/x-protobuf';
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-bare-'));
+  const fd = openSync(join(dir, 'spans.jsonl'), 'a');
+  let waiting: Array<(err: Error | null) => void> = [];
+  let syncing = false;
+  const syncNext = () => {
+    if (syncing || waiting.length === 0) return;
+    syncing = true;
+    const covered = waiting;
+    waiting = [];
+    fdatasync(fd, (err) => {
+      syncing = false;
+      for (const done of covered) done(err);
+      syncNext();
+    });
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const request = decode(Buffer.concat(chunks));
+      const failed = [];
+      for (const rs of request.resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) if (span.status?.code === 2) failed.push(span);
+      writeSync(fd, JSON.stringify(failed) + '\n');
+      waiting.push((err) => {
+        res.writeHead(err ? 503 : 200, { 'content-type': contentType, 'content-length': answer.length });
+        res.end(answer);
+      });
+      syncNext();
+    });
+  });
+  const port = await listen(server);
+  return {
+    target: `http://127.0.0.1:${port}/v1/traces`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => {
+          closeSync(fd);
+          rmSync(dir, { recursive: true, force: true });
+          resolve();
+        });
       }),
   };
 }

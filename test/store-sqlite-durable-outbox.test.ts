@@ -122,19 +122,21 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
         (await store.readPage('logs', 'S', 10)).map((e) => e.event.eventId),
         ['e2'],
       );
+      // A commit made while a sync runs waits for it and for the next one (the running one may have begun before it).
       const b = watch(store.commit(commitOf([group('g1', 2)], [item('b1')])));
-      await heldCount(gate, 2);
+      await turn();
+      assert.equal(gate.held.length, 1, 'one sync at a time');
       assert.deepEqual(await ids(store), []);
-
-      // The later sync covers the earlier commit's frames too: both commits' entries go out.
-      await gate.held[1]!.release();
-      assert.equal(b.settled, true);
-      assert.equal(b.error, undefined);
-      assert.equal(a.settled, false, 'the first commit still waits for its own sync');
-      assert.deepEqual(await ids(store), ['a1', 'a2', 'b1']);
       await gate.held[0]!.release();
       assert.equal(a.settled, true);
       assert.equal(a.error, undefined);
+      assert.equal(b.settled, false, 'the second commit waits for the next sync');
+      assert.deepEqual(await ids(store), ['a1', 'a2']);
+      await heldCount(gate, 2);
+      await gate.held[1]!.release();
+      assert.equal(b.settled, true);
+      assert.equal(b.error, undefined);
+      assert.deepEqual(await ids(store), ['a1', 'a2', 'b1']);
 
       // An exporter's ack is answered once on disk as well.
       const ack = watch(store.ackOutbox('logs', 'x', 2));
@@ -158,11 +160,14 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
     await store.open();
     try {
       await store.registerExporter('logs', 'x');
+      // The log is open (a sync then calls the gate in the turn it begins: `covers` below is exact).
+      await store.commit(commitOf([group('g', 1)], []));
       gate.hold = true;
-      // commits[k]: the entries of the k-th commit; its sync is gate.held[k] (each commit starts one, in order).
+      // commits[k]: the entries of the k-th commit; covers[j]: how many commits were made when sync gate.held[j] began.
       const commits: string[][] = [];
+      const covers: number[] = [];
       const released = new Set<number>();
-      let version = 0;
+      let version = 1;
       const pending: Array<Promise<void>> = [];
       for (let step = 0; step < 200; step++) {
         const open = [...gate.held.keys()].filter((k) => !released.has(k));
@@ -172,21 +177,77 @@ describe('sqlite store: the outbox is read only up to what is on disk', () => {
           commits.push(entries);
           const p = store.commit(commitOf([group('g', ++version)], entries.map(item)));
           pending.push(p);
-          await heldCount(gate, commits.length);
+          await turn();
         } else {
           const k = open[Math.floor(random() * open.length)]!;
           released.add(k);
           await gate.held[k]!.release();
+          await turn();
         }
-        const covered = Math.max(-1, ...released);
-        const expected = commits.slice(0, covered + 1).flat();
+        while (covers.length < gate.held.length) covers.push(commits.length);
+        const covered = Math.max(0, ...[...released].map((k) => covers[k]!));
+        const expected = commits.slice(0, covered).flat();
         assert.deepEqual(await ids(store), expected, `seed ${seed}, step ${step}: released syncs ${[...released].join(',')}`);
       }
+      // The syncs still to come (those waiting for a held one) run at once.
+      gate.hold = false;
       await Promise.all(gate.held.filter((_, k) => !released.has(k)).map((h) => h.release()));
       await Promise.all(pending);
       assert.deepEqual(await ids(store), commits.flat(), `seed ${seed}`);
     } finally {
       gate.hold = false;
+      await Promise.all(gate.held.map((h) => h.release()));
+      await store.close();
+    }
+  });
+
+  test('group sync (seeded): one WAL sync at a time; appends and commits answer once the first sync begun after them answers — not before, not later', async () => {
+    const seed = testSeed();
+    const random = seededRandom(16);
+    const gate = heldSync();
+    const store = new SqliteStore(config(join(tempDir(), 'state.db')), undefined, undefined, { sync: gate.sync });
+    await store.open();
+    try {
+      // The log is open (a sync then calls the gate in the turn it begins: `covers` below is exact).
+      await store.append('logs', [event({ id: 'warm', time: 0, partition: 'W' })]);
+      gate.hold = true;
+      // writes[i]: the i-th write's answer; covers[j]: how many writes were committed when sync gate.held[j] began.
+      const writes: Array<ReturnType<typeof watch>> = [];
+      const covers: number[] = [];
+      const released = new Set<number>();
+      let version = 0;
+      for (let step = 0; step < 300; step++) {
+        const r = random();
+        const running = [...gate.held.keys()].filter((k) => !released.has(k));
+        if (r < 0.3 || (r >= 0.7 && running.length === 0)) {
+          writes.push(watch(store.commit(commitOf([group('g', ++version)], [item(`c${step}`)]))));
+        } else if (r < 0.7) {
+          // Appends of one turn share one transaction (and so one place in the order of writes).
+          const n = 1 + Math.floor(random() * 3);
+          for (let i = 0; i < n; i++) {
+            const p = store.append('logs', [event({ id: `e${step}-${i}`, time: step, partition: `S${i}` })]);
+            writes.push(watch(p.then(() => undefined)));
+          }
+        } else {
+          released.add(running[0]!);
+          await gate.held[running[0]!]!.release();
+        }
+        await turn();
+        while (covers.length < gate.held.length) covers.push(writes.length);
+        const where = `seed ${seed}, step ${step}`;
+        const open = gate.held.filter((_, k) => !released.has(k)).length;
+        assert.ok(open <= 1, `${where}: ${open} syncs at once`);
+        const durable = Math.max(0, ...[...released].map((k) => covers[k]!));
+        writes.forEach((w, i) => {
+          assert.equal(w.error, undefined, `${where}: write ${i} failed`);
+          assert.equal(w.settled, i < durable, `${where}: write ${i} ${w.settled ? 'answered before a sync begun after it answered' : 'still waits after one did'}`);
+        });
+        if (writes.length > durable) assert.equal(open, 1, `${where}: writes wait and no sync runs`);
+      }
+      assert.ok(gate.held.length < writes.length, `seed ${seed}: ${gate.held.length} syncs for ${writes.length} writes`);
+    } finally {
+      gate.hold = false;
+      await Promise.all(gate.held.map((h) => h.release()));
       await store.close();
     }
   });
@@ -269,18 +330,21 @@ describe('sqlite store: the pipeline runner overlaps page commits with their syn
       const round = runner.runOnce();
       let ended = false;
       void round.then(() => (ended = true));
-      // All three pages committed before any sync answered: each built on the one before.
-      await heldCount(gate, 3);
+      // All three pages committed before any sync answered: each built on the one before. The
+      // first commit's sync runs; the other two wait for the next one, which they share.
+      await heldCount(gate, 1);
+      for (let i = 0; i < 100 && seen.length < 3; i++) await turn();
       assert.deepEqual(seen, [0, 1, 2]);
+      assert.equal(gate.held.length, 1, 'one sync at a time');
       assert.equal(ended, false, 'the round waits for its commits');
       assert.equal(runner.stats.pages, 0, 'a page counts once its commit is on disk');
       assert.deepEqual(await ids(store), []);
       await gate.held[0]!.release();
       assert.equal(ended, false);
       assert.deepEqual(await ids(store), ['A-out']);
-      await gate.held[2]!.release();
-      assert.deepEqual(await ids(store), ['A-out', 'B-out', 'C-out']);
+      await heldCount(gate, 2);
       await gate.held[1]!.release();
+      assert.deepEqual(await ids(store), ['A-out', 'B-out', 'C-out']);
       assert.equal(await round, true);
       assert.equal(runner.stats.pages, 3);
       assert.equal(runner.stats.failedPages, 0);

@@ -190,6 +190,9 @@ export class SqliteStore implements StateStore {
   /** Group commits whose WAL sync is still running; set once a sync failed (then SQLite syncs on the loop). */
   private readonly syncing = new Set<Promise<void>>();
   private syncOnLoop = false;
+  /** Whether a WAL sync is running, and the writes waiting for the next one (see syncWal). */
+  private syncRunning = false;
+  private syncWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
   private readonly syncFile: (fd: number) => Promise<void>;
@@ -576,6 +579,40 @@ export class SqliteStore implements StateStore {
   }
 
   /**
+   * Resolves once a sync of the WAL begun after this call (so after every write committed so far)
+   * has answered. Group commit of the syncs: one runs at a time; the writes committed while it runs
+   * (appends, page commits, acks) share the next one, which starts as soon as the running one
+   * answers. So a write waits for at most the running sync and the next one, never more, and the
+   * disk gets one flush per sync instead of one per write (several fdatasyncs of one file at once
+   * each wait for the others' pages, then flush again).
+   */
+  private syncWal(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.syncWaiters.push({ resolve, reject });
+      if (!this.syncRunning) this.runSync();
+    });
+  }
+
+  /** Starts a sync for every waiter so far; once it answers, the next starts for those who came meanwhile, then these are answered. */
+  private runSync(): void {
+    const waiters = this.syncWaiters;
+    this.syncWaiters = [];
+    this.syncRunning = true;
+    const settle = (err?: unknown) => {
+      this.syncRunning = false;
+      if (this.syncWaiters.length) this.runSync();
+      for (const w of waiters) {
+        if (err === undefined) w.resolve();
+        else w.reject(err);
+      }
+    };
+    this.syncOnce().then(
+      () => settle(),
+      (err: unknown) => settle(err ?? new Error('WAL sync failed')),
+    );
+  }
+
+  /**
    * fdatasync of the write-ahead log in the thread pool: what SQLite does at each commit with
    * `synchronous = FULL` (the WAL holds every committed frame; SQLite syncs the log itself before it
    * checkpoints it into the database, and its header when it starts reusing it). The log stays the
@@ -583,7 +620,7 @@ export class SqliteStore implements StateStore {
    * one descriptor serves every sync; the log's directory entry is synced once, since SQLite creates
    * the log on the first write after opening.
    */
-  private async syncWal(): Promise<void> {
+  private async syncOnce(): Promise<void> {
     const gen = this.written;
     this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
     let fd: number;
