@@ -52,7 +52,14 @@ service:
   );
   const child = spawnVigil(['run', '-c', config]);
   const health = `http://127.0.0.1:${healthPort}`;
-  await waitFor(async () => ((await fetch(`${health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${child.stderr()}`);
+  try {
+    await waitFor(async () => ((await fetch(`${health}/healthz`)).status === 200 ? true : undefined), 'vigil to be ready');
+  } catch (err) {
+    // Not yet in the caller's list of children: killed here, or it outlives the test file and the
+    // runner waits for it forever.
+    child.child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}\n${child.stderr()}`);
+  }
   return { child, traces: `http://127.0.0.1:${tracesPort}/v1/traces`, logs: `http://127.0.0.1:${logsPort}/v1/logs`, health, work };
 }
 
