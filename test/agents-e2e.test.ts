@@ -58,7 +58,7 @@ service:
     // Not yet in the caller's list of children: killed here, or it outlives the test file and the
     // runner waits for it forever.
     child.child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n${child.stderr()}`);
+    throw new Error(`${(err as Error).message}\n${child.stderr()}`, { cause: err });
   }
   return { child, traces: `http://127.0.0.1:${tracesPort}/v1/traces`, logs: `http://127.0.0.1:${logsPort}/v1/logs`, health, work };
 }
