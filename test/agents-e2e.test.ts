@@ -126,7 +126,11 @@ describe('real agents against vigil: one work item per failure, in the session o
         ],
       };
       const run = await runAgent('openai', plan, { tracesEndpoint: v.traces, logsEndpoint: v.logs, protocol });
-      assert.equal(run.code, 0, run.stderr);
+      assert.equal(
+        run.code,
+        0,
+        `${run.stderr}\nvigil (exit ${v.child.child.exitCode ?? v.child.child.signalCode ?? 'still running'}):\n${v.child.stderr().slice(-4000)}`,
+      );
       const failures = failuresOf(run);
       assert.equal(failures.length, 6);
       const events = await settled(v, failures.length);
@@ -167,7 +171,11 @@ describe('real agents against vigil: one work item per failure, in the session o
       ],
     } as AgentPlan;
     const run = await runAgent('ai-sdk', plan, { tracesEndpoint: v.traces, logsEndpoint: v.logs, protocol: 'http/protobuf' });
-    assert.equal(run.code, 0, run.stderr);
+    assert.equal(
+      run.code,
+      0,
+      `${run.stderr}\nvigil (exit ${v.child.child.exitCode ?? v.child.child.signalCode ?? 'still running'}):\n${v.child.stderr().slice(-4000)}`,
+    );
     assert.equal(run.turns.length, 3);
     const events = await settled(v, 3);
     const items = events.filter((e) => e.type === 'dev.vigil.work.created');

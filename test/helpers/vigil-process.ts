@@ -1,6 +1,6 @@
 /** Runs the real `vigil` CLI as a child process for end-to-end tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -22,7 +22,38 @@ export function tempDir(prefix = 'vigil-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/**
+ * A port free now, claimed for this test run across processes. The suite runs its files in parallel,
+ * each asking the kernel for free ports that are only bound later (by a vigil child), and the kernel
+ * may hand the same free port to two files in that gap: then one vigil cannot listen and exits,
+ * and its test's health check reaches the other file's vigil on the shared health port — "ready" —
+ * while its own receivers refuse every connection (CI failed once so). A claim is a file named by
+ * the port in a shared directory, created exclusively; a port claimed in the last PORT_CLAIM_MS is
+ * skipped, an older claim (an earlier run) is taken over.
+ */
 export async function freePort(): Promise<number> {
+  mkdirSync(PORT_CLAIMS, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    const port = await kernelFreePort();
+    const claim = join(PORT_CLAIMS, String(port));
+    try {
+      writeFileSync(claim, String(process.pid), { flag: 'wx' });
+      return port;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (Date.now() - statSync(claim).mtimeMs > PORT_CLAIM_MS || attempt >= 100) {
+        writeFileSync(claim, String(process.pid));
+        return port;
+      }
+    }
+  }
+}
+
+const PORT_CLAIMS = join(tmpdir(), 'vigil-test-ports');
+/** Longer than the suite runs (a few minutes): no two of its files get the same port. */
+const PORT_CLAIM_MS = 30 * 60_000;
+
+function kernelFreePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createServer();
     srv.once('error', reject);
