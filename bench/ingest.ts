@@ -398,17 +398,26 @@ interface Running {
 
 async function startBare(encoding: Encoding): Promise<Running> {
   if (encoding === 'grpc') return startBareGrpc();
+  return startBareHttp(encoding, (_request, answer) => answer(true));
+}
+
+/**
+ * A bare node:http server: each request's body decoded by the independent decoder and handed to
+ * `handle`, which answers it (200, or 503 when `ok` is false); `cleanup` runs once it has stopped.
+ */
+async function startBareHttp(encoding: 'json' | 'protobuf', handle: (request: any, answer: (ok: boolean) => void) => void, cleanup = () => {}): Promise<Running> {
   const decode = encoding === 'json' ? (body: Buffer) => JSON.parse(body.toString('utf8')) : (body: Buffer) => TraceRequest.decode(body);
   const answer = encoding === 'json' ? '{}' : '';
   const contentType = encoding === 'json' ? 'application/json' : 'application/x-protobuf';
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      decode(Buffer.concat(chunks));
-      res.writeHead(200, { 'content-type': contentType, 'content-length': answer.length });
-      res.end(answer);
-    });
+    req.on('end', () =>
+      handle(decode(Buffer.concat(chunks)), (ok) => {
+        res.writeHead(ok ? 200 : 503, { 'content-type': contentType, 'content-length': answer.length });
+        res.end(answer);
+      }),
+    );
   });
   const port = await listen(server);
   return {
@@ -416,7 +425,10 @@ async function startBare(encoding: Encoding): Promise<Running> {
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => resolve());
+        server.close(() => {
+          cleanup();
+          resolve();
+        });
       }),
   };
 }
@@ -430,9 +442,6 @@ async function startBare(encoding: Encoding): Promise<Running> {
  * same temporary directory (the same disk) as vigil/sqlite's database.
  */
 async function startBareDurable(encoding: 'json' | 'protobuf'): Promise<Running> {
-  const decode = encoding === 'json' ? (body: Buffer) => JSON.parse(body.toString('utf8')) : (body: Buffer) => TraceRequest.decode(body);
-  const answer = encoding === 'json' ? '{}' : '';
-  const contentType = encoding === 'json' ? 'application/json' : 'application/x-protobuf';
   const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-bare-'));
   const fd = openSync(join(dir, 'spans.jsonl'), 'a');
   let waiting: Array<(err: Error | null) => void> = [];
@@ -448,35 +457,21 @@ async function startBareDurable(encoding: 'json' | 'protobuf'): Promise<Running>
       syncNext();
     });
   };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const request = decode(Buffer.concat(chunks));
+  return startBareHttp(
+    encoding,
+    (request, answer) => {
       const failed = [];
       for (const rs of request.resourceSpans ?? [])
         for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) if (span.status?.code === 2) failed.push(span);
       writeSync(fd, JSON.stringify(failed) + '\n');
-      waiting.push((err) => {
-        res.writeHead(err ? 503 : 200, { 'content-type': contentType, 'content-length': answer.length });
-        res.end(answer);
-      });
+      waiting.push((err) => answer(!err));
       syncNext();
-    });
-  });
-  const port = await listen(server);
-  return {
-    target: `http://127.0.0.1:${port}/v1/traces`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          closeSync(fd);
-          rmSync(dir, { recursive: true, force: true });
-          resolve();
-        });
-      }),
-  };
+    },
+    () => {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  );
 }
 
 async function startBareGrpc(): Promise<Running> {
