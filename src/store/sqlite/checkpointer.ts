@@ -13,16 +13,8 @@ import { createRequire } from 'node:module';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
 
-/**
- * How often the worker checkpoints while the writer writes. A checkpoint copies the newest frame of
- * each database page the log holds, so the longer between two, the more rewrites of the same pages
- * (the group log's and the outbox's last pages, the `groups` pages a fold touches, interior pages)
- * it copies once: on the failure-path benchmark, every second instead of every 100 ms halved the
- * worker's CPU (1.9 → 0.9 µs per event) and cut the process's bytes written by about 15%
- * (590 → 490 KiB per page of 256 events). The log then holds about a second of writes (some 20 MB
- * at that benchmark's rate), well under WAL_SIZE_LIMIT, past which RESTART still cuts it back.
- */
-const CHECK_MS = 1000;
+/** How often the worker checkpoints while the writer writes. */
+const CHECK_MS = 100;
 
 export interface CheckpointerOptions {
   file: string;
