@@ -45,5 +45,8 @@ export function isVigilError(err: unknown, code?: VigilErrorCode): err is VigilE
 /** Message of any thrown value, for logs; never includes a stack. */
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
+  // An error that crossed a thread (a worker's `error` event) can arrive as a plain object that
+  // kept its message: logged as `[object Object]` otherwise.
+  if (typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string') return (err as { message: string }).message;
   return String(err);
 }
