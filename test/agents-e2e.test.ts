@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runAgent, type AgentPlan, type AgentRun } from './helpers/agents.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 type WorkEvent = { id: string; type: string; data: Record<string, any> };
 
@@ -52,14 +52,7 @@ service:
   );
   const child = spawnVigil(['run', '-c', config]);
   const health = `http://127.0.0.1:${healthPort}`;
-  try {
-    await waitFor(async () => ((await fetch(`${health}/healthz`)).status === 200 ? true : undefined), 'vigil to be ready');
-  } catch (err) {
-    // Not yet in the caller's list of children: killed here, or it outlives the test file and the
-    // runner waits for it forever.
-    child.child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n${child.stderr()}`, { cause: err });
-  }
+  await untilReady(child, healthy(health));
   return { child, traces: `http://127.0.0.1:${tracesPort}/v1/traces`, logs: `http://127.0.0.1:${logsPort}/v1/logs`, health, work };
 }
 

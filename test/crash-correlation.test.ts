@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { logsBody, openaiTurn, tracesBody, type AgentRecord } from './helpers/agent-records.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 type WorkEvent = { id: string; type: string; data: Record<string, any> };
 
@@ -51,7 +51,7 @@ service:
 async function run(s: Setup, children: VigilChild[]): Promise<VigilChild> {
   const child = spawnVigil(['run', '-c', s.config]);
   children.push(child);
-  await waitFor(async () => ((await fetch(`${s.health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${child.stderr()}`);
+  await untilReady(child, healthy(s.health));
   return child;
 }
 

@@ -12,7 +12,7 @@ import { occurrenceSpanIds } from '../src/exporters/otlphttp/occurrence-span.ts'
 import { startCaptureServer, type CaptureServer, type Responder } from './helpers/capture-server.ts';
 import { decodeTraceRequest } from './helpers/otlp-decode.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { accepting, freePort, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 const TRACE = (n: number) => `Traceback (most recent call last):\n  File "/tmp/job.py", line 1, in <module>\nValueError: bad input ${'x'.repeat(n)}`;
 
@@ -71,10 +71,7 @@ service:
   const vigil = spawnVigil(['run', '-c', config]);
   children.push(vigil);
   const otlp = `http://127.0.0.1:${otlpPort}/v1/logs`;
-  await waitFor(
-    async () => ((await fetch(otlp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200 ? true : undefined),
-    'vigil to listen',
-  );
+  await untilReady(vigil, accepting(otlp), 'vigil to listen');
 
   const statuses: number[] = [];
   const send = async (session: string, variant: number, times: number[]) => {

@@ -13,7 +13,7 @@ import { compactEvidence } from '../src/processors/classify/error-kind.ts';
 import { runAgent } from './helpers/agents.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
 import { referenceCase, startJournalWriter } from './helpers/journal.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 type Any = any;
 
@@ -57,14 +57,7 @@ service:
   );
   const child = spawnVigil(['run', '-c', config]);
   const health = `http://127.0.0.1:${healthPort}`;
-  await waitFor(
-    async () => {
-      if (child.child.exitCode !== null) throw new Error(`vigil exited: ${child.stderr()}`);
-      return (await fetch(`${health}/healthz`)).status === 200 ? true : undefined;
-    },
-    'vigil to be ready',
-    60_000,
-  );
+  await untilReady(child, healthy(health), 'vigil to be ready', 60_000);
   return {
     child,
     otlp: `http://127.0.0.1:${otlpPort}`,

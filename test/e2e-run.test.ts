@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 const TRACEBACK = [
   'Traceback (most recent call last):',
@@ -56,7 +56,7 @@ ${extra}`,
   );
   const vigil = spawnVigil(['run', '-c', config]);
   const health = `http://127.0.0.1:${healthPort}`;
-  await waitFor(async () => ((await fetch(`${health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${vigil.stderr()}`);
+  await untilReady(vigil, healthy(health));
   return { vigil, otlp: `http://127.0.0.1:${otlpPort}`, health, workFile, dir };
 }
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { accepting, freePort, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 const children: VigilChild[] = [];
 let downstream: CaptureServer | undefined;
@@ -55,13 +55,7 @@ service:
   const start = async () => {
     const v = spawnVigil(['run', '-c', config]);
     children.push(v);
-    await waitFor(
-      async () =>
-        (await fetch(`http://127.0.0.1:${otlpPort}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200
-          ? true
-          : undefined,
-      `vigil to listen\n${v.stderr()}`,
-    );
+    await untilReady(v, accepting(`http://127.0.0.1:${otlpPort}/v1/logs`), 'vigil to listen');
     return v;
   };
   const first = await start();

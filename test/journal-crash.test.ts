@@ -17,7 +17,7 @@ import { after, before, test } from 'node:test';
 import { caseLine, startJournalWriter } from './helpers/journal.ts';
 import { seededRandom } from './helpers/random.ts';
 import { RedisServer, uniquePrefix } from './helpers/redis-server.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -60,14 +60,7 @@ service:
   let vigil: VigilChild | undefined;
   const start = async () => {
     vigil = spawnVigil(['run', '-c', config]);
-    await waitFor(
-      async () => {
-        if (vigil!.child.exitCode !== null) throw new Error(`vigil exited ${vigil!.child.exitCode}: ${vigil!.stderr()}`);
-        return (await fetch(`http://127.0.0.1:${healthPort}/healthz`)).status === 200 ? true : undefined;
-      },
-      'vigil to be ready',
-      60_000,
-    );
+    await untilReady(vigil!, healthy(`http://127.0.0.1:${healthPort}`), 'vigil to be ready', 60_000);
   };
   const kill = async () => {
     vigil!.child.kill('SIGKILL');

@@ -12,7 +12,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { MAX_JSON_DEPTH } from '../src/receivers/otlp/json.ts';
 import { MAX_GROUP_DEPTH } from '../src/receivers/otlp/protobuf.ts';
 import { EXPORT_METHODS } from '../src/receivers/otlp/grpc.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, writeConfig } from './helpers/vigil-process.ts';
 import type { VigilChild } from './helpers/vigil-process.ts';
 
 const MIB = 1024 * 1024;
@@ -85,7 +85,7 @@ service:
   http = `http://127.0.0.1:${httpPort}`;
   grpcTarget = `127.0.0.1:${grpcPort}`;
   livez = `http://127.0.0.1:${healthPort}/livez`;
-  await waitFor(async () => ((await fetch(`http://127.0.0.1:${healthPort}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${vigil.stderr()}`);
+  await untilReady(vigil, healthy(`http://127.0.0.1:${healthPort}`));
 });
 
 after(async () => {

@@ -18,7 +18,7 @@ import { ExporterRunner } from '../src/service/exporter-runner.ts';
 import { type SqliteStore } from '../src/store/sqlite/store.ts';
 import { CAN_MOUNT, jsonLines, metricValue, mountTmpfs, NO_MOUNT_REASON, workload, type Tmpfs, sqliteOutbox } from './helpers/faults.ts';
 import { postLogs } from './helpers/otlp-logs.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { accepting, freePort, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 const children: VigilChild[] = [];
 const mounts: Tmpfs[] = [];
@@ -59,7 +59,7 @@ service:
     const vigil = spawnVigil(['run', '-c', config]);
     children.push(vigil);
     const otlp = `http://127.0.0.1:${otlpPort}/v1/logs`;
-    await waitFor(async () => ((await postLogs(otlp, '{}')).status === 200 ? true : undefined), 'vigil to listen');
+    await untilReady(vigil, accepting(otlp), 'vigil to listen');
 
     // Room for a few dozen lines only; the workload writes hundreds in large batches.
     await postLogs(otlp, workload(5, { tag: 'warm' })[0]!);

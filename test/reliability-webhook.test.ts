@@ -17,7 +17,7 @@ import { ExporterRunner, type Clock } from '../src/service/exporter-runner.ts';
 import { type SqliteStore } from '../src/store/sqlite/store.ts';
 import { jsonLines, workload, sqliteOutbox } from './helpers/faults.ts';
 import { postLogs } from './helpers/otlp-logs.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { accepting, freePort, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 interface Hit {
   path: string;
@@ -274,7 +274,7 @@ service:
     const first = spawnVigil(['run', '-c', config]);
     children.push(first);
     const otlp = `http://127.0.0.1:${otlpPort}/v1/logs`;
-    await waitFor(async () => ((await postLogs(otlp, '{}').catch(() => undefined))?.status === 200 ? true : undefined), 'vigil to listen');
+    await untilReady(first, accepting(otlp), 'vigil to listen');
     assert.equal((await postLogs(otlp, workload(3, { tag: 'start' })[0]!)).status, 200);
     await waitFor(() => (hooks.length >= 3 && jsonLines(reference).length === 3 ? true : undefined), 'attempts at the webhook');
     first.child.kill('SIGTERM');

@@ -11,7 +11,7 @@ import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.t
 import type { StateStore } from '../src/store/types.ts';
 import { storeConformance } from './helpers/store-conformance.ts';
 import { event } from './helpers/pages.ts';
-import { freePort, ROOT, spawnVigil, tempDir, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { freePort, healthy, ROOT, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 
 const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
@@ -191,7 +191,7 @@ service:
 
     const vigil = spawnVigil(['run', '-c', cfg]);
     try {
-      await waitFor(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined), `vigil to be ready\n${vigil.stderr()}`);
+      await untilReady(vigil, healthy(`http://127.0.0.1:${health}`));
       const body = (uid: string, time: number) => otlpLogs([{ time, body: 'KeyError: missing key', session: 'st', uid }], { 'service.name': 'status-agent' });
       for (const [uid, time] of [
         ['s1', 1_000],

@@ -17,7 +17,7 @@ import type { ProviderEventData } from '../src/model/work.ts';
 import { runAgent, type AgentPlan, type AgentRun } from './helpers/agents.ts';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { accepting, freePort, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 interface Delivered {
   id: string;
@@ -57,14 +57,7 @@ service:
 `,
   );
   vigil = spawnVigil(['run', '-c', cfg]);
-  await waitFor(
-    async () =>
-      (await fetch(`http://127.0.0.1:${otlp}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200
-        ? true
-        : undefined,
-    `vigil to listen\n${vigil.stderr()}`,
-    30_000,
-  );
+  await untilReady(vigil, accepting(`http://127.0.0.1:${otlp}/v1/traces`), 'vigil to listen', 30_000);
 });
 
 after(async () => {

@@ -22,7 +22,7 @@ import { loadConfigText } from '../src/config/load.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { ProviderEventData } from '../src/model/work.ts';
 import { RedisServer, uniquePrefix } from './helpers/redis-server.ts';
-import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
 
 const RETRY_AFTER_MS = 6_000;
 
@@ -126,11 +126,7 @@ service:
 
   const start = async (): Promise<VigilChild> => {
     const v = spawnVigil(['run', '-c', cfg]);
-    await waitFor(
-      async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).status === 200 ? true : undefined),
-      `vigil (${store}) to be ready\n${v.stderr()}`,
-      30_000,
-    );
+    await untilReady(v, healthy(`http://127.0.0.1:${health}`), `vigil (${store}) to be ready`, 30_000);
     return v;
   };
   const post = async (body: string) => {

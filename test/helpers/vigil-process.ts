@@ -106,6 +106,40 @@ export async function waitFor<T>(check: () => T | undefined | Promise<T | undefi
   throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
 }
 
+/**
+ * Waits until `ready` answers true for a vigil child just spawned (a health check, a receiver
+ * answering). It fails at once when the child exits, and on a timeout it kills the child: a child
+ * not yet in its test's list of children would outlive the test file, and the runner would wait
+ * for it forever. Either way the error carries the child's stderr as it was at the failure (a
+ * message built before the wait would hold none of it).
+ */
+export async function untilReady(v: VigilChild, ready: () => Promise<boolean>, what = 'vigil to be ready', timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    const status = v.child.exitCode ?? v.child.signalCode;
+    if (status !== null) throw new Error(`vigil exited (${status}) while waiting for ${what}:\n${v.stderr().slice(-4000)}`);
+    if (Date.now() >= deadline) {
+      v.child.kill('SIGKILL');
+      const why = lastError ? `: ${(lastError as Error).message}` : '';
+      throw new Error(`timed out waiting for ${what}${why}; vigil killed. Its stderr:\n${v.stderr().slice(-4000)}`, { cause: lastError });
+    }
+    try {
+      if (await ready()) return;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** `ready` for `untilReady`: the health check extension answers 200 at `base` (`http://127.0.0.1:<port>`). */
+export const healthy = (base: string) => async (): Promise<boolean> => (await fetch(`${base}/healthz`)).status === 200;
+
+/** `ready` for `untilReady`: an OTLP/HTTP receiver accepts an empty JSON request at `url`. */
+export const accepting = (url: string) => async (): Promise<boolean> =>
+  (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200;
+
 export function writeConfig(dir: string, yaml: string): string {
   const file = join(dir, 'pipeline.yaml');
   writeFileSync(file, yaml);

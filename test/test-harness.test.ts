@@ -1,0 +1,62 @@
+/**
+ * The test harness's own helpers (test/helpers/vigil-process.ts): the readiness wait that every
+ * end-to-end test uses, with real child processes, and the cross-process port claims.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { describe, test } from 'node:test';
+import { freePort, healthy, untilReady, type VigilChild } from './helpers/vigil-process.ts';
+
+/** A child that stands in for vigil: `script` runs in a plain node process. */
+function child(script: string): VigilChild {
+  const c = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return { child: c, stdout: () => '', stderr: () => err, exited: new Promise((res) => c.on('exit', (code) => res(code))) };
+}
+
+describe('untilReady', () => {
+  test('fails at once when the child exits, with the stderr it wrote before exiting', async () => {
+    const c = child("process.stderr.write('cannot listen on 127.0.0.1:1\\n'); process.exit(3)");
+    const start = Date.now();
+    await assert.rejects(
+      untilReady(c, async () => false, 'vigil to be ready', 30_000),
+      (err: Error) => /exited \(3\)/.test(err.message) && err.message.includes('cannot listen on 127.0.0.1:1'),
+    );
+    assert.ok(Date.now() - start < 10_000, `took ${Date.now() - start} ms: it waited for the timeout instead of failing at once`);
+  });
+
+  test('on a timeout kills the child, so it cannot outlive the test file', async () => {
+    const c = child("process.stderr.write('starting\\n'); setInterval(() => {}, 1000)");
+    await assert.rejects(
+      untilReady(c, async () => false, 'vigil to be ready', 500),
+      (err: Error) => /timed out.*killed/s.test(err.message) && err.message.includes('starting'),
+    );
+    const code = await Promise.race([c.exited, new Promise((r) => setTimeout(() => r('still running'), 5000))]);
+    assert.notEqual(code, 'still running');
+    assert.equal(c.child.signalCode, 'SIGKILL');
+  });
+
+  test('returns once the health check answers 200; errors before that (refused connections) are retried', async () => {
+    const c = child('setInterval(() => {}, 1000)');
+    const port = await freePort();
+    const server = createServer((_req, res) => res.writeHead(200).end());
+    setTimeout(() => server.listen(port, '127.0.0.1'), 300);
+    try {
+      await untilReady(c, healthy(`http://127.0.0.1:${port}`), 'the server', 10_000);
+      assert.equal(c.child.exitCode, null, 'a ready child is left running');
+    } finally {
+      server.close();
+      c.child.kill('SIGKILL');
+      await c.exited;
+    }
+  });
+});
+
+describe('freePort', () => {
+  test('never hands the same port twice in a run, even when the kernel offers it again', async () => {
+    const ports = await Promise.all(Array.from({ length: 50 }, () => freePort()));
+    assert.equal(new Set(ports).size, ports.length);
+  });
+});
