@@ -7,7 +7,7 @@ import type { StoreFactory } from '../component.ts';
 import { s, type Infer } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
 import type { AgentEvent } from '../model/event.ts';
-import type { DeadLetter, GroupState, OutboxEntry } from '../model/work.ts';
+import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
 import { BoundedMap, OldestFirst } from './bounded-map.ts';
 import { PageBases } from './page-bases.ts';
 import { RecentFailures } from './recent-failures.ts';
@@ -187,7 +187,7 @@ export class MemoryStore implements StateStore {
     const out = new Map<string, GroupState>();
     for (const k of keys) {
       const g = this.groups.get(k);
-      if (g) out.set(k, { ...g });
+      if (g) out.set(k, copyGroup(g));
     }
     return out;
   }
@@ -236,7 +236,7 @@ export class MemoryStore implements StateStore {
     this.checkState(state, now);
     this.checkTimers(c.pipeline, timers);
     for (const a of c.appends ?? []) this.appendEvents(a.pipeline, a.events, now);
-    for (const g of c.groups) this.groups.set(g.groupKey, { ...g });
+    for (const g of c.groups) this.groups.set(g.groupKey, copyGroup(g));
     this.applyState(state, now);
     this.applyTimers(c.pipeline, timers);
     for (const t of c.turns) {
@@ -246,7 +246,7 @@ export class MemoryStore implements StateStore {
     for (const r of c.revisions) this.revisions.set(r.executionId, r.revision);
     const outbox = this.outbox(c.pipeline);
     // Frozen, not copied: the page hands its items over, and no reader can change them later.
-    for (const o of c.outbox) outbox.entries.push(Object.freeze({ ...deepFreeze(o), seq: outbox.nextSeq++ }));
+    for (const o of c.outbox) outbox.entries.push(Object.freeze(withSeq(deepFreeze(o), outbox.nextSeq++)));
     this.recent.addPage(c.failures);
     if (c.cursor === null || !log) return;
     // Trim what was processed: the log keeps only the backlog.
@@ -526,6 +526,49 @@ export const memoryStoreFactory: StoreFactory<MemoryStoreConfig> = {
  * Freezes a value and everything it holds, in place: what the store keeps is shared with readers
  * (no copy per read), so it must not change under them. Already frozen parts are not walked again.
  */
+/**
+ * `{ ...g }` of a group state, built as a literal when it holds just a group state's keys (what the
+ * recurrence processor commits): a spread's copy gets a map outside V8's transition tree, so the
+ * stored and loaded groups had other maps than the processor's own (its reads of them missed their
+ * inline caches), one copy per failure when loaded and again when committed. Anything else is
+ * spread, as before.
+ */
+export function copyGroup(g: GroupState): GroupState {
+  if (!hasKeys(g, GROUP_KEYS)) return { ...g };
+  return {
+    groupKey: g.groupKey,
+    count: g.count,
+    firstSeen: g.firstSeen,
+    lastSeen: g.lastSeen,
+    lastDecision: g.lastDecision,
+    openWorkId: g.openWorkId,
+    workGeneration: g.workGeneration,
+    version: g.version,
+  };
+}
+const GROUP_KEYS = ['groupKey', 'count', 'firstSeen', 'lastSeen', 'lastDecision', 'openWorkId', 'workGeneration', 'version'];
+
+/**
+ * `{ ...o, seq }`, an outbox entry: a literal for a work item that holds just `kind`, `id` and
+ * `event` (the recurrence processor's), for the reason copyGroup gives — and a spread's copy given
+ * one more key made a new map for every entry. Anything else is spread, as before.
+ */
+export function withSeq(o: OutboxItem, seq: number): OutboxEntry {
+  if (o.kind === 'work' && hasKeys(o, WORK_ITEM_KEYS)) return { kind: o.kind, id: o.id, event: o.event, seq };
+  return { ...o, seq };
+}
+const WORK_ITEM_KEYS = ['kind', 'id', 'event'];
+
+/** Whether `o`'s own enumerable keys are `keys`, in that order, and it has no other (inherited enumerable included). */
+function hasKeys(o: object, keys: readonly string[]): boolean {
+  let n = 0;
+  for (const key in o) {
+    if (n >= keys.length || key !== keys[n] || !Object.hasOwn(o, key)) return false;
+    n++;
+  }
+  return n === keys.length;
+}
+
 function deepFreeze<T>(value: T): T {
   // Binary views cannot be frozen (and the durable stores keep JSON only).
   if (typeof value !== 'object' || value === null || Object.isFrozen(value) || ArrayBuffer.isView(value)) return value;
