@@ -21,7 +21,7 @@ import { newWorkPage, type Occurrence, type PageItem } from '../src/processors/p
 import { recurrence, type RecurrenceOptions } from '../src/processors/recurrence/operator.ts';
 import { collapseFrames, MAX_FRAMES } from '../src/processors/classify/finding.ts';
 import { innermostInApp } from '../src/processors/classify/formats/python.ts';
-import { copyGroup, withSeq } from '../src/store/memory.ts';
+import { copyGroup, MemoryStore, withSeq } from '../src/store/memory.ts';
 import { mapState } from './helpers/pages.ts';
 import { checkProperty, seededRandom } from './helpers/random.ts';
 
@@ -230,4 +230,33 @@ test('memory store: a group state and an outbox entry copied by literal are the 
   const proto = { inherited: 1 };
   const g = Object.assign(Object.create(proto) as GroupState, Object.fromEntries(groupKeyNames.map((k) => [k, 1])));
   assert.deepEqual(Object.entries(copyGroup(g)), Object.entries({ ...g }));
+});
+
+test('memory store: group states are frozen copies when committed and shared, frozen, when loaded', async () => {
+  const store = new MemoryStore();
+  await store.open();
+  const g: GroupState = { groupKey: 'g_1', count: 1, firstSeen: 1, lastSeen: 1, lastDecision: 'BurstCoalesced', openWorkId: null, workGeneration: 0, version: 1 };
+  await store.commit({ pipeline: 'logs', partition: 'p', cursor: null, groups: [g], turns: [], revisions: [], outbox: [], failures: [] });
+  // The committer's object is its own: changing it later changes nothing stored.
+  g.count = 99;
+  const loaded = (await store.loadGroups(['g_1', 'g_none'])).get('g_1')!;
+  assert.equal(loaded.count, 1);
+  assert.deepEqual(Object.keys(loaded), Object.keys(g));
+  assert.ok(Object.isFrozen(loaded));
+  assert.throws(() => {
+    (loaded as { count: number }).count = 5;
+  }, TypeError);
+  assert.equal((await store.loadGroups(['g_1'])).get('g_1')!.count, 1);
+  // A later commit at the next version replaces it.
+  await store.commit({
+    pipeline: 'logs',
+    partition: 'p',
+    cursor: null,
+    groups: [{ ...loaded, count: 2, version: 2 }],
+    turns: [],
+    revisions: [],
+    outbox: [],
+    failures: [],
+  });
+  assert.equal((await store.loadGroups(['g_1'])).get('g_1')!.count, 2);
 });

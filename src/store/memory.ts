@@ -187,7 +187,8 @@ export class MemoryStore implements StateStore {
     const out = new Map<string, GroupState>();
     for (const k of keys) {
       const g = this.groups.get(k);
-      if (g) out.set(k, copyGroup(g));
+      // Frozen when committed: handed out as it is, as log entries are (a reader cannot change it).
+      if (g) out.set(k, g);
     }
     return out;
   }
@@ -236,7 +237,9 @@ export class MemoryStore implements StateStore {
     this.checkState(state, now);
     this.checkTimers(c.pipeline, timers);
     for (const a of c.appends ?? []) this.appendEvents(a.pipeline, a.events, now);
-    for (const g of c.groups) this.groups.set(g.groupKey, copyGroup(g));
+    // A frozen copy: the page keeps its own object, and loadGroups can share this one (a copy per
+    // failure and page fewer). Frozen from a literal's map, the transition is V8's shared one.
+    for (const g of c.groups) this.groups.set(g.groupKey, Object.freeze(copyGroup(g)));
     this.applyState(state, now);
     this.applyTimers(c.pipeline, timers);
     for (const t of c.turns) {
