@@ -5,8 +5,9 @@
  *   event, for random records (seeded; `VIGIL_TEST_SEED` replays);
  * - the work events' `source` is reused from the last service seen: right when services alternate;
  * - Python's innermost in-app frames are taken in one pass (random frame lists, recursions);
- * - the memory store copies group states and outbox entries by literal where they hold just the
- *   usual keys: the same own keys, values and order as the spread copies, for any keys.
+ * - the memory store copies group states field by field, and outbox entries by literal where they
+ *   hold just the usual keys (then the same own keys, values and order as the spread copies);
+ *   stored group states are frozen copies, handed out as they are.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -199,14 +200,16 @@ test('python: the innermost in-app frames in one pass are the filtered, reversed
 
 const groupKeyNames = ['groupKey', 'count', 'firstSeen', 'lastSeen', 'lastDecision', 'openWorkId', 'workGeneration', 'version'] as const;
 
-test('memory store: a group state and an outbox entry copied by literal are the spread copies (key order included), for any keys', () => {
+test('memory store: a group state is copied field by field (any field order, other keys dropped as the Redis store does); an outbox entry by literal is the spread copy (key order included)', () => {
   const value = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.boolean());
-  // The keys a group state holds, in order, or shuffled, with some missing or others added.
+  // The keys a group state holds, in order or shuffled, with others added.
   const keys = fc.oneof(
     fc.constant([...groupKeyNames] as string[]),
-    fc.shuffledSubarray([...groupKeyNames] as string[]),
     fc
-      .tuple(fc.shuffledSubarray([...groupKeyNames] as string[]), fc.array(fc.constantFrom('extra', 'seq', 'kind', '__proto__x'), { maxLength: 2 }))
+      .tuple(
+        fc.shuffledSubarray([...groupKeyNames] as string[], { minLength: groupKeyNames.length }),
+        fc.array(fc.constantFrom('extra', 'seq', 'kind'), { maxLength: 2 }),
+      )
       .map(([a, b]) => [...a, ...b]),
   );
   checkProperty(
@@ -214,7 +217,10 @@ test('memory store: a group state and an outbox entry copied by literal are the 
       const g = Object.fromEntries(ks.map((k, i) => [k, vs[i]])) as unknown as GroupState;
       const copy = copyGroup(g);
       assert.notEqual(copy, g);
-      assert.deepEqual(Object.entries(copy), Object.entries({ ...g }));
+      assert.deepEqual(
+        Object.entries(copy),
+        groupKeyNames.map((k) => [k, g[k]]),
+      );
     }),
     { numRuns: 1000 },
   );
@@ -226,10 +232,6 @@ test('memory store: a group state and an outbox entry copied by literal are the 
     }),
     { numRuns: 1000 },
   );
-  // Inherited enumerable keys are not own: both the spread and the literal leave them out.
-  const proto = { inherited: 1 };
-  const g = Object.assign(Object.create(proto) as GroupState, Object.fromEntries(groupKeyNames.map((k) => [k, 1])));
-  assert.deepEqual(Object.entries(copyGroup(g)), Object.entries({ ...g }));
 });
 
 test('memory store: group states are frozen copies when committed and shared, frozen, when loaded', async () => {
