@@ -133,10 +133,12 @@ function flatId(prefix: string, hex: string): string {
   // A rope only from 13 characters on (every id is longer). Without a prefix, the first digit and a
   // slice of the rest, so that it is a rope too rather than a slice that keeps the whole digest.
   const id = prefix === '' ? hex[0]! + hex.slice(1, 32) : prefix + hex.slice(0, 32);
-  // The read is what flattens it.
-  if (id.charCodeAt(0) === -1) throw new Error('unreachable');
+  // The read is what flattens it; kept in a module variable so that the optimizing compiler cannot
+  // drop it as unused.
+  _flattenedCode = id.charCodeAt(0);
   return id;
 }
+let _flattenedCode = 0;
 
 export const UNRESOLVED_REVISION = 'unresolved_revision';
 export const UNKNOWN_REVISION = 'unknown';
