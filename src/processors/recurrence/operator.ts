@@ -231,8 +231,8 @@ function applyPage(
   const replayed: OutboxItem[] = [];
   const groups = new Map<string, GroupState>();
   const turnsCreated = new Map<string, number>();
-  /** Groups updated while their work item was open, with the item that updated them last. */
-  const updated = new Map<string, number>();
+  /** Groups updated while their work item was open, with the occurrence that updated them last. */
+  const updated = new Map<string, PlannedOccurrence>();
   const outbox: OutboxItem[] = [];
   const failures: RecentFailure[] = [];
 
@@ -279,7 +279,7 @@ function applyPage(
     let workId: string | null = next.openWorkId;
     let suppressed: 'max_per_turn' | undefined;
     if (next.openWorkId) {
-      updated.set(p.groupKey, p.index);
+      updated.set(p.groupKey, p);
     } else if (action === 'create_work') {
       const createdInTurn = (storedTurns.get(p.turnId) ?? 0) + (turnsCreated.get(p.turnId) ?? 0);
       if (createdInTurn >= opts.maxPerTurn) {
@@ -305,11 +305,8 @@ function applyPage(
   }
 
   // One work.updated per group per page, carrying the state after the page.
-  const plannedAt = new Map<number, PlannedOccurrence>();
-  for (const p of planned) plannedAt.set(p.index, p);
-  for (const [key, index] of updated) {
-    const p = plannedAt.get(index)!;
-    const item = items[index]!;
+  for (const [key, p] of updated) {
+    const item = items[p.index]!;
     outbox.push(workEvent('dev.vigil.work.updated', item, p, groups.get(key)!, item.occurrence!.decision));
   }
 
@@ -366,54 +363,96 @@ function workEvent(type: OccurrenceEventType, item: PageItem, p: PlannedOccurren
   const id = workEventId(type, group.openWorkId!, p.occurrenceId);
   // The group's last sighting is mostly this very event: its time is formatted once.
   const time = isoTime(event.time);
+  // Built as literals with the optional keys added in their place, not spread in (`...(x ? {..} :
+  // {})`): a spread in a literal copies through the runtime and gives the object a map of its own,
+  // for every work event (most failures of a page make one). The keys keep their order.
+  const evidence: WorkEventData['evidence'] = {
+    kind: event.kind,
+    source: event.source,
+    event_id: event.eventId,
+    excerpt: d.excerpt ? d.excerpt.slice(0, EXCERPT_MAX) : null,
+  };
+  const related = relatedOf(event);
+  if (related) evidence.related = related;
+  const first_seen = group.firstSeen === event.time ? time : isoTime(group.firstSeen);
+  const last_seen = group.lastSeen === event.time ? time : isoTime(group.lastSeen);
+  const data: WorkEventData =
+    event.user === undefined
+      ? {
+          work_id: group.openWorkId!,
+          group_key: p.groupKey,
+          occurrence_id: p.occurrenceId,
+          classification: d.classification,
+          decision,
+          signature: d.signature,
+          fingerprint: d.fingerprint,
+          count: group.count,
+          first_seen,
+          last_seen,
+          partition: event.partition,
+          revision: p.revision,
+          operation: p.operation ?? null,
+          trace_id: event.traceId ?? null,
+          span_id: event.spanId ?? null,
+          evidence,
+        }
+      : {
+          work_id: group.openWorkId!,
+          group_key: p.groupKey,
+          occurrence_id: p.occurrenceId,
+          classification: d.classification,
+          decision,
+          signature: d.signature,
+          fingerprint: d.fingerprint,
+          count: group.count,
+          first_seen,
+          last_seen,
+          partition: event.partition,
+          revision: p.revision,
+          operation: p.operation ?? null,
+          trace_id: event.traceId ?? null,
+          span_id: event.spanId ?? null,
+          user: event.user,
+          evidence,
+        };
+  const k = d.errorKind;
+  if (k) {
+    data.error_kind = k.kind;
+    data.severity = k.severity;
+    data.detected_by = k.detectedBy;
+  }
   return {
     kind: 'work',
     id,
     event: {
       specversion: '1.0',
       id,
-      source: `vigil/${event.service}`,
+      source: sourceOf(event.service),
       type,
       time,
       subject: p.groupKey,
       datacontenttype: 'application/json',
-      data: {
-        work_id: group.openWorkId!,
-        group_key: p.groupKey,
-        occurrence_id: p.occurrenceId,
-        classification: d.classification,
-        decision,
-        signature: d.signature,
-        fingerprint: d.fingerprint,
-        count: group.count,
-        first_seen: group.firstSeen === event.time ? time : isoTime(group.firstSeen),
-        last_seen: group.lastSeen === event.time ? time : isoTime(group.lastSeen),
-        partition: event.partition,
-        revision: p.revision,
-        operation: p.operation ?? null,
-        trace_id: event.traceId ?? null,
-        span_id: event.spanId ?? null,
-        ...(event.user !== undefined ? { user: event.user } : {}),
-        evidence: {
-          kind: event.kind,
-          source: event.source,
-          event_id: event.eventId,
-          excerpt: d.excerpt ? d.excerpt.slice(0, EXCERPT_MAX) : null,
-          ...relatedEvidence(event),
-        },
-        ...errorKindFields(d),
-      },
+      data,
     },
   };
 }
 
-/** The other records of the failure (DESIGN 3.3), as the work event lists them. */
-function relatedEvidence(event: AgentEvent): { related?: WorkEventData['evidence']['related'] } {
+/** `vigil/<service>`, the work events' source: the last one built is reused (a page's failures mostly share a service). */
+let lastService: string | undefined;
+let lastSource = '';
+function sourceOf(service: string): string {
+  if (service !== lastService) {
+    lastService = service;
+    lastSource = `vigil/${service}`;
+  }
+  return lastSource;
+}
+
+/** The other records of the failure (DESIGN 3.3), as the work event lists them; undefined when there are none. */
+function relatedOf(event: AgentEvent): WorkEventData['evidence']['related'] {
   const related = event.correlation?.related;
-  if (!related?.length) return {};
-  return {
-    related: related.map((r) => ({ event_id: r.eventId, source: r.source, kind: r.kind ?? null, span_id: r.spanId ?? null, excerpt: r.excerpt ?? null })),
-  };
+  if (!related?.length) return undefined;
+  return related.map((r) => ({ event_id: r.eventId, source: r.source, kind: r.kind ?? null, span_id: r.spanId ?? null, excerpt: r.excerpt ?? null }));
 }
 
 /** `error_kind`, `severity` and `detected_by` of an error-kind occurrence (DESIGN 4.2); nothing for other failures. */

@@ -51,14 +51,16 @@ export function isTracebackHeader(trimmed: string): boolean {
 /** Parses the traceback (chain) that starts at line `i`. */
 export function pythonTraceback(lines: readonly string[], i: number): Hit {
   if (lines[i]!.trim().endsWith(GROUP_HEADER)) return exceptionGroup(lines, i);
-  const types: string[] = [];
-  let frames: string[] = [];
+  // Both lists are made with their first element (`[x]`, one slot) rather than pushed into from
+  // empty (17 slots): a traceback mostly has one exception line and a frame or two.
+  let types: string[] | undefined;
+  let frames: readonly string[] = NO_FRAMES;
   let exceptionLine = '';
   let at = i;
   let j = i;
   for (;;) {
     // One traceback block: header, indented frames/source/carets, then the unindented exception line.
-    const blockFrames: string[] = [];
+    let blockFrames: string[] | undefined;
     j++;
     while (j < lines.length) {
       const line = lines[j]!;
@@ -71,15 +73,20 @@ export function pythonTraceback(lines: readonly string[], i: number): Hit {
       // Only `File "…"` lines can be frames (source and caret lines are not).
       if (line.startsWith('File "', indent)) {
         const key = frameKeyAt(line, indent);
-        if (key !== undefined) blockFrames.push(key);
+        if (key !== undefined) {
+          if (blockFrames) blockFrames.push(key);
+          else blockFrames = [key];
+        }
       }
       j++;
     }
     if (j >= lines.length) break;
     exceptionLine = lines[j]!;
     at = j;
-    types.push(typeOf(exceptionLine));
-    frames = blockFrames;
+    const type = typeOf(exceptionLine);
+    if (types) types.push(type);
+    else types = [type];
+    frames = blockFrames ?? NO_FRAMES;
     j++;
     // A chain goes on after blank lines, a marker, blank lines and a new header.
     let k = j;
@@ -95,8 +102,10 @@ export function pythonTraceback(lines: readonly string[], i: number): Hit {
     break;
   }
   if (exceptionLine === '') return { next: j };
-  return { finding: stackFinding(at, exceptionLine, types, frames), next: j };
+  return { finding: stackFinding(at, exceptionLine, types!, frames), next: j };
 }
+/** A block without frames (only read). */
+const NO_FRAMES: readonly string[] = Object.freeze([]);
 
 /**
  * A 3.11 exception group: `+ Exception Group Traceback …`, frames behind `|`, the group's own
@@ -149,12 +158,10 @@ export function pythonSyntaxBlock(lines: readonly string[], i: number): Hit | un
   return undefined;
 }
 
-function stackFinding(at: number, exceptionLine: string, types: string[], blockFrames: string[]): Finding {
+function stackFinding(at: number, exceptionLine: string, types: string[], blockFrames: readonly string[]): Finding {
   const colon = exceptionLine.indexOf(': ');
   const message = colon < 0 ? '' : exceptionLine.slice(colon + 2);
-  // Python lists the innermost call last; in-app frames only (stdlib and packages are not the program).
-  const inApp = blockFrames.filter((f) => !f.startsWith('!')).reverse();
-  const frames = collapseFrames(inApp, MAX_FRAMES);
+  const frames = innermostInApp(blockFrames);
   const weak = isWeakStack(frames, types[types.length - 1], isModuleFrame, isAnonymousFrame);
   return {
     rank: Rank.Exception,
@@ -163,6 +170,30 @@ function stackFinding(at: number, exceptionLine: string, types: string[], blockF
     format: 'python',
     key: { kind: 'stack', types, frames, message, weak },
   };
+}
+
+/**
+ * `collapseFrames(blockFrames.filter((f) => !f.startsWith('!')).reverse(), MAX_FRAMES)` in one pass
+ * from the end (Python lists the innermost call last; in-app frames only: stdlib and packages are
+ * not the program), into an array of its own length: the filtered, the reversed and the collapsed
+ * arrays were three arrays of 17 slots for every traceback.
+ */
+export function innermostInApp(blockFrames: readonly string[]): string[] {
+  let f0 = '';
+  let f1 = '';
+  let n = 0;
+  for (let k = blockFrames.length - 1; k >= 0; k--) {
+    const f = blockFrames[k]!;
+    if (f.startsWith('!')) continue;
+    // A recursion collapses: a frame equal to either of the last two kept is skipped.
+    if (n >= 1 && (n === 1 ? f0 : f1) === f) continue;
+    if (n === 2 && f0 === f) continue;
+    if (n === 0) f0 = f;
+    else if (n === 1) f1 = f;
+    else return MAX_FRAMES === 3 ? [f0, f1, f] : collapseFrames(blockFrames.filter((x) => !x.startsWith('!')).reverse(), MAX_FRAMES);
+    n++;
+  }
+  return n === 0 ? [] : n === 1 ? [f0] : [f0, f1];
 }
 
 const isModuleFrame = (f: string) => f.endsWith(':<module>');
