@@ -87,6 +87,66 @@ const commitOf = (partition: string, cursor: string, extra: Partial<PageCommit> 
   ...extra,
 });
 
+describe('redis store: reading a page', () => {
+  /**
+   * A page's entries are decoded from the log's replies: text of every width comes back as
+   * appended (JSON of an event escapes lone surrogates, so they survive too), ids are the log's
+   * ids, and an entry is read by its field name wherever it stands.
+   */
+  async function check(store: RedisStore, url: string, prefix: string, cluster: boolean): Promise<void> {
+    const texts = ['plain', 'é ü ß', '中文 エラー', 'emoji 🚀🔥', 'lone \ud800 and \udfff', 'mixed ü🚀\ud83d', '"quotes" \\ back\nslash'];
+    const events = texts.map((t, i) => event({ id: `uni-${i}`, time: 1_000 + i, partition: 'p-ü{1}', payload: { state: 'error', outcome: { error: t } } }));
+    await store.append('logs', events);
+    const raw = cluster ? new Redis.Cluster([url]) : new Redis(url);
+    try {
+      const log = `${prefix}{logs:p-ü%7B1%7D}:log`;
+      const ids = (await raw.xrange(log, '-', '+')).map(([id]) => id);
+      // Written by hand: another field before the event's, and one without the event.
+      await raw.xadd(log, '*', 'x', '1', 'e', JSON.stringify(event({ id: 'uni-late', time: 2_000, partition: 'p-ü{1}' })));
+      const page = await store.readPage('logs', 'p-ü{1}', 100);
+      assert.deepEqual(
+        page.slice(0, texts.length).map((e) => e.event),
+        events.map((e) => JSON.parse(JSON.stringify(e))),
+      );
+      assert.deepEqual(
+        page.slice(0, texts.length).map((e) => e.id),
+        ids,
+      );
+      assert.equal(page[texts.length]!.event.eventId, 'uni-late');
+      assert.equal(page.length, texts.length + 1);
+      await raw.xadd(log, '*', 'x', '1');
+      await assert.rejects(store.readPage('logs', 'p-ü{1}', 100), (err: unknown) => isVigilError(err, 'VIGIL_STORE_CORRUPT'));
+    } finally {
+      raw.disconnect();
+    }
+  }
+
+  test('single node: events of any text come back as appended, with their ids; an entry without its event is refused', async () => {
+    const cfg = config(REDIS_URL, uniquePrefix('page'));
+    prefixes.push(cfg.key_prefix);
+    const store = new RedisStore(cfg);
+    await store.open();
+    try {
+      await check(store, REDIS_URL, cfg.key_prefix, false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('cluster: the same', async () => {
+    const cluster = await RedisCluster.start();
+    const cfg = config(cluster.url, uniquePrefix('page'), { nodes: cluster.nodes });
+    const store = new RedisStore(cfg);
+    await store.open();
+    try {
+      await check(store, cluster.url, cfg.key_prefix, true);
+    } finally {
+      await store.close();
+      await cluster.stop();
+    }
+  });
+});
+
 describe('redis store: group state format', () => {
   test('a group is stored compactly and read back exactly; one stored as a GroupState object (the earlier form) is read and rewritten', async () => {
     const cfg = config(REDIS_URL, uniquePrefix('gfmt'));
