@@ -91,10 +91,19 @@ describe('sqlite store: ingest-log segments', () => {
       // The next segments reuse the emptied tables: a read goes by sequence, not by table.
       for (let i = 12; i < 18; i++) await store.append('logs', [event({ id: `s-${i}`, time: 1000 + i, partition: 'A' })]);
       assert.deepEqual(segmentRows(file), [4, 2, 4, ...Array<number>(LOG_SLOTS - 3).fill(0)]);
-      assert.deepEqual(
-        (await store.readPage('logs', 'A', 10)).map((e) => e.event.eventId),
-        Array.from({ length: 10 }, (_, i) => `s-${i + 8}`),
-      );
+      // The writer reads its segments in order, a reader beside it merges every table.
+      const reader = new SqliteStore(config(file));
+      await reader.open({ readOnly: true });
+      try {
+        for (const s of [store, reader]) {
+          assert.deepEqual(
+            (await s.readPage('logs', 'A', 10)).map((e) => e.event.eventId),
+            Array.from({ length: 10 }, (_, i) => `s-${i + 8}`),
+          );
+        }
+      } finally {
+        await reader.close();
+      }
       for (let i = 0; i < 3; i++) {
         ids.push(...(await commitPage(store, 'A', 4)));
         await store.settled();

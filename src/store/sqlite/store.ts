@@ -811,13 +811,29 @@ export class SqliteStore implements StateStore {
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
-      const page = (this.q.readPage.all({ pipeline, partition, after: base, limit }) as Array<{ seq: number; event: string }>).map((r) => ({
+      const page = this.logRows(pipeline, partition, base, limit).map((r) => ({
         id: String(r.seq),
         event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
       }));
       this.bases.remember(pipeline, partition, page[page.length - 1]?.id, String(base));
       return page;
     });
+  }
+
+  /**
+   * Up to `limit` entries of a partition after `after`. The writer knows its segments in sequence
+   * order and reads them one after the other until the page is full (mostly one or two tables); a
+   * reader beside it merges every table's index (all tables, in one statement).
+   */
+  private logRows(pipeline: string, partition: string, after: number, limit: number): Array<{ seq: number; event: string }> {
+    if (!this.ql) return this.q.readPage.all({ pipeline, partition, after, limit }) as Array<{ seq: number; event: string }>;
+    let rows: Array<{ seq: number; event: string }> = [];
+    for (const slot of this.segments) {
+      const more = this.ql.read[slot]!.all(pipeline, partition, after, limit - rows.length) as Array<{ seq: number; event: string }>;
+      rows = rows.length ? rows.concat(more) : more;
+      if (rows.length >= limit) break;
+    }
+    return rows;
   }
 
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
@@ -1520,6 +1536,7 @@ function prepareSegments(db: Db) {
   const logs = CURRENT_LAYOUT.logs;
   return {
     insert: logs.map((t) => db.prepare(`INSERT INTO ${t} (seq, pipeline, partition, event) VALUES (?, ?, ?, ?)`)),
+    read: logs.map((t) => db.prepare(`SELECT seq, event FROM ${t} WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?`)),
     // A row when some partition has an entry here after its cursor (the segment is still needed);
     // its index in order, one group per partition.
     unprocessed: logs.map((t) =>
