@@ -45,7 +45,7 @@ function commitOf(groups: GroupState[]): PageCommit {
 function logRows(file: string): number {
   const db = new Database(file, { readonly: true });
   try {
-    return (db.prepare('SELECT COUNT(*) AS n FROM group_log').get() as { n: number }).n;
+    return (db.prepare('SELECT (SELECT COUNT(*) FROM group_log) + (SELECT COUNT(*) FROM group_log_b) AS n').get() as { n: number }).n;
   } finally {
     db.close();
   }

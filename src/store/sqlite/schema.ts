@@ -4,7 +4,7 @@
  * reused after trimming: a partition cursor compares sequence numbers, and a reused one could hide
  * a new entry behind an old cursor.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 const V1 = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -142,8 +142,55 @@ CREATE TABLE IF NOT EXISTS group_log (
 );
 `;
 
+/**
+ * Version 4: tables that are emptied whole instead of deleted from by ranges. A ranged `DELETE`
+ * writes every database page it touches, about as many bytes as the rows it removes (2,048 rows:
+ * about 148 pages), where `DELETE FROM t` without `WHERE` (SQLite's truncate optimization) frees
+ * the table's pages in 4–6 page writes: trims of the ingest log and the group log's fold deletes
+ * cost as much to write as the appends had.
+ * - The ingest log is LOG_SLOTS tables (`ingest_log_<n>`), each a segment holding one range of
+ *   sequence numbers; appends go to the newest (see store.ts: SEGMENT_ROWS), and a segment is
+ *   emptied once every partition's cursor has passed its entries. Sequence numbers are given by
+ *   the writer: the highest ever used is kept in `meta` ('ingest_seq') when a segment is emptied,
+ *   so none is reused (a partition cursor compares them). `ingest_log` becomes a view of all
+ *   segments (for reading by hand; the store's statements read each segment's index).
+ * - The group log is two tables used in turn: a fold takes the full one (it is upserted into
+ *   `groups`, then emptied whole) while commits append to the other.
+ * Self-contained: an existing file's entries move into the first segment, its AUTOINCREMENT
+ * counter into `meta`.
+ */
+export const LOG_SLOTS = 8;
+export const logSlot = (n: number): string => `ingest_log_${n}`;
+const slots = Array.from({ length: LOG_SLOTS }, (_, n) => logSlot(n));
+const V4 = `
+CREATE TABLE IF NOT EXISTS group_log_b (
+  seq INTEGER PRIMARY KEY,
+  group_key TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  open_work INTEGER NOT NULL,
+  state TEXT NOT NULL
+);
+${slots
+  .map(
+    (t) => `CREATE TABLE IF NOT EXISTS ${t} (
+  seq INTEGER PRIMARY KEY,
+  pipeline TEXT NOT NULL,
+  partition TEXT NOT NULL,
+  event TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ${t}_by_partition ON ${t} (pipeline, partition, seq);`,
+  )
+  .join('\n')}
+INSERT INTO meta (key, value) VALUES ('ingest_seq', CAST(MAX(
+    COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'ingest_log'), 0), COALESCE((SELECT MAX(seq) FROM ingest_log), 0)) AS TEXT))
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+INSERT INTO ${slots[0]} (seq, pipeline, partition, event) SELECT seq, pipeline, partition, event FROM ingest_log;
+DROP TABLE ingest_log;
+CREATE VIEW ingest_log AS ${slots.map((t) => `SELECT seq, pipeline, partition, event FROM ${t}`).join(' UNION ALL ')};
+`;
+
 /** A new file gets every table at once. */
-export const SCHEMA = V1 + V2 + V3;
+export const SCHEMA = V1 + V2 + V3 + V4;
 
 /** `MIGRATIONS[n]` takes a file of version n to n + 1 (run in one transaction with the version bump). */
-export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3 };
+export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3, 3: V4 };

@@ -50,7 +50,7 @@ import { sqliteError } from './errors.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
-import { MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
+import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
   path: string;
@@ -95,6 +95,16 @@ const VACUUM_PAGES = 4096;
 const LOG_TRIM_EVERY = 32;
 const TRIM_WINDOW = 2048;
 /**
+ * Schema version 4 keeps the ingest log in LOG_SLOTS segment tables. Appends go to the newest
+ * segment until it holds this many entries, then to a new one in an empty table (if none is empty,
+ * the newest grows). Every LOG_TRIM_EVERY commits, each older segment whose entries every
+ * partition's cursor has passed is emptied whole (`DELETE` without `WHERE`: a handful of page
+ * writes, where deleting its entries by ranges wrote about a page per 14 entries). Only when no
+ * table is empty (a partition far behind holds the old segments) are processed entries deleted by
+ * ranges as before, so the log stays bounded as it was.
+ */
+const SEGMENT_ROWS = 8192;
+/**
  * The group log (schema version 3) is folded into `groups` once it holds this many rows, or once
  * this many page commits have appended to it: often enough that the states kept in memory for it
  * stay small (about FOLD_ROWS, plus the commits made while a fold's steps run), rarely enough that
@@ -125,7 +135,19 @@ export interface SqliteStoreTuning {
   sync?: (fd: number) => Promise<void>;
   /** Rows per multi-row INSERT (rows.ts; ROW_CHUNKS otherwise): [1] writes a statement per row (the equivalence tests' reference). */
   rowChunks?: readonly number[];
+  /** Entries per ingest-log segment before appends move to the next (SEGMENT_ROWS otherwise). */
+  segmentRows?: number;
+  /** Page commits between two trims of the ingest log (LOG_TRIM_EVERY otherwise). */
+  trimEvery?: number;
 }
+
+/** The tables a file's log statements read: the segments and both group logs (version 4), or an older file's single tables (a read-only open). */
+interface Layout {
+  logs: readonly string[];
+  groupLogs: readonly string[];
+}
+const CURRENT_LAYOUT: Layout = { logs: Array.from({ length: LOG_SLOTS }, (_, n) => logSlot(n)), groupLogs: ['group_log', 'group_log_b'] };
+const OLD_LAYOUT: Layout = { logs: ['ingest_log'], groupLogs: ['group_log'] };
 
 const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
@@ -143,6 +165,19 @@ interface LoggedGroup {
    * the JSON again: every page loads the groups the previous pages logged.
    */
   group?: GroupState;
+}
+
+/**
+ * A fold under way: the group log it empties (`log`; commits append to the other meanwhile), the
+ * groups to upsert (sorted; their newest state is taken at each step), how many are done, the
+ * log's last row, and whether a step failed (taken again from the start at the next fold due).
+ */
+interface Fold {
+  log: number;
+  keys: string[];
+  done: number;
+  upTo: number;
+  stalled: boolean;
 }
 
 type Db = Database.Database;
@@ -174,7 +209,20 @@ export class SqliteStore implements StateStore {
    * how many are done, and the last log row when it started: once every group is upserted, the
    * log rows up to it go, step by step.
    */
-  private folding: { keys: string[]; done: number; upTo: number } | undefined;
+  private folding: Fold | undefined;
+  /** The group log commits append to (0 or 1; the other is empty or being folded). */
+  private groupLog = 0;
+  /**
+   * The ingest log's segments (writer only): the tables in use, oldest first (the last takes
+   * appends), the entries appended to the last, and the last sequence number given out.
+   */
+  private segments: number[] = [0];
+  private segmentFill = 0;
+  private logSeq = 0;
+  /** Whether the next maintenance step empties the processed segments (every LOG_TRIM_EVERY commits). */
+  private freeing = false;
+  private readonly segmentRows: number;
+  private readonly trimEvery: number;
   /** The next trim or fold step, scheduled for the next turn of the event loop. */
   private maintenance: NodeJS.Immediate | undefined;
   private readonly bases = new PageBases();
@@ -220,6 +268,8 @@ export class SqliteStore implements StateStore {
   private readonly rowChunks: readonly number[];
   /** Statements over the group log; absent when a read-only open found an older file. */
   private qg: ReturnType<typeof prepareGroupLog> | undefined;
+  /** Statements over the segments (writer only). */
+  private ql: ReturnType<typeof prepareSegments> | undefined;
   private readonly foldEvery: number;
   private readonly foldRows: number;
   private readonly foldChunk: number;
@@ -238,6 +288,8 @@ export class SqliteStore implements StateStore {
     this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
     this.syncFile = tuning.sync ?? fdatasyncOffLoop;
     this.rowChunks = tuning.rowChunks ?? ROW_CHUNKS;
+    this.segmentRows = tuning.segmentRows ?? SEGMENT_ROWS;
+    this.trimEvery = tuning.trimEvery ?? LOG_TRIM_EVERY;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -265,21 +317,34 @@ export class SqliteStore implements StateStore {
         // Checkpoints run in the worker (below), not inside whichever commit crosses the threshold.
         db.pragma('wal_autocheckpoint = 0');
         this.migrate(db);
-        // Entries a previous run processed but had not trimmed yet (it stopped between trims).
-        db.prepare(
-          'DELETE FROM ingest_log WHERE seq <= (SELECT cursor FROM partition_cursors c WHERE c.pipeline = ingest_log.pipeline AND c.partition = ingest_log.partition)',
-        ).run();
+        const d = db;
+        d.transaction(() => {
+          // The highest sequence number given out is kept before any entry goes: none is reused.
+          d.prepare(
+            `UPDATE meta SET value = CAST(MAX(CAST(value AS INTEGER), ${CURRENT_LAYOUT.logs.map((t) => `COALESCE((SELECT MAX(seq) FROM ${t}), 0)`).join(', ')}) AS TEXT) WHERE key = 'ingest_seq'`,
+          ).run();
+          // Entries a previous run processed but had not trimmed yet (it stopped between trims).
+          for (const t of CURRENT_LAYOUT.logs) {
+            d.prepare(
+              `DELETE FROM ${t} WHERE seq <= (SELECT cursor FROM partition_cursors c WHERE c.pipeline = ${t}.pipeline AND c.partition = ${t}.partition)`,
+            ).run();
+          }
+        }).immediate();
+        this.loadSegments(d);
         // Group states a previous run logged but had not folded yet (it stopped between folds).
-        db.transaction(() => foldGroupLog(db!)).immediate();
+        db.transaction(() => foldGroupLog(d, CURRENT_LAYOUT.groupLogs)).immediate();
         db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
         version = this.checkVersion(db);
       }
-      this.q = prepare(db, this.rowChunks);
+      const layout = version >= 4 ? CURRENT_LAYOUT : OLD_LAYOUT;
+      this.q = prepare(db, this.rowChunks, layout);
       this.qs = version >= 2 ? prepareState(db) : undefined;
-      this.qg = version >= 3 ? prepareGroupLog(db, this.rowChunks) : undefined;
+      this.qg = version >= 3 ? prepareGroupLog(db, this.rowChunks, layout) : undefined;
       // Empty after the fold at open; read anyway (the numbers only ever grow).
       if (!opts.readOnly) this.groupLogSeq = (db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM group_log').get() as { n: number }).n;
+      this.groupLog = 0;
+      this.ql = opts.readOnly ? undefined : prepareSegments(db);
     } catch (err) {
       db?.close();
       lock?.release();
@@ -294,6 +359,61 @@ export class SqliteStore implements StateStore {
     this.lock = lock;
     if (!opts.readOnly) this.startCheckpointer(db);
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
+  }
+
+  /** The writer's view of the segments, from the file: the tables holding entries in sequence order, the last one taking appends. */
+  private loadSegments(db: Db): void {
+    const used: Array<{ slot: number; first: number; n: number }> = [];
+    CURRENT_LAYOUT.logs.forEach((t, slot) => {
+      const r = db.prepare(`SELECT MIN(seq) AS first, COUNT(*) AS n FROM ${t}`).get() as { first: number | null; n: number };
+      if (r.first !== null) used.push({ slot, first: r.first, n: r.n });
+    });
+    used.sort((a, b) => a.first - b.first);
+    this.segments = used.length ? used.map((u) => u.slot) : [0];
+    this.segmentFill = used.length ? used[used.length - 1]!.n : 0;
+    const floor = db.prepare("SELECT value FROM meta WHERE key = 'ingest_seq'").get() as { value: string } | undefined;
+    this.logSeq = Number(floor?.value ?? 0);
+  }
+
+  /** The segment an entry goes to: the newest, or a new one in an empty table once the newest is full. */
+  private appendSlot(): number {
+    if (this.segmentFill >= this.segmentRows && this.segments.length < LOG_SLOTS) {
+      for (let slot = 0; slot < LOG_SLOTS; slot++) {
+        if (this.segments.includes(slot)) continue;
+        this.segments.push(slot);
+        this.segmentFill = 0;
+        break;
+      }
+    }
+    return this.segments[this.segments.length - 1]!;
+  }
+
+  /**
+   * Empties, in one transaction, every segment but the newest whose entries each partition's cursor
+   * has passed (one `DELETE` without `WHERE` each), after keeping its last sequence number in
+   * `meta`. When every table is in use after that, the processed entries of the partitions
+   * committed since are deleted by ranges (the trim steps), as before segments.
+   */
+  private freeSegments(db: Db): void {
+    const ql = this.ql!;
+    const freed = db
+      .transaction(() => {
+        const out: number[] = [];
+        for (const slot of this.segments.slice(0, -1)) {
+          if (ql.unprocessed[slot]!.get()) continue;
+          ql.keepSeq.run(this.logSeq);
+          ql.clear[slot]!.run();
+          out.push(slot);
+        }
+        return out;
+      })
+      .immediate();
+    if (freed.length) this.segments = this.segments.filter((s) => !freed.includes(s));
+    if (this.segments.length >= LOG_SLOTS && this.untrimmed.size && !this.trimming.length) {
+      this.trimming = [...this.untrimmed.values()];
+      this.trimFrom = 0;
+      this.untrimmed.clear();
+    }
   }
 
   /** Checkpoints move to a worker thread; without one (it failed, or could not start) the writer checkpoints on its own again. */
@@ -389,6 +509,7 @@ export class SqliteStore implements StateStore {
       for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
       this.trimming = [];
       if (db && this.untrimmed.size) db.transaction(() => this.trimLog())();
+      if (db && this.ql) this.freeSegments(db);
     } catch (err) {
       this.logger?.warn('could not trim the ingest log on close; the next start does', { path: this.file, error: errorMessage(err) });
     }
@@ -648,7 +769,8 @@ export class SqliteStore implements StateStore {
         continue;
       }
       this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
-      this.q.logInsert.run(pipeline, event.partition, JSON.stringify(event));
+      this.ql!.insert[this.appendSlot()]!.run(++this.logSeq, pipeline, event.partition, JSON.stringify(event));
+      this.segmentFill++;
       appended++;
     }
     this.applyState(state, now);
@@ -675,27 +797,43 @@ export class SqliteStore implements StateStore {
     const now = Date.now();
     const cached = this.pending.get(pipeline);
     if (cached && now - cached.at < PENDING_CACHE_MS) return cached.count;
-    const count = this.run('count the backlog', () => (this.q.pendingCount.get(pipeline) as { n: number }).n);
+    const count = this.run('count the backlog', () => (this.q.pendingCount.get({ pipeline }) as { n: number }).n);
     this.pending.set(pipeline, { at: now, count });
     return count;
   }
 
   async backlog(pipeline: string): Promise<PartitionBacklog[]> {
     return this.run('read the backlog', () =>
-      (this.q.backlog.all(pipeline) as Array<{ partition: string; pending: number }>).map((r) => ({ partition: r.partition, pending: r.pending })),
+      (this.q.backlog.all({ pipeline }) as Array<{ partition: string; pending: number }>).map((r) => ({ partition: r.partition, pending: r.pending })),
     );
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
-      const page = (this.q.readPage.all(pipeline, partition, base, limit) as Array<{ seq: number; event: string }>).map((r) => ({
+      const page = this.logRows(pipeline, partition, base, limit).map((r) => ({
         id: String(r.seq),
         event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
       }));
       this.bases.remember(pipeline, partition, page[page.length - 1]?.id, String(base));
       return page;
     });
+  }
+
+  /**
+   * Up to `limit` entries of a partition after `after`. The writer knows its segments in sequence
+   * order and reads them one after the other until the page is full (mostly one or two tables); a
+   * reader beside it merges every table's index (all tables, in one statement).
+   */
+  private logRows(pipeline: string, partition: string, after: number, limit: number): Array<{ seq: number; event: string }> {
+    if (!this.ql) return this.q.readPage.all({ pipeline, partition, after, limit }) as Array<{ seq: number; event: string }>;
+    let rows: Array<{ seq: number; event: string }> = [];
+    for (const slot of this.segments) {
+      const more = this.ql.read[slot]!.all(pipeline, partition, after, limit - rows.length) as Array<{ seq: number; event: string }>;
+      rows = rows.length ? rows.concat(more) : more;
+      if (rows.length >= limit) break;
+    }
+    return rows;
   }
 
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
@@ -738,11 +876,12 @@ export class SqliteStore implements StateStore {
    */
   private foldLog(): void {
     const db = this.db;
-    if (!db || !this.lock || this.loggedRows === 0) return;
+    if (!db || !this.lock || this.unfolded.size === 0) return;
     try {
-      this.relaxed(db, this.cfg.synchronous === 'full', () => db.transaction(() => foldGroupLog(db)).immediate());
+      this.relaxed(db, this.cfg.synchronous === 'full', () => db.transaction(() => foldGroupLog(db, CURRENT_LAYOUT.groupLogs)).immediate());
       this.unfolded.clear();
       this.loggedRows = 0;
+      this.groupLog = 0;
       this.commitsSinceFold = 0;
       this.folding = undefined;
     } catch (err) {
@@ -814,7 +953,7 @@ export class SqliteStore implements StateStore {
             // but a conflict should not even start writing.
             if (c.cursor !== null) {
               const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-              if (!stored && !q.logAny.get(c.pipeline, c.partition)) {
+              if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
                 throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
               }
               const at = stored?.cursor ?? 0;
@@ -848,7 +987,7 @@ export class SqliteStore implements StateStore {
             if (c.groups.length) {
               const rows: unknown[] = [];
               c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
-              this.qg!.append.run(rows);
+              this.qg!.append[this.groupLog]!.run(rows);
             }
             this.applyState(state, now);
             this.applyTimers(c.pipeline, timers);
@@ -879,10 +1018,8 @@ export class SqliteStore implements StateStore {
     // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
     if (c.cursor !== null) {
       this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
-      if (++this.commitsSinceTrim >= LOG_TRIM_EVERY && !this.trimming.length) {
-        this.trimming = [...this.untrimmed.values()];
-        this.trimFrom = 0;
-        this.untrimmed.clear();
+      if (++this.commitsSinceTrim >= this.trimEvery && !this.trimming.length) {
+        this.freeing = true;
         this.commitsSinceTrim = 0;
         this.scheduleMaintenance();
       }
@@ -903,7 +1040,17 @@ export class SqliteStore implements StateStore {
       this.loggedRows += c.groups.length;
       const due = ++this.commitsSinceFold >= this.foldEvery || this.loggedRows >= this.foldRows;
       if (due && !this.folding) {
-        this.folding = { keys: [...this.unfolded.keys()].sort(), done: 0, upTo: Math.max(...groupSeqs) };
+        // The log this commit appended to is folded; the next commits append to the other (empty: the last fold emptied it).
+        this.folding = { log: this.groupLog, keys: [...this.unfolded.keys()].sort(), done: 0, upTo: Math.max(...groupSeqs), stalled: false };
+        this.groupLog = 1 - this.groupLog;
+        this.loggedRows = 0;
+        this.commitsSinceFold = 0;
+        this.scheduleMaintenance();
+      } else if (due && this.folding?.stalled) {
+        // A failed fold is taken again from the start: its log cannot be emptied before every group in it is upserted.
+        const fold = this.folding;
+        fold.stalled = false;
+        fold.done = 0;
         this.commitsSinceFold = 0;
         this.scheduleMaintenance();
       }
@@ -929,8 +1076,12 @@ export class SqliteStore implements StateStore {
       this.relaxed(db, this.cfg.synchronous === 'full', () => {
         // Taking turns: a trim does not hold a fold back, nor the other way round.
         this.trimTurn = !this.trimTurn;
-        if (this.trimming.length && (this.trimTurn || !this.folding)) this.trimStep(db);
-        else if (this.folding) this.foldStep(db, this.folding);
+        const folding = this.folding && !this.folding.stalled ? this.folding : undefined;
+        if (this.freeing && (this.trimTurn || !folding)) {
+          this.freeing = false;
+          this.freeSegments(db);
+        } else if (this.trimming.length && (this.trimTurn || !folding)) this.trimStep(db);
+        else if (folding) this.foldStep(db, folding);
       });
       this.checkpointer?.wrote();
     } catch (err) {
@@ -938,10 +1089,11 @@ export class SqliteStore implements StateStore {
       this.logger?.warn('could not trim the ingest log or fold the group log; tried again later', { path: this.file, error: errorMessage(err) });
       for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
       this.trimming = [];
-      this.folding = undefined;
+      this.freeing = false;
+      if (this.folding) this.folding.stalled = true;
       return;
     }
-    if (this.trimming.length || this.folding) this.scheduleMaintenance();
+    if (this.freeing || this.trimming.length || (this.folding && !this.folding.stalled)) this.scheduleMaintenance();
   }
 
   /**
@@ -960,7 +1112,8 @@ export class SqliteStore implements StateStore {
     if (!this.trimming.length) return;
     const hi = lo + TRIM_WINDOW;
     db.transaction(() => {
-      for (const [pipeline, partition] of this.trimming) this.q.logTrimWindow.run({ pipeline, partition, lo, hi });
+      this.ql?.keepSeq.run(this.logSeq);
+      for (const [pipeline, partition] of this.trimming) for (const s of this.q.logTrimWindow) s.run({ pipeline, partition, lo, hi });
     }).immediate();
     this.trimFrom = hi;
   }
@@ -972,7 +1125,7 @@ export class SqliteStore implements StateStore {
    * writer take a group's newest log row over its `groups` row, so every step leaves them reading
    * the newest state; the writer's copy forgets a group once its rows are gone from the log.
    */
-  private foldStep(db: Db, fold: { keys: string[]; done: number; upTo: number }): void {
+  private foldStep(db: Db, fold: Fold): void {
     if (fold.done < fold.keys.length) {
       const keys = fold.keys.slice(fold.done, fold.done + this.foldChunk);
       const rows: unknown[] = [];
@@ -984,9 +1137,10 @@ export class SqliteStore implements StateStore {
       fold.done += keys.length;
       return;
     }
-    const deleted = db.transaction(() => this.qg!.deleteUpTo.run(fold.upTo, this.foldChunk * 4).changes).immediate();
-    this.loggedRows = Math.max(0, this.loggedRows - deleted);
-    if (deleted === this.foldChunk * 4) return;
+    // Every group of the folded log now has its newest state in `groups` (or a newer one in the
+    // other log): the folded log is emptied whole (a handful of page writes; deleting its rows
+    // wrote about as many bytes as appending them had).
+    db.transaction(() => this.qg!.clear[fold.log]!.run()).immediate();
     for (const [k, l] of this.unfolded) if (l.seq <= fold.upTo) this.unfolded.delete(k);
     this.folding = undefined;
   }
@@ -998,7 +1152,8 @@ export class SqliteStore implements StateStore {
 
   /** Deletes the processed entries of every partition committed since the last trim, at once (a clean close); inside the caller's transaction. */
   private trimLog(): void {
-    for (const [pipeline, partition] of this.untrimmed.values()) this.q.logTrimToCursor.run({ pipeline, partition });
+    this.ql?.keepSeq.run(this.logSeq);
+    for (const [pipeline, partition] of this.untrimmed.values()) for (const s of this.q.logTrimToCursor) s.run({ pipeline, partition });
     this.untrimmed.clear();
   }
 
@@ -1228,7 +1383,7 @@ export class SqliteStore implements StateStore {
         const last = (q.outboxHead.get(pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
         return {
           pipeline,
-          partitions: (q.partitions.all(pipeline, pipeline) as Array<{ partition: string; cursor: number | null; pending: number }>).map((p) => ({
+          partitions: (q.partitions.all({ pipeline }) as Array<{ partition: string; cursor: number | null; pending: number }>).map((p) => ({
             partition: p.partition,
             cursor: p.cursor ? String(p.cursor) : null,
             pending: p.pending,
@@ -1244,7 +1399,7 @@ export class SqliteStore implements StateStore {
           },
         };
       });
-      const groups = db.prepare(this.qg ? GROUP_COUNTS : 'SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM groups').get() as {
+      const groups = (this.qg ? this.qg.counts : db.prepare('SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM groups')).get() as {
         n: number;
         open: number;
       };
@@ -1332,29 +1487,35 @@ function prepareState(db: Db) {
   };
 }
 
-/** Group counts with the group log folded in: a group's newest log row replaces its `groups` row. */
-const GROUP_COUNTS = `SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM (
-  SELECT open_work FROM groups WHERE group_key NOT IN (SELECT group_key FROM group_log)
-  UNION ALL SELECT open_work FROM group_log WHERE seq IN (SELECT MAX(seq) FROM group_log GROUP BY group_key)
+/** `sql` for each table, as one UNION ALL. */
+const arms = (tables: readonly string[], sql: (t: string) => string): string => tables.map(sql).join(' UNION ALL ');
+
+/** Every row of the group logs (both, version 4), as one subquery. */
+const groupLogRows = (logs: readonly string[]): string => `(${arms(logs, (t) => `SELECT seq, group_key, version, open_work, state FROM ${t}`)})`;
+
+/** Group counts with the group logs folded in: a group's newest log row replaces its `groups` row. */
+const groupCounts = (logs: readonly string[]): string => `SELECT COUNT(*) AS n, COALESCE(SUM(open_work), 0) AS open FROM (
+  SELECT open_work FROM groups WHERE group_key NOT IN (SELECT group_key FROM ${groupLogRows(logs)})
+  UNION ALL SELECT open_work FROM ${groupLogRows(logs)} WHERE seq IN (SELECT MAX(seq) FROM ${groupLogRows(logs)} GROUP BY group_key)
 )`;
 
 /**
- * Folds the group log into `groups` and empties it; inside the caller's transaction. Upserted in
- * key order, so each database page of `groups` is written once.
+ * Folds the group logs into `groups` (newest row per group, over both) and empties them; inside
+ * the caller's transaction. Upserted in key order, so each database page of `groups` is written once.
  */
-function foldGroupLog(db: Db): void {
+function foldGroupLog(db: Db, logs: readonly string[]): void {
   db.prepare(
     `INSERT INTO groups (group_key, version, open_work, state)
-     SELECT group_key, version, open_work, state FROM group_log WHERE seq IN (SELECT MAX(seq) FROM group_log GROUP BY group_key) ORDER BY group_key
+     SELECT group_key, version, open_work, state FROM ${groupLogRows(logs)} WHERE seq IN (SELECT MAX(seq) FROM ${groupLogRows(logs)} GROUP BY group_key) ORDER BY group_key
      ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state`,
   ).run();
-  db.prepare('DELETE FROM group_log').run();
+  for (const t of logs) db.prepare(`DELETE FROM ${t}`).run();
 }
 
-/** The statements over the group log (version 3); absent when a read-only open found an older file. */
-function prepareGroupLog(db: Db, chunks: readonly number[]) {
+/** The statements over the group logs (version 3 and later); absent when a read-only open found an older file. */
+function prepareGroupLog(db: Db, chunks: readonly number[], layout: Layout) {
   return {
-    append: new RowInserter(db, 'INSERT INTO group_log (seq, group_key, version, open_work, state) VALUES', 5, '', chunks),
+    append: layout.groupLogs.map((t) => new RowInserter(db, `INSERT INTO ${t} (seq, group_key, version, open_work, state) VALUES`, 5, '', chunks)),
     // The rows of one statement have distinct keys (a fold upserts each group once).
     upsert: new RowInserter(
       db,
@@ -1363,46 +1524,90 @@ function prepareGroupLog(db: Db, chunks: readonly number[]) {
       'ON CONFLICT (group_key) DO UPDATE SET version = excluded.version, open_work = excluded.open_work, state = excluded.state',
       chunks,
     ),
-    // The oldest rows first: a range at the start of the table.
-    deleteUpTo: db.prepare('DELETE FROM group_log WHERE seq IN (SELECT seq FROM group_log WHERE seq <= ? ORDER BY seq LIMIT ?)'),
-    all: db.prepare('SELECT seq, group_key, version, open_work, state FROM group_log ORDER BY seq'),
+    // No WHERE: SQLite's truncate optimization frees the table's pages without rewriting them.
+    clear: layout.groupLogs.map((t) => db.prepare(`DELETE FROM ${t}`)),
+    all: db.prepare(`SELECT seq, group_key, version, open_work, state FROM ${groupLogRows(layout.groupLogs)} ORDER BY seq`),
+    counts: db.prepare(groupCounts(layout.groupLogs)),
+  };
+}
+
+/** The writer's statements over the ingest-log segments (version 4), one set per table. */
+function prepareSegments(db: Db) {
+  const logs = CURRENT_LAYOUT.logs;
+  return {
+    insert: logs.map((t) => db.prepare(`INSERT INTO ${t} (seq, pipeline, partition, event) VALUES (?, ?, ?, ?)`)),
+    read: logs.map((t) => db.prepare(`SELECT seq, event FROM ${t} WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?`)),
+    // A row when some partition has an entry here after its cursor (the segment is still needed);
+    // its index in order, one group per partition.
+    unprocessed: logs.map((t) =>
+      db.prepare(
+        `SELECT 1 FROM (SELECT pipeline, partition, MAX(seq) AS last FROM ${t} GROUP BY pipeline, partition) s
+         WHERE s.last > COALESCE((SELECT cursor FROM partition_cursors c WHERE c.pipeline = s.pipeline AND c.partition = s.partition), 0) LIMIT 1`,
+      ),
+    ),
+    // Before any entry goes, in the same transaction: the highest sequence number given out.
+    keepSeq: db.prepare(`UPDATE meta SET value = CAST(MAX(CAST(value AS INTEGER), ?) AS TEXT) WHERE key = 'ingest_seq'`),
+    // No WHERE: SQLite's truncate optimization frees the table's pages without rewriting them.
+    clear: logs.map((t) => db.prepare(`DELETE FROM ${t}`)),
   };
 }
 
 /** Every statement the store runs, prepared once per connection. */
-/** Entries after each partition's cursor, per partition of a pipeline (the parameter) with any. */
-const BACKLOG = `SELECT partition, pending, pipeline, cursor FROM (
-  SELECT t.pipeline, t.partition, c.cursor,
-    t.n - COALESCE((SELECT COUNT(*) FROM ingest_log l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq <= c.cursor), 0) AS pending
-  FROM (SELECT pipeline, partition, COUNT(*) AS n FROM ingest_log WHERE pipeline = ? GROUP BY partition) t
+/**
+ * Entries after each partition's cursor, per partition of a pipeline (`@pipeline`) with any, over the
+ * log's tables: counted per partition in each table's index, then the processed ones taken off (a
+ * probe of each table's index per partition, not a join per entry).
+ */
+function backlogSql(logs: readonly string[]): string {
+  const processed = logs.map((t) => `(SELECT COUNT(*) FROM ${t} l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq <= c.cursor)`).join(' + ');
+  return `SELECT partition, pending, pipeline, cursor FROM (
+  SELECT t.pipeline, t.partition, c.cursor, t.n - COALESCE(${processed}, 0) AS pending
+  FROM (SELECT @pipeline AS pipeline, partition, SUM(n) AS n FROM (${arms(logs, (t) => `SELECT partition, COUNT(*) AS n FROM ${t} WHERE pipeline = @pipeline GROUP BY partition`)}) GROUP BY partition) t
   LEFT JOIN partition_cursors c ON c.pipeline = t.pipeline AND c.partition = t.partition
 ) t WHERE pending > 0`;
+}
 
-function prepare(db: Db, chunks: readonly number[]) {
+function prepare(db: Db, chunks: readonly number[], layout: Layout) {
   const p = (sql: string): Stmt => db.prepare(sql);
+  const logs = layout.logs;
+  const BACKLOG = backlogSql(logs);
+  // The first entry after a partition's cursor, over the tables (each a probe of its index).
+  const firstAfter = logs
+    .map(
+      (t) =>
+        `COALESCE((SELECT MIN(seq) FROM ${t} l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq > COALESCE(t.cursor, 0)), 9007199254740991)`,
+    )
+    .join(', ');
   return {
     seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
     seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
-    logInsert: p('INSERT INTO ingest_log (pipeline, partition, event) VALUES (?, ?, ?)'),
     logNextProcessed: p(
-      `SELECT MIN(seq) AS m FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq >= @from
+      `SELECT MIN(m) AS m FROM (${arms(
+        logs,
+        (t) => `SELECT MIN(seq) AS m FROM ${t} WHERE pipeline = @pipeline AND partition = @partition AND seq >= @from
          AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)`,
+      )})`,
     ),
-    logTrimWindow: p(
-      `DELETE FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq >= @lo AND seq < @hi
+    logTrimWindow: logs.map((t) =>
+      p(
+        `DELETE FROM ${t} WHERE pipeline = @pipeline AND partition = @partition AND seq >= @lo AND seq < @hi
          AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)`,
+      ),
     ),
-    logAny: p('SELECT 1 FROM ingest_log WHERE pipeline = ? AND partition = ? LIMIT 1'),
-    logTrimToCursor: p(
-      'DELETE FROM ingest_log WHERE pipeline = @pipeline AND partition = @partition AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)',
+    logAny: p(`${arms(logs, (t) => `SELECT 1 FROM ${t} WHERE pipeline = @pipeline AND partition = @partition`)} LIMIT 1`),
+    logTrimToCursor: logs.map((t) =>
+      p(
+        `DELETE FROM ${t} WHERE pipeline = @pipeline AND partition = @partition AND seq <= (SELECT cursor FROM partition_cursors WHERE pipeline = @pipeline AND partition = @partition)`,
+      ),
     ),
     // Entries up to a partition's cursor may wait for the next trim: counted per partition, then
     // the processed ones taken off (a probe of the partition index per partition, not a join per entry).
     pendingCount: p(`SELECT COALESCE(SUM(pending), 0) AS n FROM (${BACKLOG})`),
-    backlog: p(
-      `${BACKLOG} ORDER BY (SELECT MIN(seq) FROM ingest_log l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq > COALESCE(t.cursor, 0))`,
+    backlog: p(`${BACKLOG} ORDER BY ${logs.length > 1 ? `MIN(${firstAfter})` : firstAfter}`),
+    // Each table's entries in its index order, merged (the tables hold disjoint ranges).
+    readPage: p(
+      `${arms(logs, (t) => `SELECT seq, event FROM ${t} WHERE pipeline = @pipeline AND partition = @partition AND seq > @after`)} ORDER BY seq LIMIT @limit`,
     ),
-    readPage: p('SELECT seq, event FROM ingest_log WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?'),
     cursorGet: p('SELECT cursor FROM partition_cursors WHERE pipeline = ? AND partition = ?'),
     cursorPut: p(
       'INSERT INTO partition_cursors (pipeline, partition, cursor) VALUES (?, ?, ?) ON CONFLICT (pipeline, partition) DO UPDATE SET cursor = excluded.cursor',
@@ -1451,12 +1656,12 @@ function prepare(db: Db, chunks: readonly number[]) {
     purgeTurns: p('DELETE FROM turns WHERE (pipeline, turn_id) IN (SELECT pipeline, turn_id FROM turns WHERE expires <= ? LIMIT ?)'),
     purgeRevisions: p('DELETE FROM revisions WHERE execution_id IN (SELECT execution_id FROM revisions WHERE expires <= ? LIMIT ?)'),
     pipelines: p(
-      `SELECT pipeline FROM partition_cursors UNION SELECT pipeline FROM ingest_log UNION SELECT pipeline FROM outbox_heads
+      `SELECT pipeline FROM partition_cursors UNION ${logs.map((t) => `SELECT pipeline FROM ${t}`).join(' UNION ')} UNION SELECT pipeline FROM outbox_heads
        UNION SELECT pipeline FROM exporter_cursors ORDER BY pipeline`,
     ),
     partitions: p(
       `SELECT partition, MAX(cursor) AS cursor, SUM(pending) AS pending FROM (
-         SELECT partition, cursor, 0 AS pending FROM partition_cursors WHERE pipeline = ?
+         SELECT partition, cursor, 0 AS pending FROM partition_cursors WHERE pipeline = @pipeline
          UNION ALL SELECT partition, NULL, pending FROM (${BACKLOG})
        ) GROUP BY partition ORDER BY partition`,
     ),
