@@ -5,7 +5,6 @@
  * file migrates. Also the WAL checkpoints, run by a worker thread instead of the writer's commits.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -17,7 +16,7 @@ import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.t
 import type { PageCommit } from '../src/store/types.ts';
 import { event } from './helpers/pages.ts';
 import { seededRandom, testSeed } from './helpers/random.ts';
-import { ROOT, tempDir, waitFor } from './helpers/vigil-process.ts';
+import { killWhileWorking, ROOT, tempDir, waitFor } from './helpers/vigil-process.ts';
 
 /** The crash test's groups, as test/helpers/group-log-writer.ts names them. */
 const GROUPS = 40;
@@ -224,22 +223,7 @@ describe('sqlite store: the group log', () => {
     for (let round = 0; round < 4; round++) {
       // Folds every 3 commits in half the rounds, in steps of 5 groups (kills land in and between fold steps), never in the others (the log only grows).
       const args = round % 2 ? [file, '1000000', String(GROUPS)] : [file, '3', String(GROUPS), '5'];
-      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/helpers/group-log-writer.ts'), ...args], {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      let out = '';
-      const exited = new Promise((r) => child.once('exit', r));
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('ready\n')) resolve();
-        });
-        child.once('exit', () => reject(new Error(`writer exited before it was ready: ${out}`)));
-      });
-      await new Promise((r) => setTimeout(r, 150 + rand() * 600));
-      child.kill('SIGKILL');
-      await exited;
+      const out = await killWhileWorking('test/helpers/group-log-writer.ts', args, 150 + rand() * 600);
       for (const m of out.matchAll(/^acked (\S+) (\d+)$/gm)) acked.set(m[1]!, Math.max(acked.get(m[1]!) ?? 0, Number(m[2])));
       const keys = Array.from({ length: GROUPS }, (_, i) => keyOf(i));
       // A reader of the killed writer's file (log unfolded) and the next writer (folds at open) agree.

@@ -5,7 +5,6 @@
  * used in turn; and the migration of a file the version-3 store wrote.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -15,7 +14,7 @@ import { LOG_SLOTS, logSlot, SCHEMA_VERSION } from '../src/store/sqlite/schema.t
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
 import { event } from './helpers/pages.ts';
-import { ROOT, tempDir } from './helpers/vigil-process.ts';
+import { killWhileWorking, ROOT, tempDir } from './helpers/vigil-process.ts';
 
 const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
 
@@ -186,22 +185,7 @@ describe('sqlite store: segments and SIGKILL', () => {
     const appended = new Set<string>();
     const committed = new Set<string>();
     for (let round = 0; round < 4; round++) {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/helpers/segment-writer.ts'), file, `r${round}`], {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      let out = '';
-      const exited = new Promise((r) => child.once('exit', r));
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('ready\n')) resolve();
-        });
-        child.once('exit', () => reject(new Error(`writer exited before it was ready: ${out}`)));
-      });
-      await new Promise((r) => setTimeout(r, 300 + rand() * 900));
-      child.kill('SIGKILL');
-      await exited;
+      const out = await killWhileWorking('test/helpers/segment-writer.ts', [file, `r${round}`], 300 + rand() * 900);
       // The page whose commit was in flight at the kill may have landed or not.
       let inFlight: string[] = [];
       for (const line of out.split('\n')) {

@@ -140,6 +140,28 @@ export const healthy = (base: string) => async (): Promise<boolean> => (await fe
 export const accepting = (url: string) => async (): Promise<boolean> =>
   (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status === 200;
 
+/**
+ * Crash tests' writer child: runs the test helper `script` (through tsx) with `args`, waits until
+ * it prints `ready`, lets it work `delayMs`, then SIGKILLs it; resolves to everything it printed
+ * (its record of what it had acknowledged when it died).
+ */
+export async function killWhileWorking(script: string, args: string[], delayMs: number): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const exited = new Promise((r) => child.once('exit', r));
+  await new Promise<void>((resolveReady, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('ready\n')) resolveReady();
+    });
+    child.once('exit', () => reject(new Error(`${script} exited before it was ready: ${out}`)));
+  });
+  await new Promise((r) => setTimeout(r, delayMs));
+  child.kill('SIGKILL');
+  await exited;
+  return out;
+}
+
 export function writeConfig(dir: string, yaml: string): string {
   const file = join(dir, 'pipeline.yaml');
   writeFileSync(file, yaml);
