@@ -526,10 +526,6 @@ export const memoryStoreFactory: StoreFactory<MemoryStoreConfig> = {
 };
 
 /**
- * Freezes a value and everything it holds, in place: what the store keeps is shared with readers
- * (no copy per read), so it must not change under them. Already frozen parts are not walked again.
- */
-/**
  * A copy of a group state's fields, as a literal: a spread's copy gets a map outside V8's
  * transition tree (the stored and loaded groups had other maps than the processor's own, and
  * freezing one built a new map each time, 1.5 µs), and checking for other keys first (a `for…in`)
@@ -570,6 +566,10 @@ function hasKeys(o: object, keys: readonly string[]): boolean {
   return n === keys.length;
 }
 
+/**
+ * Freezes a value and everything it holds, in place: what the store keeps is shared with readers
+ * (no copy per read), so it must not change under them. Already frozen parts are not walked again.
+ */
 function deepFreeze<T>(value: T): T {
   // Binary views cannot be frozen (and the durable stores keep JSON only).
   if (typeof value !== 'object' || value === null || Object.isFrozen(value) || ArrayBuffer.isView(value)) return value;
