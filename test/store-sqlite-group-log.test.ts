@@ -14,7 +14,7 @@ import type { GroupState } from '../src/model/work.ts';
 import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
-import { event } from './helpers/pages.ts';
+import { event, group } from './helpers/pages.ts';
 import { seededRandom, testSeed } from './helpers/random.ts';
 import { killWhileWorking, ROOT, tempDir, waitFor } from './helpers/vigil-process.ts';
 
@@ -23,19 +23,6 @@ const GROUPS = 40;
 const keyOf = (i: number): string => `g${String(i).padStart(3, '0')}`;
 
 const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
-
-function group(key: string, version: number, open: boolean): GroupState {
-  return {
-    groupKey: key,
-    count: version,
-    firstSeen: 0,
-    lastSeen: version,
-    lastDecision: 'BurstThresholdReached',
-    openWorkId: open ? `w-${key}` : null,
-    workGeneration: 0,
-    version,
-  };
-}
 
 function commitOf(groups: GroupState[]): PageCommit {
   return { pipeline: 'logs', partition: 'P', cursor: null, groups, turns: [], revisions: [], outbox: [], failures: [] };

@@ -13,26 +13,13 @@ import type { GroupState } from '../src/model/work.ts';
 import { LOG_SLOTS, logSlot, SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
-import { event } from './helpers/pages.ts';
+import { event, group } from './helpers/pages.ts';
 import { killWhileWorking, ROOT, tempDir } from './helpers/vigil-process.ts';
 
 const config = (path: string): SqliteStoreConfig => ({ path, synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
 
 function commitOf(partition: string, cursor: string | null, groups: GroupState[] = []): PageCommit {
   return { pipeline: 'logs', partition, cursor, groups, turns: [], revisions: [], outbox: [], failures: [] };
-}
-
-function group(key: string, version: number, open: boolean): GroupState {
-  return {
-    groupKey: key,
-    count: version,
-    firstSeen: 0,
-    lastSeen: version,
-    lastDecision: 'BurstThresholdReached',
-    openWorkId: open ? `w-${key}` : null,
-    workGeneration: 0,
-    version,
-  };
 }
 
 /** Reads the file beside the store (a connection of its own). */

@@ -73,3 +73,17 @@ export function mapState() {
     },
   };
 }
+
+/** A group state at `version` (its count and last sighting too), with an open work item or none: the SQLite log tests' groups. */
+export function group(key: string, version: number, open: boolean): GroupState {
+  return {
+    groupKey: key,
+    count: version,
+    firstSeen: 0,
+    lastSeen: version,
+    lastDecision: 'BurstThresholdReached',
+    openWorkId: open ? `w-${key}` : null,
+    workGeneration: 0,
+    version,
+  };
+}
