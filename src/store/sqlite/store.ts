@@ -50,6 +50,7 @@ import { sqliteError } from './errors.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
+import { WriterBacklog } from './backlog.ts';
 import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
@@ -59,8 +60,6 @@ export interface SqliteStoreConfig {
   dedupe_window: number;
 }
 
-/** How long pendingCount answers from its last count (it runs on every ingest request). */
-const PENDING_CACHE_MS = 200;
 /**
  * Expired dedupe ids, turns and revisions are deleted about once a second, in chunks, for at most
  * PURGE_BUDGET_MS per round: often enough to keep up with the append rate (so the tables stay
@@ -151,6 +150,13 @@ const OLD_LAYOUT: Layout = { logs: ['ingest_log'], groupLogs: ['group_log'] };
 
 const fdatasyncOffLoop = (fd: number) => new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
+/** An entry an append wrote to the ingest log. */
+interface Appended {
+  pipeline: string;
+  partition: string;
+  seq: number;
+}
+
 /** A group state appended to the group log and not yet folded into `groups`. */
 interface LoggedGroup {
   version: number;
@@ -193,7 +199,8 @@ export class SqliteStore implements StateStore {
   private q!: ReturnType<typeof prepare>;
   /** Statements over the version-2 tables; absent when a read-only open found an older file. */
   private qs: ReturnType<typeof prepareState> | undefined;
-  private readonly pending = new Map<string, { at: number; count: number }>();
+  /** The writer's backlog per pipeline (readers count in the file). */
+  private readonly backlogs = new WriterBacklog();
   private lastPurge = 0;
   private lastVacuum = 0;
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
@@ -516,6 +523,7 @@ export class SqliteStore implements StateStore {
     // And no group log: a reader of the file finds every group in `groups`.
     this.foldLog();
     this.db = undefined;
+    this.backlogs.clear();
     // Its connection first: the writer's is then the last, whose close checkpoints and removes the log.
     const checkpointer = this.checkpointer;
     this.checkpointer = undefined;
@@ -579,6 +587,7 @@ export class SqliteStore implements StateStore {
     if (batch.length === 0) return;
     const now = this.now();
     const outcomes: Array<AppendResult | Error> = [];
+    const added: Appended[] = [];
     // The commit itself does not wait for the disk; syncWal() makes it durable before anyone is answered.
     const syncOffLoop = this.syncsOffLoop;
     try {
@@ -586,9 +595,11 @@ export class SqliteStore implements StateStore {
         this.relaxed(db, syncOffLoop, () => {
           db.transaction(() => {
             for (const a of batch) {
+              const mark = added.length;
               try {
-                outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, now))());
+                outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, now, added))());
               } catch (err) {
+                added.length = mark;
                 // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
                 if (!db.inTransaction) throw err;
                 outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
@@ -602,12 +613,11 @@ export class SqliteStore implements StateStore {
       return;
     }
     this.wrote(syncOffLoop);
+    this.noteAppended(added);
     const answer = () =>
       batch.forEach((a, i) => {
         const outcome = outcomes[i]!;
         if (outcome instanceof Error) return a.reject(outcome);
-        const cached = this.pending.get(a.pipeline);
-        if (cached) cached.count += outcome.appended;
         a.resolve(outcome);
       });
     try {
@@ -757,8 +767,12 @@ export class SqliteStore implements StateStore {
     this.markSynced(gen);
   }
 
-  /** One append with its receiver state, inside its savepoint of the group's transaction (a refused state write rolls back only it). */
-  private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], now: number): AppendResult {
+  /**
+   * One append with its receiver state, inside its savepoint of the group's transaction (a refused
+   * state write rolls back only it). The entries it wrote go to `added`, for the writer's backlog
+   * once the transaction committed.
+   */
+  private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], now: number, added: Appended[]): AppendResult {
     this.checkState(state, now);
     let appended = 0;
     let duplicates = 0;
@@ -770,6 +784,7 @@ export class SqliteStore implements StateStore {
       }
       this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
       this.ql!.insert[this.appendSlot()]!.run(++this.logSeq, pipeline, event.partition, JSON.stringify(event));
+      added.push({ pipeline, partition: event.partition, seq: this.logSeq });
       this.segmentFill++;
       appended++;
     }
@@ -794,18 +809,45 @@ export class SqliteStore implements StateStore {
   }
 
   async pendingCount(pipeline: string): Promise<number> {
-    const now = Date.now();
-    const cached = this.pending.get(pipeline);
-    if (cached && now - cached.at < PENDING_CACHE_MS) return cached.count;
-    const count = this.run('count the backlog', () => (this.q.pendingCount.get({ pipeline }) as { n: number }).n);
-    this.pending.set(pipeline, { at: now, count });
-    return count;
+    if (this.ql) return this.writerBacklog(pipeline).total(pipeline);
+    return this.run('count the backlog', () => (this.q.pendingCount.get({ pipeline }) as { n: number }).n);
   }
 
   async backlog(pipeline: string): Promise<PartitionBacklog[]> {
+    if (this.ql) return this.writerBacklog(pipeline).backlog(pipeline);
     return this.run('read the backlog', () =>
       (this.q.backlog.all({ pipeline }) as Array<{ partition: string; pending: number }>).map((r) => ({ partition: r.partition, pending: r.pending })),
     );
+  }
+
+  /** The writer's backlog, with `pipeline`'s counts read from the file the first time it is asked about. */
+  private writerBacklog(pipeline: string): WriterBacklog {
+    if (!this.backlogs.has(pipeline)) {
+      const rows = this.run('read the backlog', () => this.q.backlog.all({ pipeline }) as Array<{ partition: string; pending: number; first: number }>);
+      this.backlogs.load(pipeline, rows);
+    }
+    return this.backlogs;
+  }
+
+  /**
+   * For the writer's backlog, in a commit moving a partition's cursor from `at` to `cursor`: how
+   * many entries it passed, and the first entry after it (probes of the segments' partition index,
+   * oldest segment first: they hold ascending ranges of sequence numbers).
+   */
+  private passed(pipeline: string, partition: string, at: number, cursor: number): { count: number; next: number | undefined } {
+    const ql = this.ql!;
+    let count = 0;
+    let next: number | undefined;
+    for (const slot of this.segments) {
+      count += (ql.countRange[slot]!.get(pipeline, partition, at, cursor) as { n: number }).n;
+      next ??= (ql.firstAfter[slot]!.get(pipeline, partition, cursor) as { m: number | null }).m ?? undefined;
+    }
+    return { count, next };
+  }
+
+  /** Entries of a committed transaction, counted in the writer's backlog. */
+  private noteAppended(added: readonly Appended[]): void {
+    for (const a of added) this.backlogs.appended(a.pipeline, a.partition, a.seq);
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
@@ -944,6 +986,8 @@ export class SqliteStore implements StateStore {
     const groupSeqs: number[] = [];
     const syncOffLoop = this.syncsOffLoop;
     let outboxFrom = 0;
+    const added: Appended[] = [];
+    let moved: { count: number; next: number | undefined } | undefined;
     this.run('commit a page', (db) =>
       this.relaxed(db, syncOffLoop, () =>
         db
@@ -951,12 +995,13 @@ export class SqliteStore implements StateStore {
             const q = this.q;
             // Validate everything before writing anything: the transaction is all or nothing anyway,
             // but a conflict should not even start writing.
+            let at = 0;
             if (c.cursor !== null) {
               const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
               if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
                 throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
               }
-              const at = stored?.cursor ?? 0;
+              at = stored?.cursor ?? 0;
               if (cursor <= at || (base !== undefined && base !== String(at))) {
                 throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
                   transient: true,
@@ -981,7 +1026,7 @@ export class SqliteStore implements StateStore {
                 });
               }
             }
-            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now);
+            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now, added);
             // Appended in sequence (a few database pages), not updated in place (a page per group);
             // numbered here (a rolled-back commit leaves a gap, never a number used twice).
             if (c.groups.length) {
@@ -1011,6 +1056,7 @@ export class SqliteStore implements StateStore {
             }
             if (c.cursor === null) return;
             q.cursorPut.run(c.pipeline, c.partition, cursor);
+            if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
           })
           .immediate(),
       ),
@@ -1024,8 +1070,8 @@ export class SqliteStore implements StateStore {
         this.scheduleMaintenance();
       }
     }
-    this.pending.delete(c.pipeline);
-    for (const a of c.appends ?? []) this.pending.delete(a.pipeline);
+    if (moved) this.backlogs.processed(c.pipeline, c.partition, moved.count, moved.next);
+    this.noteAppended(added);
     if (outboxFrom && syncOffLoop) {
       const commits = this.unsyncedOutbox.get(c.pipeline);
       const entry = { gen: this.written + 1, from: outboxFrom };
@@ -1537,6 +1583,8 @@ function prepareSegments(db: Db) {
   return {
     insert: logs.map((t) => db.prepare(`INSERT INTO ${t} (seq, pipeline, partition, event) VALUES (?, ?, ?, ?)`)),
     read: logs.map((t) => db.prepare(`SELECT seq, event FROM ${t} WHERE pipeline = ? AND partition = ? AND seq > ? ORDER BY seq LIMIT ?`)),
+    countRange: logs.map((t) => db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE pipeline = ? AND partition = ? AND seq > ? AND seq <= ?`)),
+    firstAfter: logs.map((t) => db.prepare(`SELECT MIN(seq) AS m FROM ${t} WHERE pipeline = ? AND partition = ? AND seq > ?`)),
     // A row when some partition has an entry here after its cursor (the segment is still needed);
     // its index in order, one group per partition.
     unprocessed: logs.map((t) =>
@@ -1552,7 +1600,6 @@ function prepareSegments(db: Db) {
   };
 }
 
-/** Every statement the store runs, prepared once per connection. */
 /**
  * Entries after each partition's cursor, per partition of a pipeline (`@pipeline`) with any, over the
  * log's tables: counted per partition in each table's index, then the processed ones taken off (a
@@ -1567,6 +1614,7 @@ function backlogSql(logs: readonly string[]): string {
 ) t WHERE pending > 0`;
 }
 
+/** Every statement the store runs, prepared once per connection. */
 function prepare(db: Db, chunks: readonly number[], layout: Layout) {
   const p = (sql: string): Stmt => db.prepare(sql);
   const logs = layout.logs;
@@ -1575,7 +1623,7 @@ function prepare(db: Db, chunks: readonly number[], layout: Layout) {
   const firstAfter = logs
     .map(
       (t) =>
-        `COALESCE((SELECT MIN(seq) FROM ${t} l WHERE l.pipeline = t.pipeline AND l.partition = t.partition AND l.seq > COALESCE(t.cursor, 0)), 9007199254740991)`,
+        `COALESCE((SELECT MIN(seq) FROM ${t} l WHERE l.pipeline = b.pipeline AND l.partition = b.partition AND l.seq > COALESCE(b.cursor, 0)), 9007199254740991)`,
     )
     .join(', ');
   return {
@@ -1603,7 +1651,7 @@ function prepare(db: Db, chunks: readonly number[], layout: Layout) {
     // Entries up to a partition's cursor may wait for the next trim: counted per partition, then
     // the processed ones taken off (a probe of the partition index per partition, not a join per entry).
     pendingCount: p(`SELECT COALESCE(SUM(pending), 0) AS n FROM (${BACKLOG})`),
-    backlog: p(`${BACKLOG} ORDER BY ${logs.length > 1 ? `MIN(${firstAfter})` : firstAfter}`),
+    backlog: p(`SELECT partition, pending, ${logs.length > 1 ? `MIN(${firstAfter})` : firstAfter} AS first FROM (${BACKLOG}) b ORDER BY first`),
     // Each table's entries in its index order, merged (the tables hold disjoint ranges).
     readPage: p(
       `${arms(logs, (t) => `SELECT seq, event FROM ${t} WHERE pipeline = @pipeline AND partition = @partition AND seq > @after`)} ORDER BY seq LIMIT @limit`,
