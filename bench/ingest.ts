@@ -38,7 +38,9 @@
  * several sizes.
  *
  * Options: --duration=SECONDS per server and phase (6), --rounds=N slices (3), --warmup=SECONDS (1),
- * --concurrency=N (8), --spans=N (512), --only=json,protobuf,grpc, --setups=memory,sqlite,
+ * --concurrency=N (8), --spans=N (512), --trace-ids=random|ordered (random: as SDKs make them; ordered: the
+ * request number in their first 4 bytes, as this bench had them up to round 8 — the ids of a request
+ * then sit side by side in every index keyed by them, which spares a store most of its page writes), --only=json,protobuf,grpc, --setups=memory,sqlite,
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
@@ -57,6 +59,7 @@ import { buildPayloads } from './otlp-payloads.ts';
 import type { Payload } from './otlp-payloads.ts';
 
 type Encoding = 'json' | 'protobuf' | 'grpc';
+type TraceIds = 'random' | 'ordered';
 type Setup = 'memory' | 'sqlite';
 type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
 
@@ -76,6 +79,7 @@ interface LoadSpec {
   durationMs: number;
   /** First request number (keeps trace ids unique across runs). */
   firstRequest: number;
+  traceIds: TraceIds;
 }
 
 interface LoadResult {
@@ -112,10 +116,22 @@ let failures = 0;
 function body(n) {
   const b = Buffer.from(template);
   for (const offset of spec.offsets) {
-    if (spec.binary) b.writeUInt32BE(n >>> 0, offset);
-    else b.write((n >>> 0).toString(16).padStart(8, '0'), offset, 'latin1');
+    const prefix = traceIdPrefix(n, b, offset);
+    if (spec.binary) b.writeUInt32BE(prefix, offset);
+    else b.write(prefix.toString(16).padStart(8, '0'), offset, 'latin1');
   }
   return b;
+}
+// The first 4 bytes of a trace id in request n. Random-looking as an SDK's (a hash of n and the
+// id's next bytes, so every span of one trace gets the same), or the request number ('ordered':
+// the ids of a request, and of consecutive requests, then sit side by side in any index).
+function traceIdPrefix(n, b, offset) {
+  if (spec.traceIds === 'ordered') return n >>> 0;
+  const next = spec.binary ? b.readUInt32BE(offset + 4) : parseInt(b.toString('latin1', offset + 8, offset + 16), 16);
+  let h = Math.imul(n ^ next, 0x9e3779b1);
+  h = Math.imul(h ^ (h >>> 15), 0x85ebca77);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae3d);
+  return (h ^ (h >>> 16)) >>> 0;
 }
 let send, close;
 if (spec.grpc) {
@@ -191,6 +207,8 @@ async function main(): Promise<void> {
   const concurrency = Number(args.concurrency ?? 8);
   const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
+  const traceIds = (args['trace-ids'] ?? 'random') as TraceIds;
+  if (traceIds !== 'random' && traceIds !== 'ordered') throw new Error(`--trace-ids must be random or ordered, got '${traceIds}'`);
   const setups = (args.setups ?? 'memory,sqlite').split(',').filter((s) => s !== '') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
   const withBare = !('no-bare' in args);
@@ -202,7 +220,7 @@ async function main(): Promise<void> {
   const payloads = buildPayloads(spans);
   const load0 = loadavg()[0]!;
   console.log(
-    `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
+    `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
       `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
@@ -220,7 +238,7 @@ async function main(): Promise<void> {
     if (withBare && setups.includes('sqlite') && encoding !== 'grpc') servers.set('bare/fsync', await startBareDurable(encoding));
     for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup));
     const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
-      const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest);
+      const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest, traceIds);
       firstRequest += 1_000_000;
       return s;
     };
@@ -359,6 +377,7 @@ function loadSpec(
   warmupMs: number,
   durationMs: number,
   firstRequest: number,
+  traceIds: TraceIds,
 ): LoadSpec {
   return {
     root: ROOT,
@@ -373,6 +392,7 @@ function loadSpec(
     warmupMs,
     durationMs,
     firstRequest,
+    traceIds,
   };
 }
 
