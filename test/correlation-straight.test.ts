@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { DEFAULT_CORRELATION, mayGoStraight, planAtIngest, waitingEvent } from '../src/correlation/ingest.ts';
+import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, mayGoStraight, planAtIngest, WAITING_PARTITION, waitingEvent } from '../src/correlation/ingest.ts';
 import { planRelease, type ReleasedRecord } from '../src/correlation/plan.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
@@ -323,4 +323,81 @@ describe('a batch planned at ingest from its records as they came', () => {
       { numRuns: 300 },
     );
   });
+});
+
+describe('a trace whose failure records this process did not plan is planned at ingest as having none', () => {
+  const stores: Array<[string, () => StateStore]> = [
+    ['memory', () => new MemoryStore()],
+    ['sqlite', () => new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 })],
+  ];
+  for (const [name, make] of stores) {
+    test(`${name}: when the store holds some (a restart), the append conflicts whole; through the log the batch joins them, and is read from then on`, async () => {
+      const store = make();
+      await store.open();
+      const runnerFor = () =>
+        new CorrelationRunner({
+          store,
+          logger: memoryLogger(),
+          settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
+          pageSize: 64,
+          counting: new Set(['traces']),
+          forwarding: new Set(),
+        });
+      try {
+        const turn = aiSdkTurn(T0, 'sess-restart');
+        const first = mapped([turn.generateText, turn.root]);
+        const second = mapped([turn.doGenerate]);
+        const before = runnerFor();
+        const a = await before.planStraight(first.events, 'traces', T0, first.sessions);
+        assert.ok(a);
+        await store.append('traces', a.byPipeline.get('traces')!, { state: a.state });
+
+        // A new process: it never planned this trace, so it plans the batch as if the trace had no failure records.
+        const after = runnerFor();
+        const b = await after.planStraight(second.events, 'traces', T0 + 10, second.sessions);
+        assert.ok(b);
+        assert.deepEqual(
+          b.state.map((w) => [w.key, w.version]),
+          [[turn.traceId, 1]],
+          'its write expects none',
+        );
+        await assert.rejects(
+          store.append('traces', b.byPipeline.get('traces')!, { state: b.state }),
+          (err: { code?: string }) => err.code === 'VIGIL_STORE_CONFLICT',
+        );
+        assert.deepEqual(
+          (await store.readPage('traces', 'sess-restart', 10)).map((e) => e.event.eventId),
+          a.byPipeline.get('traces')!.map((e) => e.eventId),
+          'nothing of the second batch was appended',
+        );
+
+        // Through the log, as the service sends a batch whose straight append conflicted: a round reads the trace's records.
+        await store.append(
+          CORRELATION_PIPELINE,
+          second.events.map((e) => waitingEvent(e, ['traces'], T0 + 10)),
+        );
+        assert.ok(await after.runOnce());
+        const page = await store.readPage('traces', 'sess-restart', 10);
+        const doGenerate = page.find((e) => e.event.eventId === second.events[0]!.eventId)!.event;
+        const generateText = a.byPipeline.get('traces')!.find((e) => e.spanId === turn.generateText.spanId)!;
+        assert.equal(doGenerate.correlation?.anchor, generateText.correlation?.anchor, 'it joins the failure planned before the restart');
+        assert.equal(doGenerate.correlation?.counted, generateText.correlation?.counted);
+        assert.equal(await store.pendingCount(CORRELATION_PIPELINE), 0);
+        assert.equal((await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, 10)).length, 0);
+
+        // Its round wrote the trace's records: the next batch of the trace reads them (and its append stands).
+        const third = mapped([turn.doGenerate, turn.root].map((r) => ({ ...r, spanId: r.spanId.replace(/.$/, 'f') })));
+        const c = await after.planStraight(third.events, 'traces', T0 + 20, third.sessions);
+        assert.ok(c);
+        const stored = (await store.loadState('trace-failures', [turn.traceId])).get(turn.traceId)!;
+        assert.deepEqual(
+          c.state.map((w) => [w.key, w.version]),
+          [[turn.traceId, stored.version + 1]],
+        );
+        await store.append('traces', c.byPipeline.get('traces')!, { state: c.state });
+      } finally {
+        await store.close();
+      }
+    });
+  }
 });

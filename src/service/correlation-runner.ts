@@ -27,6 +27,7 @@ import {
 } from '../correlation/ingest.ts';
 import { isTraceFailure } from '../correlation/failure-keys.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
+import { OldestFirst } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
 import type { StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
@@ -34,6 +35,8 @@ import { IDLE_POLL_MS } from './pipeline-runner.ts';
 
 /** Longest page the runner reads to bring a failure record's whole wait into view. */
 export const MAX_CORRELATION_PAGE = 65_536;
+/** Traces whose failure records a process remembers writing (the oldest are forgotten beyond it). */
+export const MAX_NOTED_FAILURE_TRACES = 50_000;
 
 export interface CorrelationRunnerOptions {
   store: StateStore;
@@ -76,6 +79,12 @@ export class CorrelationRunner {
   private busy: Promise<boolean> | undefined;
   private wakeAt: number | null = null;
   private failures = 0;
+  /**
+   * Traces this process planned failure records for lately: a batch planned at ingest reads the
+   * failure records of these only, and takes any other trace as having none (planStraight).
+   */
+  private readonly failureTraces = new Map<string, true>();
+  private readonly oldestFailureTrace = new OldestFirst<string>(this.failureTraces);
   readonly stats: CorrelationStats = { released: { own: 0, trace: 0, fallback: 0 }, evidence: 0, straight: 0, rounds: 0, failedRounds: 0 };
 
   constructor(private readonly opts: CorrelationRunnerOptions) {
@@ -171,15 +180,16 @@ export class CorrelationRunner {
   /**
    * The known sessions of the traces of records that await one, and the failure records released
    * per trace (with their versions) of the traces of failure records: the plan reads no other.
-   * `told`: trace → session facts the caller has (a batch planned at ingest): no read for those.
+   * `told`: trace → session facts the caller has (a batch planned at ingest): no read for those;
+   * `unread`: traces whose failure records the caller takes as none without a read.
    */
-  private async loadState(events: readonly AgentEvent[], told?: ReadonlyMap<string, string>) {
+  private async loadState(events: readonly AgentEvent[], told?: ReadonlyMap<string, string>, unread?: (traceId: string) => boolean) {
     const awaiting = new Set<string>();
     const failing = new Set<string>();
     for (const event of events) {
       if (event.traceId === undefined) continue;
       if (event.awaitsSession && !told?.has(event.traceId)) awaiting.add(event.traceId);
-      if (isTraceFailure(event)) failing.add(event.traceId);
+      if (isTraceFailure(event) && !unread?.(event.traceId)) failing.add(event.traceId);
     }
     const [sessionEntries, failureEntries] = await Promise.all([
       awaiting.size ? this.opts.store.loadState(TRACE_SESSION_NAMESPACE, [...awaiting]) : new Map<string, StateEntry>(),
@@ -229,7 +239,11 @@ export class CorrelationRunner {
    *
    * `state` holds the failure records released per trace, versioned as in a round: written with
    * the batch's append, so a round (or another batch) that planned the same trace meanwhile makes
-   * one of the two writes conflict, and the loser goes through the log and is planned again.
+   * one of the two writes conflict, and the loser goes through the log and is planned again. The
+   * same check spares a read per fresh trace: the failure records of a trace this process has not
+   * planned any for lately are taken as none, and their write expects none (version 1), so when
+   * the store holds some after all (written before a restart, or forgotten here) the append
+   * conflicts and the batch goes through the log, where a round reads them.
    */
   async planStraight(
     records: readonly AgentEvent[],
@@ -238,7 +252,7 @@ export class CorrelationRunner {
     batchSessions: ReadonlyMap<string, string>,
   ): Promise<StraightRelease | undefined> {
     const { settings, forwarding } = this.opts;
-    const loaded = await this.loadState(records, batchSessions);
+    const loaded = await this.loadState(records, batchSessions, (traceId) => !this.failureTraces.has(traceId));
     const { released, versions } = loaded;
     // The batch's own trace → session facts are written with its append, after a round would have read them.
     const sessions = loaded.sessions.size ? new Map([...loaded.sessions, ...batchSessions]) : batchSessions;
@@ -275,7 +289,7 @@ export class CorrelationRunner {
     return { byPipeline, state: this.failureWrites(plan, versions) };
   }
 
-  /** The failure records released per trace, as versioned state writes. */
+  /** The failure records released per trace, as versioned state writes; their traces are noted as planned here. */
   private failureWrites(plan: ReleasePlan, versions: ReadonlyMap<string, number>): StateWrite[] {
     const { settings } = this.opts;
     const state: StateWrite[] = [];
@@ -288,7 +302,11 @@ export class CorrelationRunner {
         ttlMs: settings.traceTtl,
         maxEntries: settings.maxTraces,
       });
+      // Noted before the write lands (or fails): a trace noted without cause costs only a read.
+      this.failureTraces.delete(traceId);
+      this.failureTraces.set(traceId, true);
     }
+    while (this.failureTraces.size > MAX_NOTED_FAILURE_TRACES) this.oldestFailureTrace.deleteOldest();
     return state;
   }
 
