@@ -10,17 +10,20 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { DEFAULT_CORRELATION, mayGoStraight, planAtIngest, waitingEvent } from '../src/correlation/ingest.ts';
+import fc from 'fast-check';
+import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, mayGoStraight, planAtIngest, WAITING_PARTITION, waitingEvent } from '../src/correlation/ingest.ts';
+import { planRelease, type ReleasedRecord } from '../src/correlation/plan.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
-import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
-import { mapTraces } from '../src/receivers/otlp/mapping.ts';
+import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
+import { mapLogs, mapTraces } from '../src/receivers/otlp/mapping.ts';
 import { CorrelationRunner, type CorrelationStats } from '../src/service/correlation-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
 import type { Service } from '../src/service/service.ts';
-import { openaiTurn, tracesBody, type AgentRecord } from './helpers/agent-records.ts';
+import { aiSdkTurn, logsBody, openaiTurn, tracesBody, type AgentRecord } from './helpers/agent-records.ts';
+import { checkProperty } from './helpers/random.ts';
 import { startService } from './helpers/in-process.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
 
@@ -69,9 +72,17 @@ async function stats(service: Service): Promise<CorrelationStats> {
 }
 
 /** A turn's spans as the receiver hands them to the service: decoded and mapped, the kept records and the trace → session facts. */
-function mapped(spans: readonly AgentRecord[]): { events: AgentEvent[]; sessions: Map<string, string> } {
-  const decoded = decodeTracesJson(tracesBody(spans), { skipIrrelevant: true });
-  const m = mapTraces(decoded.groups);
+function mapped(spans: readonly AgentRecord[], markers = false): { events: AgentEvent[]; sessions: Map<string, string> } {
+  const decoded = decodeTracesJson(tracesBody(spans), { skipIrrelevant: true, markers });
+  const m = mapTraces(decoded.groups, { markers });
+  for (const [t, s] of decoded.sessions) m.traceSessions.set(t, s);
+  return { events: m.events, sessions: m.traceSessions };
+}
+
+/** Log records as the receiver hands them to the service (see `mapped`). */
+function mappedLogs(records: readonly AgentRecord[]): { events: AgentEvent[]; sessions: Map<string, string> } {
+  const decoded = decodeLogsJson(logsBody(records), { skipIrrelevant: true });
+  const m = mapLogs(decoded.groups);
   for (const [t, s] of decoded.sessions) m.traceSessions.set(t, s);
   return { events: m.events, sessions: m.traceSessions };
 }
@@ -168,13 +179,10 @@ describe('the decision', () => {
     const turn = openaiTurn(T0, 'sess-p');
     const opts = { now: T0, sessionWait: 10_000, failureWait: 0, counts };
     const empty = { sessions: new Map<string, string>(), released: new Map() };
+    const arrival = { pipelines: ['traces'], receivedAt: T0 };
 
     const whole = mapped([turn.tool, turn.chat, turn.root]);
-    const plan = planAtIngest(
-      whole.events.map((e) => waitingEvent(e, ['traces'], T0)),
-      { ...empty, sessions: whole.sessions },
-      opts,
-    );
+    const plan = planAtIngest(whole.events, arrival, { ...empty, sessions: whole.sessions }, opts);
     assert.ok(plan, 'the root in the batch tells the session');
     assert.deepEqual(
       plan.released.map((r) => [r.event.partition, r.session]),
@@ -187,28 +195,10 @@ describe('the decision', () => {
     assert.deepEqual([...plan.traces.keys()], [turn.traceId], 'its failure records are written with it');
 
     const children = mapped([turn.tool, turn.chat]);
+    assert.equal(planAtIngest(children.events, arrival, empty, opts), undefined, 'no session known: they wait');
+    assert.ok(planAtIngest(children.events, arrival, { ...empty, sessions: new Map([[turn.traceId, 'sess-p']]) }, opts));
     assert.equal(
-      planAtIngest(
-        children.events.map((e) => waitingEvent(e, ['traces'], T0))!,
-        empty,
-        opts,
-      ),
-      undefined,
-      'no session known: they wait',
-    );
-    assert.ok(
-      planAtIngest(
-        children.events.map((e) => waitingEvent(e, ['traces'], T0)),
-        { ...empty, sessions: new Map([[turn.traceId, 'sess-p']]) },
-        opts,
-      ),
-    );
-    assert.equal(
-      planAtIngest(
-        children.events.map((e) => waitingEvent(e, ['traces'], T0)),
-        { ...empty, sessions: new Map([[turn.traceId, 'sess-p']]) },
-        { ...opts, failureWait: 1000 },
-      ),
+      planAtIngest(children.events, arrival, { ...empty, sessions: new Map([[turn.traceId, 'sess-p']]) }, { ...opts, failureWait: 1000 }),
       undefined,
       'a failure wait not over: they wait',
     );
@@ -236,12 +226,7 @@ describe('two batches of one trace planned at ingest from the same state', () =>
         const turn = openaiTurn(T0, 'sess-race');
         const first = mapped([turn.tool, turn.root]);
         const second = mapped([turn.chat, turn.root]);
-        const plan = (m: typeof first) =>
-          runner.planStraight(
-            m.events.map((e) => waitingEvent(e, ['traces'], T0)),
-            T0,
-            m.sessions,
-          );
+        const plan = (m: typeof first) => runner.planStraight(m.events, 'traces', T0, m.sessions);
         // Both planned before either is appended, as two concurrent requests would be.
         const [a, b] = [await plan(first), await plan(second)];
         assert.ok(a && b);
@@ -265,6 +250,151 @@ describe('two batches of one trace planned at ingest from the same state', () =>
           list.r.map((r) => r.e),
           [...a.byPipeline.get('traces')!, ...again.byPipeline.get('traces')!].map((e) => e.eventId),
         );
+      } finally {
+        await store.close();
+      }
+    });
+  }
+});
+
+describe('a batch planned at ingest from its records as they came', () => {
+  // Three turns: one names its session on its root only (its failed spans await it; the root's
+  // activity marker names it), one names none, one of the AI SDK (every span names it).
+  const named = openaiTurn(T0, 'sess-eq', 9101);
+  const unnamed = openaiTurn(T0 + 1000, undefined, 9102);
+  const ai = aiSdkTurn(T0 + 2000, 'sess-ai', { rootErrors: true }, 9103);
+  const pool: AgentEvent[] = [];
+  for (const turn of [named, unnamed, ai]) {
+    pool.push(
+      ...mapped(
+        turn.all.filter((r) => r.kind === 'span'),
+        true,
+      ).events,
+    );
+    pool.push(...mappedLogs(turn.all.filter((r) => r.kind === 'log')).events);
+  }
+  const traces = [named.traceId, unnamed.traceId, ai.traceId];
+
+  /** The plan of the log's copies of `records` (waitingEvent), as before records were planned as they came. */
+  function planOfCopies(records: readonly AgentEvent[], receivedAt: number, known: Parameters<typeof planAtIngest>[2], opts: Parameters<typeof planAtIngest>[3]) {
+    const entries = records.map((event, i) => ({ id: String(i), event: waitingEvent(event, ['traces'], receivedAt) }));
+    const plan = planRelease({ entries, sessions: known.sessions, released: known.released, complete: true }, opts);
+    return plan.released.length === records.length ? plan : undefined;
+  }
+
+  test("property: the same plan as of the log's copies, route aside (same records, keys in the same order, same state)", () => {
+    checkProperty(
+      fc.property(
+        fc.subarray(pool.map((_, i) => i)),
+        fc.subarray(pool.map((_, i) => i)),
+        fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+        fc.constantFrom(0, 3_000, 20_000),
+        fc.constantFrom(0, 1_000),
+        fc.boolean(),
+        (batch, before, knownSessions, later, failureWait, counting) => {
+          const opts = { now: T0 + later, sessionWait: 10_000, failureWait, counts: () => counting };
+          const sessions = new Map<string, string>();
+          traces.forEach((t, i) => {
+            if (knownSessions[i]) sessions.set(t, `known-${i}`);
+          });
+          // Failure records released before: those an earlier batch of the same records released.
+          const earlier = planOfCopies(
+            before.map((i) => pool[i]!),
+            T0,
+            { sessions, released: new Map() },
+            { ...opts, now: T0 + 60_000 },
+          );
+          const released: Map<string, readonly ReleasedRecord[]> = earlier?.traces ?? new Map();
+          const records = batch.map((i) => pool[i]!);
+          const want = planOfCopies(records, T0, { sessions, released }, opts);
+          const got = planAtIngest(records, { pipelines: ['traces'], receivedAt: T0 }, { sessions, released }, opts);
+          if (!want) return assert.equal(got, undefined);
+          assert.ok(got, 'planned as they came, every record goes too');
+          const copies = want.released.map(({ entryId, session, event: { route: _route, ...event } }) => JSON.stringify({ entryId, session, event }));
+          assert.deepEqual(
+            got.released.map(({ entryId, session, event }) => JSON.stringify({ entryId, session, event })),
+            copies,
+          );
+          assert.ok(got.released.every((r) => r.event.route === undefined));
+          assert.equal(JSON.stringify([...got.traces]), JSON.stringify([...want.traces]));
+          assert.equal(got.wakeAt, want.wakeAt);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('a trace whose failure records this process did not plan is planned at ingest as having none', () => {
+  const stores: Array<[string, () => StateStore]> = [
+    ['memory', () => new MemoryStore()],
+    ['sqlite', () => new SqliteStore({ path: join(tempDir(), 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 3_600_000 })],
+  ];
+  for (const [name, make] of stores) {
+    test(`${name}: when the store holds some (a restart), the append conflicts whole; through the log the batch joins them, and is read from then on`, async () => {
+      const store = make();
+      await store.open();
+      const runnerFor = () =>
+        new CorrelationRunner({
+          store,
+          logger: memoryLogger(),
+          settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
+          pageSize: 64,
+          counting: new Set(['traces']),
+          forwarding: new Set(),
+        });
+      try {
+        const turn = aiSdkTurn(T0, 'sess-restart');
+        const first = mapped([turn.generateText, turn.root]);
+        const second = mapped([turn.doGenerate]);
+        const before = runnerFor();
+        const a = await before.planStraight(first.events, 'traces', T0, first.sessions);
+        assert.ok(a);
+        await store.append('traces', a.byPipeline.get('traces')!, { state: a.state });
+
+        // A new process: it never planned this trace, so it plans the batch as if the trace had no failure records.
+        const after = runnerFor();
+        const b = await after.planStraight(second.events, 'traces', T0 + 10, second.sessions);
+        assert.ok(b);
+        assert.deepEqual(
+          b.state.map((w) => [w.key, w.version]),
+          [[turn.traceId, 1]],
+          'its write expects none',
+        );
+        await assert.rejects(
+          store.append('traces', b.byPipeline.get('traces')!, { state: b.state }),
+          (err: { code?: string }) => err.code === 'VIGIL_STORE_CONFLICT',
+        );
+        assert.deepEqual(
+          (await store.readPage('traces', 'sess-restart', 10)).map((e) => e.event.eventId),
+          a.byPipeline.get('traces')!.map((e) => e.eventId),
+          'nothing of the second batch was appended',
+        );
+
+        // Through the log, as the service sends a batch whose straight append conflicted: a round reads the trace's records.
+        await store.append(
+          CORRELATION_PIPELINE,
+          second.events.map((e) => waitingEvent(e, ['traces'], T0 + 10)),
+        );
+        assert.ok(await after.runOnce());
+        const page = await store.readPage('traces', 'sess-restart', 10);
+        const doGenerate = page.find((e) => e.event.eventId === second.events[0]!.eventId)!.event;
+        const generateText = a.byPipeline.get('traces')!.find((e) => e.spanId === turn.generateText.spanId)!;
+        assert.equal(doGenerate.correlation?.anchor, generateText.correlation?.anchor, 'it joins the failure planned before the restart');
+        assert.equal(doGenerate.correlation?.counted, generateText.correlation?.counted);
+        assert.equal(await store.pendingCount(CORRELATION_PIPELINE), 0);
+        assert.equal((await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, 10)).length, 0);
+
+        // Its round wrote the trace's records: the next batch of the trace reads them (and its append stands).
+        const third = mapped([turn.doGenerate, turn.root].map((r) => ({ ...r, spanId: r.spanId.replace(/.$/, 'f') })));
+        const c = await after.planStraight(third.events, 'traces', T0 + 20, third.sessions);
+        assert.ok(c);
+        const stored = (await store.loadState('trace-failures', [turn.traceId])).get(turn.traceId)!;
+        assert.deepEqual(
+          c.state.map((w) => [w.key, w.version]),
+          [[turn.traceId, stored.version + 1]],
+        );
+        await store.append('traces', c.byPipeline.get('traces')!, { state: c.state });
       } finally {
         await store.close();
       }

@@ -95,17 +95,19 @@ export function mayGoStraight(records: readonly AgentEvent[], c: StraightConditi
 }
 
 /**
- * The release plan of a batch at ingest: the batch as the log's only page (its records as
- * `waitingEvent` made them), planned as a round would plan it now. The plan when every record may
- * go now; undefined when any must wait (then the whole batch goes through the log, in order).
+ * The release plan of a batch at ingest: the batch as the log's only page, planned as a round
+ * would plan it now, its records as they came (no `waitingEvent` copies: `arrival` says where they
+ * go and when they came, so the released records carry no `route`). The plan when every record
+ * may go now; undefined when any must wait (then the whole batch goes through the log, in order).
  */
 export function planAtIngest(
   records: readonly AgentEvent[],
+  arrival: { pipelines: readonly string[]; receivedAt: number },
   known: { sessions: ReadonlyMap<string, string>; released: ReadonlyMap<string, readonly ReleasedRecord[]> },
   opts: PlanOptions,
 ): ReleasePlan | undefined {
   const entries: LogEntry[] = records.map((event, i) => ({ id: String(i), event }));
-  const plan = planRelease({ entries, sessions: known.sessions, released: known.released, complete: true }, opts);
+  const plan = planRelease({ entries, sessions: known.sessions, released: known.released, complete: true, arrival }, opts);
   return plan.released.length === records.length ? plan : undefined;
 }
 

@@ -82,6 +82,11 @@ export interface PlanInput {
    * be in view); otherwise the plan asks for a longer page (`needMore`).
    */
   complete?: boolean;
+  /**
+   * Where the entries whose record carries no `route` go and when they came: a batch planned at
+   * ingest passes its records as they came (each in its own partition), not as the log's copies.
+   */
+  arrival?: { pipelines: readonly string[]; receivedAt: number };
 }
 
 export interface ReleasedEvent {
@@ -115,7 +120,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   const known = new Map<string, ReleasedRecord[]>();
   for (const [traceId, list] of input.released) known.set(traceId, [...list]);
   const changed = new Set<string>();
-  const candidates = candidatesOf(input.entries, opts);
+  const candidates = candidatesOf(input.entries, input.arrival, opts);
   const byTrace = new Map<string, Candidate[]>();
   for (const c of candidates.values()) {
     const list = byTrace.get(c.event.traceId!);
@@ -125,17 +130,20 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   // A record of the page that names its session tells its trace's session too (its fact may not be written yet).
   const sessions = new Map(input.sessions);
   for (const { event } of input.entries) {
-    if (event.traceId !== undefined && !event.awaitsSession && event.route && !sessions.has(event.traceId)) sessions.set(event.traceId, event.route.partition);
+    if (event.traceId === undefined || event.awaitsSession || sessions.has(event.traceId)) continue;
+    if (event.route) sessions.set(event.traceId, event.route.partition);
+    else if (input.arrival) sessions.set(event.traceId, event.partition);
   }
+  const defaultArrival = input.arrival?.receivedAt ?? 0;
   const released: ReleasedEvent[] = [];
   let wakeAt: number | null = null;
   let needMore = false;
-  const lastArrival = input.entries.length ? (input.entries[input.entries.length - 1]!.event.route?.receivedAt ?? 0) : 0;
+  const lastArrival = input.entries.length ? (input.entries[input.entries.length - 1]!.event.route?.receivedAt ?? defaultArrival) : 0;
 
   for (let i = 0; i < input.entries.length; i++) {
     const entry = input.entries[i]!;
     const event = entry.event;
-    const receivedAt = event.route?.receivedAt ?? 0;
+    const receivedAt = event.route?.receivedAt ?? defaultArrival;
     let partition = event.route?.partition ?? event.partition;
     let session: ReleasedEvent['session'] = 'own';
     if (event.awaitsSession) {
@@ -159,8 +167,14 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
       needMore = true;
       break;
     }
-    const { awaitsSession: _awaits, ...rest } = event;
-    const out: AgentEvent = { ...rest, partition };
+    // A copy only of a record that changes, and one (a rest and a spread would make two): a record
+    // planned at ingest that names its session and is no failure record goes on as it came.
+    let out: AgentEvent;
+    if ('awaitsSession' in event) {
+      const { awaitsSession: _awaits, ...rest } = event;
+      out = { ...rest, partition };
+    } else if (event.route !== undefined || candidate !== undefined) out = { ...event, partition };
+    else out = event;
     if (candidate) {
       const traceId = event.traceId!;
       const list = known.get(traceId) ?? [];
@@ -188,7 +202,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
 }
 
 /** The failure records of a page by index. */
-function candidatesOf(entries: readonly LogEntry[], opts: PlanOptions): Map<number, Candidate> {
+function candidatesOf(entries: readonly LogEntry[], arrival: PlanInput['arrival'], opts: PlanOptions): Map<number, Candidate> {
   const out = new Map<number, Candidate>();
   entries.forEach((entry, index) => {
     const event = entry.event;
@@ -202,11 +216,11 @@ function candidatesOf(entries: readonly LogEntry[], opts: PlanOptions): Map<numb
       k,
       t: event.time,
       a: event.eventId,
-      c: opts.counts(event.route?.pipelines ?? []) ? 1 : 0,
+      c: opts.counts(event.route?.pipelines ?? arrival?.pipelines ?? []) ? 1 : 0,
     };
     if (event.spanId !== undefined) record.s = event.spanId;
     if (event.parentSpanId !== undefined) record.p = event.parentSpanId;
-    out.set(index, { index, record, receivedAt: event.route?.receivedAt ?? 0, event });
+    out.set(index, { index, record, receivedAt: event.route?.receivedAt ?? arrival?.receivedAt ?? 0, event });
   });
   return out;
 }

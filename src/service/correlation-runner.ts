@@ -25,14 +25,18 @@ import {
   WAITING_PARTITION,
   type CorrelationSettings,
 } from '../correlation/ingest.ts';
+import { isTraceFailure } from '../correlation/failure-keys.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
+import { OldestFirst } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
-import type { LogEntry, StateStore } from '../store/types.ts';
+import type { StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 import { IDLE_POLL_MS } from './pipeline-runner.ts';
 
 /** Longest page the runner reads to bring a failure record's whole wait into view. */
 export const MAX_CORRELATION_PAGE = 65_536;
+/** Traces whose failure records a process remembers writing (the oldest are forgotten beyond it). */
+export const MAX_NOTED_FAILURE_TRACES = 50_000;
 
 export interface CorrelationRunnerOptions {
   store: StateStore;
@@ -75,6 +79,12 @@ export class CorrelationRunner {
   private busy: Promise<boolean> | undefined;
   private wakeAt: number | null = null;
   private failures = 0;
+  /**
+   * Traces this process planned failure records for lately: a batch planned at ingest reads the
+   * failure records of these only, and takes any other trace as having none (planStraight).
+   */
+  private readonly failureTraces = new Map<string, true>();
+  private readonly oldestFailureTrace = new OldestFirst<string>(this.failureTraces);
   readonly stats: CorrelationStats = { released: { own: 0, trace: 0, fallback: 0 }, evidence: 0, straight: 0, rounds: 0, failedRounds: 0 };
 
   constructor(private readonly opts: CorrelationRunnerOptions) {
@@ -151,7 +161,7 @@ export class CorrelationRunner {
         this.wakeAt = null;
         return false;
       }
-      const { sessions, released, versions } = await this.loadState(entries);
+      const { sessions, released, versions } = await this.loadState(entries.map((e) => e.event));
       const plan = planRelease(
         { entries, sessions, released, complete: entries.length < limit || limit >= MAX_CORRELATION_PAGE },
         { now: this.now(), sessionWait: settings.sessionWait, failureWait: settings.failureWait, counts: (ps) => ps.some((p) => this.opts.counting.has(p)) },
@@ -167,18 +177,23 @@ export class CorrelationRunner {
     }
   }
 
-  /** The known sessions of the page's traces, and the failure records released per trace (with their versions). */
-  private async loadState(entries: readonly Pick<LogEntry, 'event'>[]) {
+  /**
+   * The known sessions of the traces of records that await one, and the failure records released
+   * per trace (with their versions) of the traces of failure records: the plan reads no other.
+   * `told`: trace → session facts the caller has (a batch planned at ingest): no read for those;
+   * `unread`: traces whose failure records the caller takes as none without a read.
+   */
+  private async loadState(events: readonly AgentEvent[], told?: ReadonlyMap<string, string>, unread?: (traceId: string) => boolean) {
     const awaiting = new Set<string>();
-    const traces = new Set<string>();
-    for (const { event } of entries) {
+    const failing = new Set<string>();
+    for (const event of events) {
       if (event.traceId === undefined) continue;
-      traces.add(event.traceId);
-      if (event.awaitsSession) awaiting.add(event.traceId);
+      if (event.awaitsSession && !told?.has(event.traceId)) awaiting.add(event.traceId);
+      if (isTraceFailure(event) && !unread?.(event.traceId)) failing.add(event.traceId);
     }
     const [sessionEntries, failureEntries] = await Promise.all([
       awaiting.size ? this.opts.store.loadState(TRACE_SESSION_NAMESPACE, [...awaiting]) : new Map<string, StateEntry>(),
-      traces.size ? this.opts.store.loadState(TRACE_FAILURES_NAMESPACE, [...traces]) : new Map<string, StateEntry>(),
+      failing.size ? this.opts.store.loadState(TRACE_FAILURES_NAMESPACE, [...failing]) : new Map<string, StateEntry>(),
     ]);
     const sessions = new Map<string, string>();
     for (const [traceId, e] of sessionEntries) if (typeof e.value === 'string') sessions.set(traceId, e.value);
@@ -215,30 +230,42 @@ export class CorrelationRunner {
 
   /**
    * Plans a batch at ingest as a round would plan it, for the caller to append it straight to its
-   * pipeline instead of to the log (src/correlation/ingest.ts, `goesStraight`). Only meaningful
-   * while the log holds nothing (so nothing of the batch's sessions is ahead of it) — the caller
-   * checks that. Undefined when any record must wait: then the batch goes through the log.
-   * `batchSessions`: the trace → session facts of the batch (written with its append, so not in the
-   * store yet), as a round would have read them.
+   * one pipeline instead of to the log (src/correlation/ingest.ts, `mayGoStraight`). Only
+   * meaningful while the log holds nothing (so nothing of the batch's sessions is ahead of it) —
+   * the caller checks that. Undefined when any record must wait: then the batch goes through the
+   * log. `records`: the batch's would-be-waiting records as they came; `batchSessions`: its trace →
+   * session facts (written with its append, so not in the store yet), as a round would have read
+   * them.
    *
    * `state` holds the failure records released per trace, versioned as in a round: written with
    * the batch's append, so a round (or another batch) that planned the same trace meanwhile makes
-   * one of the two writes conflict, and the loser goes through the log and is planned again.
+   * one of the two writes conflict, and the loser goes through the log and is planned again. The
+   * same check spares a read per fresh trace: the failure records of a trace this process has not
+   * planned any for lately are taken as none, and their write expects none (version 1), so when
+   * the store holds some after all (written before a restart, or forgotten here) the append
+   * conflicts and the batch goes through the log, where a round reads them.
    */
-  async planStraight(records: readonly AgentEvent[], now: number, batchSessions: ReadonlyMap<string, string>): Promise<StraightRelease | undefined> {
-    const { settings } = this.opts;
-    const loaded = await this.loadState(records.map((event) => ({ event })));
+  async planStraight(
+    records: readonly AgentEvent[],
+    pipeline: string,
+    now: number,
+    batchSessions: ReadonlyMap<string, string>,
+  ): Promise<StraightRelease | undefined> {
+    const { settings, forwarding } = this.opts;
+    const loaded = await this.loadState(records, batchSessions, (traceId) => !this.failureTraces.has(traceId));
     const { released, versions } = loaded;
     // The batch's own trace → session facts are written with its append, after a round would have read them.
-    const sessions = new Map([...loaded.sessions, ...batchSessions]);
+    const sessions = loaded.sessions.size ? new Map([...loaded.sessions, ...batchSessions]) : batchSessions;
     const plan = planAtIngest(
       records,
+      { pipelines: [pipeline], receivedAt: now },
       { sessions, released },
       { now, sessionWait: settings.sessionWait, failureWait: settings.failureWait, counts: (ps) => ps.some((p) => this.opts.counting.has(p)) },
     );
     if (!plan) return undefined;
-    const { byPipeline, state } = this.handOn(plan, versions);
-    return { byPipeline, state, plan };
+    const forwards = forwarding.has(pipeline);
+    const events = plan.released.map(({ event }) => (forwards ? event : withoutReceivedCopy(event)));
+    return { byPipeline: new Map([[pipeline, events]]), state: this.failureWrites(plan, versions), plan };
   }
 
   /** Notes a straight release that was appended (the stats a round keeps). */
@@ -249,7 +276,7 @@ export class CorrelationRunner {
 
   /** The released records per pipeline (without their route) and the state written with them. */
   private handOn(plan: ReleasePlan, versions: ReadonlyMap<string, number>): { byPipeline: Map<string, AgentEvent[]>; state: StateWrite[] } {
-    const { settings, forwarding } = this.opts;
+    const { forwarding } = this.opts;
     const byPipeline = new Map<string, AgentEvent[]>();
     for (const { event } of plan.released) {
       const { route, ...rest } = event;
@@ -259,15 +286,28 @@ export class CorrelationRunner {
         byPipeline.set(pid, list);
       }
     }
-    const state: StateWrite[] = [...plan.traces].map(([traceId, list]) => ({
-      namespace: TRACE_FAILURES_NAMESPACE,
-      key: traceId,
-      value: { r: list },
-      version: (versions.get(traceId) ?? 0) + 1,
-      ttlMs: settings.traceTtl,
-      maxEntries: settings.maxTraces,
-    }));
-    return { byPipeline, state };
+    return { byPipeline, state: this.failureWrites(plan, versions) };
+  }
+
+  /** The failure records released per trace, as versioned state writes; their traces are noted as planned here. */
+  private failureWrites(plan: ReleasePlan, versions: ReadonlyMap<string, number>): StateWrite[] {
+    const { settings } = this.opts;
+    const state: StateWrite[] = [];
+    for (const [traceId, list] of plan.traces) {
+      state.push({
+        namespace: TRACE_FAILURES_NAMESPACE,
+        key: traceId,
+        value: { r: list },
+        version: (versions.get(traceId) ?? 0) + 1,
+        ttlMs: settings.traceTtl,
+        maxEntries: settings.maxTraces,
+      });
+      // Noted before the write lands (or fails): a trace noted without cause costs only a read.
+      this.failureTraces.delete(traceId);
+      this.failureTraces.set(traceId, true);
+    }
+    while (this.failureTraces.size > MAX_NOTED_FAILURE_TRACES) this.oldestFailureTrace.deleteOldest();
+    return state;
   }
 
   private noteReleased(plan: ReleasePlan): void {

@@ -508,11 +508,7 @@ export class Service {
     now: number,
   ): Promise<AppendResult | undefined> {
     const correlation = this.correlation!;
-    const s = await correlation.planStraight(
-      waiting.map((e) => waitingEvent(e, [pipeline], now)),
-      now,
-      batchSessions,
-    );
+    const s = await correlation.planStraight(waiting, pipeline, now, batchSessions);
     if (!s) return undefined;
     const planned = s.byPipeline.get(pipeline) ?? [];
     const waits = new Set(waiting);
