@@ -12,9 +12,10 @@
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
  *   alternate between carrying failure evidence (or a session) and not decodes to the same records,
  *   skipped counts and sessions as building every span and applying the relevance test;
- * - a checked protobuf KeyValue in the layout SDKs write is verified byte by byte: generated and
- *   then mutated requests decode (checked) to the same records, counts, messages and refusals
- *   with the shortcut as without it;
+ * - a checked protobuf KeyValue in the layout SDKs write is verified byte by byte (and a watched
+ *   key's value built there): generated and then mutated requests decode (checked, with activity
+ *   marks wanted or not) to the same records, marks, counts, messages and refusals with the
+ *   shortcut as without it;
  * - bounded maps (the memory store's dedupe ids and state namespaces, the session facts a process
  *   wrote) evict through one iterator kept across evictions: the same entries go, in the same
  *   order, as deleting the first key of a fresh iterator each time.
@@ -31,7 +32,7 @@ import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { compact } from '../src/receivers/otlp/mapping/common.ts';
 import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
 import { FAST_PATHS, shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
-import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
+import { SPAN_MARKER_KEYS, spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { BoundedMap, OldestFirst } from '../src/store/bounded-map.ts';
@@ -363,6 +364,8 @@ describe('checked KeyValues in the common layout', () => {
   const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
   const key = fc.oneof(
     fc.constantFrom('gen_ai.operation.name', 'session.id', 'error.type', 'gen_ai.conversation.id', 'server.port', '', 'k'),
+    // The keys a checked span reads when activity marks are wanted (their values are built into the facts).
+    fc.constantFrom(...SPAN_MARKER_KEYS),
     fc.string({ maxLength: 140, size: 'max' }),
     fc.string({ unit: 'grapheme', maxLength: 8 }),
   );
@@ -380,12 +383,14 @@ describe('checked KeyValues in the common layout', () => {
     attributes: fc.array(fc.record({ key, value }), { maxLength: 6 }),
     failed: fc.boolean(),
     trace: fc.integer({ min: 1, max: 3 }),
+    // A model request, a tool call and an agent turn are kept as marks when marks are wanted.
+    name: fc.constantFrom('chat gpt-4o', 'execute_tool read_file', 'invoke_agent coder', 'retrieval docs'),
   });
   /** The decode, or its refusal, as comparable data. */
-  const outcome = (body: Buffer, fast: boolean) => {
+  const outcome = (body: Buffer, fast: boolean, markers: boolean) => {
     FAST_PATHS.checkedKeyValue = fast;
     try {
-      const d = decodeTracesProtobuf(body, { skipIrrelevant: true });
+      const d = decodeTracesProtobuf(body, { skipIrrelevant: true, markers });
       return { groups: d.groups, stats: d.stats, skipped: d.skipped, sessions: [...d.sessions] };
     } catch (err) {
       return { refused: (err as Error).message };
@@ -398,20 +403,21 @@ describe('checked KeyValues in the common layout', () => {
       fc.property(
         fc.array(span, { minLength: 1, maxLength: 6 }),
         fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
-        (specs, edits) => {
+        fc.boolean(),
+        (specs, edits, markers) => {
           const spans = specs.map((s, i) => ({
             traceId: Buffer.alloc(16, s.trace),
             spanId: Buffer.alloc(8, i + 1),
-            name: 'chat gpt-4o',
+            name: s.name,
             attributes: s.attributes,
             status: s.failed ? { code: 2, message: 'failed' } : { code: 1 },
           }));
           const body = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans }] }] })).finish());
-          assert.deepEqual(outcome(body, true), outcome(body, false));
+          assert.deepEqual(outcome(body, true, markers), outcome(body, false, markers));
           // Mutated bytes: layouts near the common one, lengths and tags that are wrong.
           const mutated = Buffer.from(body);
           for (const [at, byte] of edits) mutated[at % mutated.length] = byte;
-          assert.deepEqual(outcome(mutated, true), outcome(mutated, false));
+          assert.deepEqual(outcome(mutated, true, markers), outcome(mutated, false, markers));
         },
       ),
       { numRuns: 1000 },

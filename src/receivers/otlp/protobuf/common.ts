@@ -178,7 +178,13 @@ export class NameIndex {
   indexOf(buf: Buffer, start: number, end: number): number {
     const bucket = this.names_[end - start];
     if (bucket === undefined) return -1;
-    for (let k = 0; k < bucket.length; k++) if (bytesEqual(buf, start, end, bucket[k]!)) return this.indices[end - start]![k]!;
+    for (let k = 0; k < bucket.length; k++) {
+      // From the last byte back: the keys share their prefixes (`gen_ai.`), rarely their ends.
+      const name = bucket[k]!;
+      let i = end - start - 1;
+      while (i >= 0 && buf[start + i] === name.charCodeAt(i)) i--;
+      if (i < 0) return this.indices[end - start]![k]!;
+    }
     return -1;
   }
 }
@@ -270,7 +276,7 @@ export function keyValue(
   facts?: Attributes,
 ): boolean {
   if (target === undefined && index >= MAX_ATTRIBUTES) return false;
-  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, watched, facts)) return true;
+  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, stats, watched, facts)) return true;
   let kvEnd = end;
   try {
     expectWire(r, LEN, '', end);
@@ -344,13 +350,15 @@ export const FAST_PATHS = { checkedKeyValue: true };
 /**
  * A checked KeyValue in the layout every SDK writes, verified byte by byte without walking its
  * fields: key (field 1), then value (field 2) holding one string (ASCII) or int, one-byte lengths,
- * nothing else; the key ASCII and not a watched one. Then checking it the general way would find
- * nothing wrong and count nothing (such a string is valid UTF-8, far below MAX_STRING_BYTES), so
- * the cursor moves past it and true is returned. Anything else — another layout, a byte that is
- * not ASCII, a watched key, bytes that are not well-formed — returns false with the cursor
- * unmoved, and the general way decides (and names any problem) exactly as before.
+ * nothing else; the key ASCII. Then checking it the general way would find nothing wrong and count
+ * nothing (such a string is valid UTF-8, far below MAX_STRING_BYTES), so the cursor moves past it
+ * and true is returned; a watched key's value is built into the facts here, as the general way
+ * would build it (with marks wanted most keys of a GenAI span are watched: walking them again the
+ * general way cost as much as the rest of the span). Anything else — another layout, a byte that
+ * is not ASCII, bytes that are not well-formed — returns false with the cursor unmoved, and the
+ * general way decides (and names any problem) exactly as before.
  */
-function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
+function checkedKeyValue(r: WireReader, end: number, stats: DecodeStats, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
   if (r.wireType !== LEN) return false;
   const buf = r.buf;
   const at = r.pos;
@@ -371,21 +379,44 @@ function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefi
   if (valueStart >= kvEnd) return false;
   const tag = buf[valueStart]!;
   if (tag === 0x0a) {
-    // stringValue: one-byte length that ends the value, ASCII bytes.
+    // stringValue: one-byte length that ends the value (its bytes are checked below).
     const strLen = buf[valueStart + 1];
     if (valueStart + 2 > kvEnd || strLen !== kvEnd - valueStart - 2) return false;
-    for (let i = valueStart + 2; i < kvEnd; i++) if (buf[i]! >= 0x80) return false;
   } else if (tag === 0x18) {
     // intValue: a varint of at most 10 bytes that ends the value.
     const n = kvEnd - valueStart - 1;
     if (n < 1 || n > 10 || buf[kvEnd - 1]! >= 0x80) return false;
     for (let i = valueStart + 1; i < kvEnd - 1; i++) if (buf[i]! < 0x80) return false;
   } else return false;
-  for (let i = keyStart; i < keyEnd; i++) if (buf[i]! >= 0x80) return false;
-  // A watched key's value is built into the facts: the general way.
-  if (watched !== undefined && facts !== undefined && watched.indexOf(buf, keyStart, keyEnd) >= 0) return false;
+  // A watched key equals an ASCII name, so it is ASCII; any other key is checked byte by byte.
+  const w = watched !== undefined && facts !== undefined ? watched.indexOf(buf, keyStart, keyEnd) : -1;
+  if (w < 0) {
+    for (let i = keyStart; i < keyEnd; i++) if (buf[i]! >= 0x80) return false;
+    if (tag === 0x0a) for (let i = valueStart + 2; i < kvEnd; i++) if (buf[i]! >= 0x80) return false;
+  } else {
+    // What anyValue builds of these bytes: the ASCII text (never truncated: under 128 bytes), or the int64.
+    let value: AttributeValue;
+    if (tag === 0x0a) {
+      const text = asciiText(buf, valueStart + 2, kvEnd);
+      if (text === undefined) return false;
+      value = text;
+    } else {
+      r.pos = valueStart + 1;
+      const lo = r.varint64(kvEnd);
+      value = int64Value(lo, r.hi);
+    }
+    setKey(facts!, watched!.names[w]!, value);
+  }
   r.pos = kvEnd;
   return true;
+}
+
+/** The text of ASCII bytes, as utf8() makes it (through madeStrings when short); undefined when a byte is not ASCII. */
+function asciiText(buf: Buffer, start: number, end: number): string | undefined {
+  if (start === end) return '';
+  if (end - start <= SHORT_STRING) return shortAscii(buf, start, end);
+  for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return undefined;
+  return buf.toString('latin1', start, end);
 }
 
 /** An AnyValue decoded from merged ranges (see withMerged). */
