@@ -6,9 +6,11 @@
  * - `compact` copies instead of deleting: the same keys in the same order, with the same values;
  * - the 200 answer with nothing to report is prebuilt: the same status, headers and bytes as the
  *   general answer, in both encodings;
- * - the protobuf decoder's short strings come from a table of the strings it made last: the same
- *   string as decoding the bytes every time, whatever the table held (repeats, hash collisions,
- *   replaced slots, bytes that are not ASCII);
+ * - the decoders' short strings come from a table of the strings made last: the same string as
+ *   decoding the bytes every time, whatever the table held (repeats, hash collisions, replaced
+ *   slots, bytes that are not ASCII, JSON escapes);
+ * - a JSON span checked for a mark reads its times as milliseconds without their decimal strings:
+ *   the same milliseconds as the built string gives, or the same refusal;
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
  *   alternate between carrying failure evidence (or a session) and not decodes to the same records,
  *   skipped counts and sessions as building every span and applying the relevance test;
@@ -31,7 +33,11 @@ import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { compact } from '../src/receivers/otlp/mapping/common.ts';
 import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
-import { FAST_PATHS, shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
+import { shortAscii } from '../src/receivers/otlp/decoding.ts';
+import { FAST_PATHS } from '../src/receivers/otlp/protobuf/common.ts';
+import { nanosField, nanosMsField } from '../src/receivers/otlp/json/common.ts';
+import { JsonReader } from '../src/receivers/otlp/json/reader.ts';
+import { decimalNanosToMs, nanosToMs } from '../src/receivers/otlp/normalized.ts';
 import { SPAN_MARKER_KEYS, spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
@@ -251,6 +257,73 @@ describe('short protobuf strings through the table of strings made last', () => 
         assert.equal(shortAscii(buf, 1, buf.length), text);
       }
     }
+  });
+});
+
+describe('JSON strings through the table of strings made last', () => {
+  // A small alphabet makes repeats and slot collisions common; é and 😀 are not ASCII, quote, backslash and newline are escaped.
+  const text = fc.oneof(
+    fc.array(fc.constantFrom('a', 'b', '.', '_', '1', 'é', '😀', '"', '\\', '\n'), { maxLength: 60 }).map((cs) => cs.join('')),
+    fc.string({ maxLength: 60 }),
+  );
+  test('the same text as JSON.parse reads, every time (short ASCII, longer, not ASCII, escaped)', () => {
+    checkProperty(
+      fc.property(fc.array(text, { minLength: 1, maxLength: 100 }), (list) => {
+        const body = Buffer.from(JSON.stringify(list));
+        for (let round = 0; round < 2; round++) {
+          const r = new JsonReader(body);
+          r.openArray();
+          for (const expected of list) {
+            assert.ok(r.nextItem());
+            r.string();
+            assert.equal(r.stringText(), expected);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('JSON span times read as milliseconds for a mark', () => {
+  const value = fc.oneof(
+    fc.bigInt({ min: 0n, max: (1n << 64n) + 10n }).map((n) => JSON.stringify(String(n))),
+    // 20 digits: below 2^64 or not.
+    fc.bigInt({ min: 10n ** 19n, max: 10n ** 20n - 1n }).map((n) => JSON.stringify(String(n))),
+    fc.bigInt({ min: (1n << 64n) - 5n, max: (1n << 64n) + 5n }).map((n) => JSON.stringify(String(n))),
+    fc.nat({ max: 9_999_999 }).map((n) => JSON.stringify(String(n))),
+    fc.stringMatching(/^[0-9]{1,22}$/).map((d) => JSON.stringify(d)),
+    fc.stringMatching(/^[0-9]{1,6}$/).map((d) => `"${[...d].map((c) => `\\u003${c}`).join('')}"`),
+    fc.oneof(fc.nat(), fc.double(), fc.integer({ min: -5, max: 5 })).map((n) => JSON.stringify(n)),
+    fc.constantFrom('null', 'true', '"abc"', '""', '"1.5"', '"-1"', '[]', '{}', '"\\n"'),
+  );
+  /** What reading the value gives: milliseconds, or the error's message; and where the cursor ends. */
+  const outcome = (body: Buffer, read: (r: JsonReader) => number | undefined) => {
+    const r = new JsonReader(body);
+    try {
+      return { ms: read(r), pos: r.pos };
+    } catch (err) {
+      return { error: (err as Error).message, pos: r.pos };
+    }
+  };
+  /** The milliseconds of the value by the OTLP rules, independently: digits (or an integer number) up to 2^64, null unset. */
+  const expected = (v: unknown): number | undefined | 'refused' => {
+    if (v === null) return undefined;
+    let n: bigint | undefined;
+    if (typeof v === 'string' && /^\d{1,20}$/.test(v) && BigInt(v) < 1n << 64n) n = BigInt(v);
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 64) n = BigInt(v);
+    return n === undefined ? 'refused' : nanosToMs(n);
+  };
+  test('the milliseconds of the built decimal string, or the same refusal', () => {
+    checkProperty(
+      fc.property(value, (json) => {
+        const body = Buffer.from(json);
+        const got = outcome(body, (r) => nanosMsField(r, 'startTimeUnixNano'));
+        assert.deepEqual(got, outcome(body, (r) => decimalNanosToMs(nanosField(r, 'startTimeUnixNano', true))));
+        assert.deepEqual('error' in got ? 'refused' : got.ms, expected(JSON.parse(json)));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 

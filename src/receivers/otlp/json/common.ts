@@ -14,7 +14,7 @@ import { VigilError } from '../../../errors.ts';
 import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, sameBytes, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
 import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RecordVerdict, RequestNames } from '../decoding.ts';
-import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
+import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, decimalNanosToMs, digitsNanosToMs, emptyStats, truncateUtf8 } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
 import { FieldNames, JsonReader, JsonSyntaxError, JsonType, withSnakeCase } from './reader.ts';
 
@@ -169,19 +169,8 @@ export function nanosField(r: JsonReader, name: string, build: boolean): string 
   const t = r.type();
   if (t === JsonType.String) {
     r.string();
-    const buf = r.buf;
-    const start = r.strStart;
-    const len = r.strEnd - start;
-    let digits = !r.strEscaped && len >= 1 && len <= 20;
-    for (let i = start; digits && i < r.strEnd; i++) digits = buf[i]! >= 0x30 && buf[i]! <= 0x39;
-    if (!digits && r.strEscaped) {
-      const text = r.stringText();
-      if (/^\d{1,20}$/.test(text)) return canonicalNanos(text, name, build, r);
-    }
-    if (!digits) throw wrongString(r, name, 'nanoseconds since the epoch as a decimal string');
-    // Up to 19 digits without a leading zero is already canonical (and below 2^64).
-    if (len < 20 && (len === 1 || buf[start] !== 0x30)) return build ? buf.toString('latin1', start, r.strEnd) : '';
-    return canonicalNanos(buf.toString('latin1', start, r.strEnd), name, build, r);
+    if (isCanonicalNanos(r)) return build ? r.buf.toString('latin1', r.strStart, r.strEnd) : '';
+    return otherNanosString(r, name, build);
   }
   if (t === JsonType.Number) {
     r.number();
@@ -194,6 +183,44 @@ export function nanosField(r: JsonReader, name: string, build: boolean): string 
     return '0';
   }
   throw wrongType(r, name, 'nanoseconds since the epoch as a decimal string');
+}
+
+/**
+ * The same field as milliseconds (undefined when unset): `decimalNanosToMs(nanosField(...))`,
+ * without making the decimal string when it is canonical already (what SDKs send).
+ */
+export function nanosMsField(r: JsonReader, name: string): number | undefined {
+  if (r.type() === JsonType.String) {
+    r.string();
+    if (isCanonicalNanos(r)) return digitsNanosToMs(r.buf, r.strStart, r.strEnd);
+    return decimalNanosToMs(otherNanosString(r, name, true));
+  }
+  return decimalNanosToMs(nanosField(r, name, true));
+}
+
+/** Whether the string just read is a canonical decimal below 2^64: 1 to 19 digits, no leading zero, no escapes. */
+function isCanonicalNanos(r: JsonReader): boolean {
+  const buf = r.buf;
+  const start = r.strStart;
+  const len = r.strEnd - start;
+  if (r.strEscaped || len < 1 || len >= 20 || (len > 1 && buf[start] === 0x30)) return false;
+  for (let i = start; i < r.strEnd; i++) if (buf[i]! < 0x30 || buf[i]! > 0x39) return false;
+  return true;
+}
+
+/** A nanoseconds string that is not canonical (escapes, leading zeros, 20 digits), refused unless it is digits below 2^64. */
+function otherNanosString(r: JsonReader, name: string, build: boolean): string {
+  const buf = r.buf;
+  const start = r.strStart;
+  const len = r.strEnd - start;
+  let digits = !r.strEscaped && len >= 1 && len <= 20;
+  for (let i = start; digits && i < r.strEnd; i++) digits = buf[i]! >= 0x30 && buf[i]! <= 0x39;
+  if (!digits && r.strEscaped) {
+    const text = r.stringText();
+    if (/^\d{1,20}$/.test(text)) return canonicalNanos(text, name, build, r);
+  }
+  if (!digits) throw wrongString(r, name, 'nanoseconds since the epoch as a decimal string');
+  return canonicalNanos(buf.toString('latin1', start, r.strEnd), name, build, r);
 }
 
 function canonicalNanos(digits: string, name: string, build: boolean, r: JsonReader): string {
