@@ -9,6 +9,8 @@
  * - the decoders' short strings come from a table of the strings made last: the same string as
  *   decoding the bytes every time, whatever the table held (repeats, hash collisions, replaced
  *   slots, bytes that are not ASCII, JSON escapes);
+ * - a mark's trace id is the text made last when its bytes are the same: each mark still carries
+ *   its own span's trace id, in both encodings, however the ids repeat or nearly repeat;
  * - a JSON span checked for a mark reads its times as milliseconds without their decimal strings:
  *   the same milliseconds as the built string gives, or the same refusal;
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
@@ -33,6 +35,7 @@ import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { compact } from '../src/receivers/otlp/mapping/common.ts';
 import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
+import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { shortAscii } from '../src/receivers/otlp/decoding.ts';
 import { FAST_PATHS } from '../src/receivers/otlp/protobuf/common.ts';
 import { nanosField, nanosMsField } from '../src/receivers/otlp/json/common.ts';
@@ -323,6 +326,45 @@ describe('JSON span times read as milliseconds for a mark', () => {
         assert.deepEqual('error' in got ? 'refused' : got.ms, expected(JSON.parse(json)));
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe('trace ids of marks through the one made last', () => {
+  const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+  // Few ids that differ in their first or last byte only, so that repeats and near misses are common.
+  const traceId = fc.tuple(fc.constantFrom(0x01, 0xfe), fc.constantFrom(0x00, 0x0a, 0xff), fc.boolean()).map(([first, last, upper]) => {
+    const bytes = Buffer.alloc(16, 0xab);
+    bytes[0] = first;
+    bytes[15] = last;
+    return { bytes, upper };
+  });
+  test('each mark carries the trace id of its own span, in both encodings', () => {
+    checkProperty(
+      fc.property(fc.array(traceId, { minLength: 1, maxLength: 20 }), (ids) => {
+        const spans = ids.map(({ bytes }, i) => ({ traceId: bytes, spanId: Buffer.alloc(8, i + 1), name: 'chat gpt-4o', status: { code: 1 } }));
+        const expected = ids.map(({ bytes }) => bytes.toString('hex'));
+        const body = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans }] }] })).finish());
+        const marksOf = (d: ReturnType<typeof decodeTracesJson>) => d.groups.flatMap((g) => g.marks ?? []).map((m) => m.traceId);
+        assert.deepEqual(marksOf(decodeTracesProtobuf(body, { skipIrrelevant: true, markers: true })), expected);
+        // JSON: hex in either case (uppercase read as lowercase).
+        const json = JSON.stringify({
+          resourceSpans: [
+            {
+              scopeSpans: [
+                {
+                  spans: spans.map((s, i) => {
+                    const hex = s.traceId.toString('hex');
+                    return { ...s, traceId: ids[i]!.upper ? hex.toUpperCase() : hex, spanId: s.spanId.toString('hex') };
+                  }),
+                },
+              ],
+            },
+          ],
+        });
+        assert.deepEqual(marksOf(decodeTracesJson(json, { skipIrrelevant: true, markers: true })), expected);
+      }),
+      { numRuns: 300 },
     );
   });
 });

@@ -123,9 +123,25 @@ export function idField(r: JsonReader, name: string, bytes: number, build: boole
   if (len !== bytes * 2 || any < 0) throw wrongString(r, name, `${bytes * 2} hex characters`);
   if (any === 0) return ZERO_ID;
   if (!build) return VALID_ID;
+  if (bytes === 16 && !upper) return traceIdText(buf, start);
   const hex = buf.toString('latin1', start, r.strEnd);
   return upper ? hex.toLowerCase() : hex;
 }
+
+/**
+ * The 32 lowercase hex characters at `start`. The spans of a trace come together in a request, so
+ * the text made last is mostly the one asked for again, and is not made again.
+ */
+function traceIdText(buf: Buffer, start: number): string {
+  const last = lastTraceId;
+  let i = 0;
+  while (i < 32 && buf[start + i] === last.charCodeAt(i)) i++;
+  if (i === 32) return last;
+  lastTraceId = buf.toString('latin1', start, start + 32);
+  return lastTraceId;
+}
+
+let lastTraceId = '';
 
 /** Notes where a checking walk found the trace id it just read, and whether it is the last noted one (see TraceIdAt). */
 export function noteTraceId(r: JsonReader, id: string | undefined, facts: TraceIdAt, notedAt: number): void {

@@ -176,8 +176,25 @@ export const VALID_ID = 'valid';
 
 /** The trace id a checking walk located (see TraceIdAt): 16 bytes read as lowercase hex. */
 export function rawTraceId(buf: Buffer, facts: TraceIdAt): string | undefined {
-  return facts.traceIdAt < 0 ? undefined : buf.toString('hex', facts.traceIdAt, facts.traceIdAt + 16);
+  return facts.traceIdAt < 0 ? undefined : traceIdHex(buf, facts.traceIdAt);
 }
+
+/**
+ * The 16 bytes at `at` as lowercase hex. The spans of a trace come together in a request, so the
+ * text made last (kept with a copy of its bytes, not the request's buffer) is mostly the one asked
+ * for again, and is not made again.
+ */
+export function traceIdHex(buf: Buffer, at: number): string {
+  let i = 0;
+  while (i < 16 && buf[at + i] === lastTraceId[i]) i++;
+  if (i === 16 && lastTraceHex !== '') return lastTraceHex;
+  buf.copy(lastTraceId, 0, at, at + 16);
+  lastTraceHex = buf.toString('hex', at, at + 16);
+  return lastTraceHex;
+}
+
+const lastTraceId = Buffer.alloc(16);
+let lastTraceHex = '';
 
 export function required(value: string | undefined, name: string, bytes: number): string {
   if (value === undefined) throw new FieldError(name, `is required (${bytes} bytes, not all zeros)`);
