@@ -11,6 +11,8 @@
  *   slots, bytes that are not ASCII, JSON escapes);
  * - a mark's trace id is the text made last when its bytes are the same: each mark still carries
  *   its own span's trace id, in both encodings, however the ids repeat or nearly repeat;
+ * - a protobuf span checked for a mark reads its times as milliseconds without a floating-point
+ *   modulo: the same milliseconds as the decimal string gives;
  * - a JSON span checked for a mark reads its times as milliseconds without their decimal strings:
  *   the same milliseconds as the built string gives, or the same refusal;
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
@@ -37,7 +39,8 @@ import { compact } from '../src/receivers/otlp/mapping/common.ts';
 import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { shortAscii } from '../src/receivers/otlp/decoding.ts';
-import { FAST_PATHS } from '../src/receivers/otlp/protobuf/common.ts';
+import { FAST_PATHS, nanosMs } from '../src/receivers/otlp/protobuf/common.ts';
+import { I64, WireReader } from '../src/receivers/otlp/protobuf/wire.ts';
 import { nanosField, nanosMsField } from '../src/receivers/otlp/json/common.ts';
 import { JsonReader } from '../src/receivers/otlp/json/reader.ts';
 import { decimalNanosToMs, nanosToMs } from '../src/receivers/otlp/normalized.ts';
@@ -365,6 +368,29 @@ describe('trace ids of marks through the one made last', () => {
         assert.deepEqual(marksOf(decodeTracesJson(json, { skipIrrelevant: true, markers: true })), expected);
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('protobuf span times read as milliseconds for a mark', () => {
+  // Any 64-bit value, and values at and around multiples of 10^6 (where a rounded quotient is one too high).
+  const value = fc.oneof(
+    fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }),
+    fc.tuple(fc.bigInt({ min: 0n, max: ((1n << 64n) - 1n) / 1_000_000n }), fc.integer({ min: -2, max: 2 })).map(([q, d]) => {
+      const v = q * 1_000_000n + BigInt(d);
+      return v < 0n ? 0n : v > (1n << 64n) - 1n ? (1n << 64n) - 1n : v;
+    }),
+  );
+  test('the milliseconds decimalNanosToMs gives for the decimal string', () => {
+    checkProperty(
+      fc.property(value, (v) => {
+        const buf = Buffer.alloc(8);
+        buf.writeBigUInt64LE(v);
+        const r = new WireReader(buf);
+        r.wireType = I64;
+        assert.equal(nanosMs(r, 8, 'startTimeUnixNano'), decimalNanosToMs(String(v)));
+      }),
+      { numRuns: 5000 },
     );
   });
 });

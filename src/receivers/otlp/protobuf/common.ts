@@ -219,8 +219,12 @@ export function nanosMs(r: WireReader, end: number, name: string): number | unde
   const hi = r.hi;
   if (lo === 0 && hi === 0) return undefined;
   const rest = hi * 967296 + lo;
-  const below = rest % 1e6;
-  return hi * 4294 + (rest - below) / 1e6 + below / 1e6;
+  // The quotient and remainder by 10⁶ without a floating-point modulo. rest / 10⁶ < 2³², where
+  // doubles are 2⁻²¹ apart, and its fraction is at most 1 − 10⁻⁶: rounding never reaches the next
+  // integer, so the floor is the exact quotient.
+  const whole = Math.floor(rest / 1e6);
+  const below = rest - whole * 1e6;
+  return hi * 4294 + whole + below / 1e6;
 }
 
 /** An enum (int32 varint); negative values are refused like JSON's. */
