@@ -265,6 +265,15 @@ describe('markers from spans', () => {
     );
     assert.deepEqual(r.events[1]!.payload, { activity: 'turn.end', status: 'error', reason: 'model_error', error: '529 Overloaded' });
     assert.equal(r.relevant, 1, 'one record');
+    // Forwarded, the span travels with its first event only.
+    const forwarded = mapTraces(tracesOf([root]), { markers: true, forward: true });
+    assert.deepEqual(
+      forwarded.events.map((e) => [e.kind, e.forward?.signal === 'traces' && e.forward.span === root]),
+      [
+        ['execution.completed', true],
+        [ACTIVITY_KIND, false],
+      ],
+    );
   });
 
   test('compaction steps and runtime retry checkpoints (span events)', () => {
