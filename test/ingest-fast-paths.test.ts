@@ -9,6 +9,8 @@
  * - the decoders' short strings come from a table of the strings made last: the same string as
  *   decoding the bytes every time, whatever the table held (repeats, hash collisions, replaced
  *   slots, bytes that are not ASCII, JSON escapes);
+ * - a JSON id as SDKs write it is read and checked in one pass: the id the rules give (and the
+ *   cursor after it), or a refusal, for ids of any length, case, escapes or stray bytes;
  * - a mark's trace id is the text made last when its bytes are the same: each mark still carries
  *   its own span's trace id, in both encodings, however the ids repeat or nearly repeat;
  * - a protobuf span checked for a mark reads its times as milliseconds without a floating-point
@@ -41,7 +43,7 @@ import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { shortAscii } from '../src/receivers/otlp/decoding.ts';
 import { FAST_PATHS, nanosMs } from '../src/receivers/otlp/protobuf/common.ts';
 import { I64, WireReader } from '../src/receivers/otlp/protobuf/wire.ts';
-import { nanosField, nanosMsField } from '../src/receivers/otlp/json/common.ts';
+import { ZERO_ID, VALID_ID, idField, nanosField, nanosMsField } from '../src/receivers/otlp/json/common.ts';
 import { JsonReader } from '../src/receivers/otlp/json/reader.ts';
 import { decimalNanosToMs, nanosToMs } from '../src/receivers/otlp/normalized.ts';
 import { SPAN_MARKER_KEYS, spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
@@ -287,6 +289,51 @@ describe('JSON strings through the table of strings made last', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('JSON ids read and checked in one pass', () => {
+  const hex = (n: number) => fc.array(fc.constantFrom(...'0123456789abcdefABCDEF'), { minLength: n, maxLength: n }).map((cs) => cs.join(''));
+  const value = fc.oneof(
+    hex(32).map((h) => JSON.stringify(h)),
+    hex(16).map((h) => JSON.stringify(h)),
+    fc.constantFrom('"' + '0'.repeat(32) + '"', '"' + '0'.repeat(16) + '"', '""', 'null', '5', '{}'),
+    fc.nat({ max: 40 }).chain((n) => hex(n)).map((h) => JSON.stringify(h)),
+    // A byte that is not a hex digit, anywhere (a backslash among them); a quote there ends the string, as the shorter ids above do.
+    fc.tuple(hex(32), fc.nat({ max: 31 }), fc.constantFrom('g', ' ', '\\', 'é')).map(([h, at, c]) => `"${h.slice(0, at)}${c}${h.slice(at + 1)}"`),
+    // Escaped digits, and a body that ends inside the string.
+    hex(32).map((h) => `"\\u00${h.charCodeAt(0).toString(16)}${h.slice(1)}"`),
+    fc.tuple(hex(32), fc.nat({ max: 33 })).map(([h, cut]) => `"${h}"`.slice(0, cut + 1)),
+  );
+  /** The id by the OTLP/JSON rules, independently: 2n hex digits (any case), '' and all zeros invalid. */
+  const expected = (json: string, bytes: number, build: boolean): string | undefined => {
+    let v: unknown;
+    try {
+      v = JSON.parse(json);
+    } catch {
+      return 'refused';
+    }
+    if (v === null) return undefined;
+    if (typeof v !== 'string' || (v !== '' && !new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`).test(v))) return 'refused';
+    if (v === '') return '';
+    if (/^0+$/.test(v)) return ZERO_ID;
+    return build ? v.toLowerCase() : VALID_ID;
+  };
+  test('the id the rules give, the cursor after it, or a refusal', () => {
+    checkProperty(
+      fc.property(value, fc.constantFrom(16, 8), fc.boolean(), (json, bytes, build) => {
+        const r = new JsonReader(Buffer.from(json));
+        let got: string | undefined;
+        try {
+          got = idField(r, 'traceId', bytes, build);
+        } catch {
+          got = 'refused';
+        }
+        assert.equal(got, expected(json, bytes, build));
+        if (got !== 'refused') assert.equal(r.pos, Buffer.byteLength(json));
+      }),
+      { numRuns: 3000 },
     );
   });
 });

@@ -95,37 +95,52 @@ export function idField(r: JsonReader, name: string, bytes: number, build: boole
     return undefined;
   }
   if (t !== JsonType.String) throw wrongType(r, name, `${bytes * 2} hex characters`);
-  r.string();
-  if (r.strEscaped) {
-    const text = r.stringText();
-    if (text === '') return '';
-    if (text.length !== bytes * 2 || !HEX.test(text)) throw wrongString(r, name, `${bytes * 2} hex characters`);
-    return /^0+$/.test(text) ? ZERO_ID : build ? text.toLowerCase() : VALID_ID;
-  }
-  const start = r.strStart;
-  const len = r.strEnd - start;
-  if (len === 0) return '';
+  const n = bytes * 2;
   const buf = r.buf;
-  let any = 0;
-  let upper = false;
-  if (len === bytes * 2) {
-    for (let i = start; i < r.strEnd; i++) {
-      const c = buf[i]!;
-      const v = HEX_VALUE[c]!;
-      if (v < 0) {
-        any = -1;
-        break;
-      }
-      any |= v;
-      if (c >= 0x41 && c <= 0x46) upper = true;
+  const open = r.pos;
+  let bits: number;
+  if (open + n + 1 < r.end && buf[open + n + 1] === 0x22 /* " */ && (bits = hexBits(buf, open + 1, open + 1 + n)) >= 0) {
+    // An id as SDKs write it, `"` then its hex digits then `"`: read and checked in one pass (no
+    // quote or backslash among them, so this is the string the reader would find).
+    r.strStart = open + 1;
+    r.strEnd = open + 1 + n;
+    r.strEscaped = false;
+    r.pos = open + n + 2;
+  } else {
+    r.string();
+    if (r.strEscaped) {
+      const text = r.stringText();
+      if (text === '') return '';
+      if (text.length !== n || !HEX.test(text)) throw wrongString(r, name, `${n} hex characters`);
+      return /^0+$/.test(text) ? ZERO_ID : build ? text.toLowerCase() : VALID_ID;
     }
+    const len = r.strEnd - r.strStart;
+    if (len === 0) return '';
+    bits = len === n ? hexBits(buf, r.strStart, r.strEnd) : -1;
+    if (bits < 0) throw wrongString(r, name, `${n} hex characters`);
   }
-  if (len !== bytes * 2 || any < 0) throw wrongString(r, name, `${bytes * 2} hex characters`);
-  if (any === 0) return ZERO_ID;
+  if ((bits & HEX_ANY) === 0) return ZERO_ID;
   if (!build) return VALID_ID;
-  if (bytes === 16 && !upper) return traceIdText(buf, start);
-  const hex = buf.toString('latin1', start, r.strEnd);
+  const upper = (bits & HEX_UPPER) !== 0;
+  if (bytes === 16 && !upper) return traceIdText(buf, r.strStart);
+  const hex = buf.toString('latin1', r.strStart, r.strEnd);
   return upper ? hex.toLowerCase() : hex;
+}
+
+const HEX_ANY = 0x0f;
+const HEX_UPPER = 0x10;
+
+/** Of hex digits: the OR of their values (HEX_ANY: zero for all zeros), and HEX_UPPER when one is uppercase; -1 for a byte that is not one. */
+function hexBits(buf: Buffer, start: number, end: number): number {
+  let bits = 0;
+  for (let i = start; i < end; i++) {
+    const c = buf[i]!;
+    const v = HEX_VALUE[c]!;
+    if (v < 0) return -1;
+    bits |= v;
+    if (c >= 0x41 && c <= 0x46) bits |= HEX_UPPER;
+  }
+  return bits;
 }
 
 /**
@@ -638,6 +653,7 @@ function keyValue(
 
 const KEY_OPEN = Buffer.from('{"key":', 'latin1');
 const VALUE_OPEN = Buffer.from(',"value":{', 'latin1');
+const VALUE_STRING_OPEN = Buffer.from(',"value":{"stringValue":', 'latin1');
 const CLOSE_TWO = Buffer.from('}}', 'latin1');
 
 /**
@@ -655,11 +671,15 @@ function compactKeyValue(r: JsonReader, stats: DecodeStats, index: number, targe
   let watchedId = -1;
   if (target) key = r.stringText();
   else if (watched) watchedId = watched.names.idOf(r);
-  if (!r.skipLiteral(VALUE_OPEN) || r.typeHere() !== JsonType.String) return rewind(r, start);
-  r.string();
-  const kind = ANY_FIELDS.idOf(r);
-  if (kind < 0 || r.buf[r.pos] !== 0x3a /* : */) return rewind(r, start);
-  r.pos++;
+  let kind = ANY_STRING;
+  // Most values are strings: their member name is matched with the bytes around it, not read.
+  if (!r.skipLiteral(VALUE_STRING_OPEN)) {
+    if (!r.skipLiteral(VALUE_OPEN) || r.typeHere() !== JsonType.String) return rewind(r, start);
+    r.string();
+    kind = ANY_FIELDS.idOf(r);
+    if (kind < 0 || r.buf[r.pos] !== 0x3a /* : */) return rewind(r, start);
+    r.pos++;
+  }
   const t = r.typeHere();
   if (t === JsonType.Invalid || t === JsonType.Null || t === JsonType.End) return rewind(r, start);
   const build = target !== undefined || watchedId >= 0;
