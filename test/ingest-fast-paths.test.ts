@@ -299,7 +299,10 @@ describe('JSON ids read and checked in one pass', () => {
     hex(32).map((h) => JSON.stringify(h)),
     hex(16).map((h) => JSON.stringify(h)),
     fc.constantFrom('"' + '0'.repeat(32) + '"', '"' + '0'.repeat(16) + '"', '""', 'null', '5', '{}'),
-    fc.nat({ max: 40 }).chain((n) => hex(n)).map((h) => JSON.stringify(h)),
+    fc
+      .nat({ max: 40 })
+      .chain((n) => hex(n))
+      .map((h) => JSON.stringify(h)),
     // A byte that is not a hex digit, anywhere (a backslash among them); a quote there ends the string, as the shorter ids above do.
     fc.tuple(hex(32), fc.nat({ max: 31 }), fc.constantFrom('g', ' ', '\\', 'é')).map(([h, at, c]) => `"${h.slice(0, at)}${c}${h.slice(at + 1)}"`),
     // Escaped digits, and a body that ends inside the string.
@@ -372,7 +375,10 @@ describe('JSON span times read as milliseconds for a mark', () => {
       fc.property(value, (json) => {
         const body = Buffer.from(json);
         const got = outcome(body, (r) => nanosMsField(r, 'startTimeUnixNano'));
-        assert.deepEqual(got, outcome(body, (r) => decimalNanosToMs(nanosField(r, 'startTimeUnixNano', true))));
+        assert.deepEqual(
+          got,
+          outcome(body, (r) => decimalNanosToMs(nanosField(r, 'startTimeUnixNano', true))),
+        );
         assert.deepEqual('error' in got ? 'refused' : got.ms, expected(JSON.parse(json)));
       }),
       { numRuns: 2000 },
