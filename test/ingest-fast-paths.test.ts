@@ -6,15 +6,24 @@
  * - `compact` copies instead of deleting: the same keys in the same order, with the same values;
  * - the 200 answer with nothing to report is prebuilt: the same status, headers and bytes as the
  *   general answer, in both encodings;
- * - the protobuf decoder's short strings come from a table of the strings it made last: the same
- *   string as decoding the bytes every time, whatever the table held (repeats, hash collisions,
- *   replaced slots, bytes that are not ASCII);
+ * - the decoders' short strings come from a table of the strings made last: the same string as
+ *   decoding the bytes every time, whatever the table held (repeats, hash collisions, replaced
+ *   slots, bytes that are not ASCII, JSON escapes);
+ * - a JSON id as SDKs write it is read and checked in one pass: the id the rules give (and the
+ *   cursor after it), or a refusal, for ids of any length, case, escapes or stray bytes;
+ * - a mark's trace id is the text made last when its bytes are the same: each mark still carries
+ *   its own span's trace id, in both encodings, however the ids repeat or nearly repeat;
+ * - a protobuf span checked for a mark reads its times as milliseconds without a floating-point
+ *   modulo: the same milliseconds as the decimal string gives;
+ * - a JSON span checked for a mark reads its times as milliseconds without their decimal strings:
+ *   the same milliseconds as the built string gives, or the same refusal;
  * - a checked span reuses its facts' empty attributes and its status: a request of spans that
  *   alternate between carrying failure evidence (or a session) and not decodes to the same records,
  *   skipped counts and sessions as building every span and applying the relevance test;
- * - a checked protobuf KeyValue in the layout SDKs write is verified byte by byte: generated and
- *   then mutated requests decode (checked) to the same records, counts, messages and refusals
- *   with the shortcut as without it;
+ * - a checked protobuf KeyValue in the layout SDKs write is verified byte by byte (and a watched
+ *   key's value built there): generated and then mutated requests decode (checked, with activity
+ *   marks wanted or not) to the same records, marks, counts, messages and refusals with the
+ *   shortcut as without it;
  * - bounded maps (the memory store's dedupe ids and state namespaces, the session facts a process
  *   wrote) evict through one iterator kept across evictions: the same entries go, in the same
  *   order, as deleting the first key of a fresh iterator each time.
@@ -30,8 +39,14 @@ import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { compact } from '../src/receivers/otlp/mapping/common.ts';
 import { decodeTracesProtobuf, encodeExportResponse } from '../src/receivers/otlp/protobuf.ts';
-import { FAST_PATHS, shortAscii } from '../src/receivers/otlp/protobuf/common.ts';
-import { spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
+import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
+import { shortAscii } from '../src/receivers/otlp/decoding.ts';
+import { FAST_PATHS, nanosMs } from '../src/receivers/otlp/protobuf/common.ts';
+import { I64, WireReader } from '../src/receivers/otlp/protobuf/wire.ts';
+import { ZERO_ID, VALID_ID, idField, nanosField, nanosMsField } from '../src/receivers/otlp/json/common.ts';
+import { JsonReader } from '../src/receivers/otlp/json/reader.ts';
+import { decimalNanosToMs, nanosToMs } from '../src/receivers/otlp/normalized.ts';
+import { SPAN_MARKER_KEYS, spanMayMatter } from '../src/receivers/otlp/mapping/relevance.ts';
 import { spanFacts } from '../src/receivers/otlp/mapping/spans.ts';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { BoundedMap, OldestFirst } from '../src/store/bounded-map.ts';
@@ -253,6 +268,186 @@ describe('short protobuf strings through the table of strings made last', () => 
   });
 });
 
+describe('JSON strings through the table of strings made last', () => {
+  // A small alphabet makes repeats and slot collisions common; é and 😀 are not ASCII, quote, backslash and newline are escaped.
+  const text = fc.oneof(
+    fc.array(fc.constantFrom('a', 'b', '.', '_', '1', 'é', '😀', '"', '\\', '\n'), { maxLength: 60 }).map((cs) => cs.join('')),
+    fc.string({ maxLength: 60 }),
+  );
+  test('the same text as JSON.parse reads, every time (short ASCII, longer, not ASCII, escaped)', () => {
+    checkProperty(
+      fc.property(fc.array(text, { minLength: 1, maxLength: 100 }), (list) => {
+        const body = Buffer.from(JSON.stringify(list));
+        for (let round = 0; round < 2; round++) {
+          const r = new JsonReader(body);
+          r.openArray();
+          for (const expected of list) {
+            assert.ok(r.nextItem());
+            r.string();
+            assert.equal(r.stringText(), expected);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('JSON ids read and checked in one pass', () => {
+  const hex = (n: number) => fc.array(fc.constantFrom(...'0123456789abcdefABCDEF'), { minLength: n, maxLength: n }).map((cs) => cs.join(''));
+  const value = fc.oneof(
+    hex(32).map((h) => JSON.stringify(h)),
+    hex(16).map((h) => JSON.stringify(h)),
+    fc.constantFrom('"' + '0'.repeat(32) + '"', '"' + '0'.repeat(16) + '"', '""', 'null', '5', '{}'),
+    fc
+      .nat({ max: 40 })
+      .chain((n) => hex(n))
+      .map((h) => JSON.stringify(h)),
+    // A byte that is not a hex digit, anywhere (a backslash among them); a quote there ends the string, as the shorter ids above do.
+    fc.tuple(hex(32), fc.nat({ max: 31 }), fc.constantFrom('g', ' ', '\\', 'é')).map(([h, at, c]) => `"${h.slice(0, at)}${c}${h.slice(at + 1)}"`),
+    // Escaped digits, and a body that ends inside the string.
+    hex(32).map((h) => `"\\u00${h.charCodeAt(0).toString(16)}${h.slice(1)}"`),
+    fc.tuple(hex(32), fc.nat({ max: 33 })).map(([h, cut]) => `"${h}"`.slice(0, cut + 1)),
+  );
+  /** The id by the OTLP/JSON rules, independently: 2n hex digits (any case), '' and all zeros invalid. */
+  const expected = (json: string, bytes: number, build: boolean): string | undefined => {
+    let v: unknown;
+    try {
+      v = JSON.parse(json);
+    } catch {
+      return 'refused';
+    }
+    if (v === null) return undefined;
+    if (typeof v !== 'string' || (v !== '' && !new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`).test(v))) return 'refused';
+    if (v === '') return '';
+    if (/^0+$/.test(v)) return ZERO_ID;
+    return build ? v.toLowerCase() : VALID_ID;
+  };
+  test('the id the rules give, the cursor after it, or a refusal', () => {
+    checkProperty(
+      fc.property(value, fc.constantFrom(16, 8), fc.boolean(), (json, bytes, build) => {
+        const r = new JsonReader(Buffer.from(json));
+        let got: string | undefined;
+        try {
+          got = idField(r, 'traceId', bytes, build);
+        } catch {
+          got = 'refused';
+        }
+        assert.equal(got, expected(json, bytes, build));
+        if (got !== 'refused') assert.equal(r.pos, Buffer.byteLength(json));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('JSON span times read as milliseconds for a mark', () => {
+  const value = fc.oneof(
+    fc.bigInt({ min: 0n, max: (1n << 64n) + 10n }).map((n) => JSON.stringify(String(n))),
+    // 20 digits: below 2^64 or not.
+    fc.bigInt({ min: 10n ** 19n, max: 10n ** 20n - 1n }).map((n) => JSON.stringify(String(n))),
+    fc.bigInt({ min: (1n << 64n) - 5n, max: (1n << 64n) + 5n }).map((n) => JSON.stringify(String(n))),
+    fc.nat({ max: 9_999_999 }).map((n) => JSON.stringify(String(n))),
+    fc.stringMatching(/^[0-9]{1,22}$/).map((d) => JSON.stringify(d)),
+    fc.stringMatching(/^[0-9]{1,6}$/).map((d) => `"${[...d].map((c) => `\\u003${c}`).join('')}"`),
+    fc.oneof(fc.nat(), fc.double(), fc.integer({ min: -5, max: 5 })).map((n) => JSON.stringify(n)),
+    fc.constantFrom('null', 'true', '"abc"', '""', '"1.5"', '"-1"', '[]', '{}', '"\\n"'),
+  );
+  /** What reading the value gives: milliseconds, or the error's message; and where the cursor ends. */
+  const outcome = (body: Buffer, read: (r: JsonReader) => number | undefined) => {
+    const r = new JsonReader(body);
+    try {
+      return { ms: read(r), pos: r.pos };
+    } catch (err) {
+      return { error: (err as Error).message, pos: r.pos };
+    }
+  };
+  /** The milliseconds of the value by the OTLP rules, independently: digits (or an integer number) up to 2^64, null unset. */
+  const expected = (v: unknown): number | undefined | 'refused' => {
+    if (v === null) return undefined;
+    let n: bigint | undefined;
+    if (typeof v === 'string' && /^\d{1,20}$/.test(v) && BigInt(v) < 1n << 64n) n = BigInt(v);
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 64) n = BigInt(v);
+    return n === undefined ? 'refused' : nanosToMs(n);
+  };
+  test('the milliseconds of the built decimal string, or the same refusal', () => {
+    checkProperty(
+      fc.property(value, (json) => {
+        const body = Buffer.from(json);
+        const got = outcome(body, (r) => nanosMsField(r, 'startTimeUnixNano'));
+        assert.deepEqual(
+          got,
+          outcome(body, (r) => decimalNanosToMs(nanosField(r, 'startTimeUnixNano', true))),
+        );
+        assert.deepEqual('error' in got ? 'refused' : got.ms, expected(JSON.parse(json)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('trace ids of marks through the one made last', () => {
+  const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+  // Few ids that differ in their first or last byte only, so that repeats and near misses are common.
+  const traceId = fc.tuple(fc.constantFrom(0x01, 0xfe), fc.constantFrom(0x00, 0x0a, 0xff), fc.boolean()).map(([first, last, upper]) => {
+    const bytes = Buffer.alloc(16, 0xab);
+    bytes[0] = first;
+    bytes[15] = last;
+    return { bytes, upper };
+  });
+  test('each mark carries the trace id of its own span, in both encodings', () => {
+    checkProperty(
+      fc.property(fc.array(traceId, { minLength: 1, maxLength: 20 }), (ids) => {
+        const spans = ids.map(({ bytes }, i) => ({ traceId: bytes, spanId: Buffer.alloc(8, i + 1), name: 'chat gpt-4o', status: { code: 1 } }));
+        const expected = ids.map(({ bytes }) => bytes.toString('hex'));
+        const body = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans }] }] })).finish());
+        const marksOf = (d: ReturnType<typeof decodeTracesJson>) => d.groups.flatMap((g) => g.marks ?? []).map((m) => m.traceId);
+        assert.deepEqual(marksOf(decodeTracesProtobuf(body, { skipIrrelevant: true, markers: true })), expected);
+        // JSON: hex in either case (uppercase read as lowercase).
+        const json = JSON.stringify({
+          resourceSpans: [
+            {
+              scopeSpans: [
+                {
+                  spans: spans.map((s, i) => {
+                    const hex = s.traceId.toString('hex');
+                    return { ...s, traceId: ids[i]!.upper ? hex.toUpperCase() : hex, spanId: s.spanId.toString('hex') };
+                  }),
+                },
+              ],
+            },
+          ],
+        });
+        assert.deepEqual(marksOf(decodeTracesJson(json, { skipIrrelevant: true, markers: true })), expected);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('protobuf span times read as milliseconds for a mark', () => {
+  // Any 64-bit value, and values at and around multiples of 10^6 (where a rounded quotient is one too high).
+  const value = fc.oneof(
+    fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }),
+    fc.tuple(fc.bigInt({ min: 0n, max: ((1n << 64n) - 1n) / 1_000_000n }), fc.integer({ min: -2, max: 2 })).map(([q, d]) => {
+      const v = q * 1_000_000n + BigInt(d);
+      return v < 0n ? 0n : v > (1n << 64n) - 1n ? (1n << 64n) - 1n : v;
+    }),
+  );
+  test('the milliseconds decimalNanosToMs gives for the decimal string', () => {
+    checkProperty(
+      fc.property(value, (v) => {
+        const buf = Buffer.alloc(8);
+        buf.writeBigUInt64LE(v);
+        const r = new WireReader(buf);
+        r.wireType = I64;
+        assert.equal(nanosMs(r, 8, 'startTimeUnixNano'), decimalNanosToMs(String(v)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});
+
 describe('checked spans reuse their empty facts', () => {
   const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
   const str = (key: string, stringValue: string) => ({ key, value: { stringValue } });
@@ -363,6 +558,8 @@ describe('checked KeyValues in the common layout', () => {
   const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
   const key = fc.oneof(
     fc.constantFrom('gen_ai.operation.name', 'session.id', 'error.type', 'gen_ai.conversation.id', 'server.port', '', 'k'),
+    // The keys a checked span reads when activity marks are wanted (their values are built into the facts).
+    fc.constantFrom(...SPAN_MARKER_KEYS),
     fc.string({ maxLength: 140, size: 'max' }),
     fc.string({ unit: 'grapheme', maxLength: 8 }),
   );
@@ -380,12 +577,14 @@ describe('checked KeyValues in the common layout', () => {
     attributes: fc.array(fc.record({ key, value }), { maxLength: 6 }),
     failed: fc.boolean(),
     trace: fc.integer({ min: 1, max: 3 }),
+    // A model request, a tool call and an agent turn are kept as marks when marks are wanted.
+    name: fc.constantFrom('chat gpt-4o', 'execute_tool read_file', 'invoke_agent coder', 'retrieval docs'),
   });
   /** The decode, or its refusal, as comparable data. */
-  const outcome = (body: Buffer, fast: boolean) => {
+  const outcome = (body: Buffer, fast: boolean, markers: boolean) => {
     FAST_PATHS.checkedKeyValue = fast;
     try {
-      const d = decodeTracesProtobuf(body, { skipIrrelevant: true });
+      const d = decodeTracesProtobuf(body, { skipIrrelevant: true, markers });
       return { groups: d.groups, stats: d.stats, skipped: d.skipped, sessions: [...d.sessions] };
     } catch (err) {
       return { refused: (err as Error).message };
@@ -398,20 +597,21 @@ describe('checked KeyValues in the common layout', () => {
       fc.property(
         fc.array(span, { minLength: 1, maxLength: 6 }),
         fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
-        (specs, edits) => {
+        fc.boolean(),
+        (specs, edits, markers) => {
           const spans = specs.map((s, i) => ({
             traceId: Buffer.alloc(16, s.trace),
             spanId: Buffer.alloc(8, i + 1),
-            name: 'chat gpt-4o',
+            name: s.name,
             attributes: s.attributes,
             status: s.failed ? { code: 2, message: 'failed' } : { code: 1 },
           }));
           const body = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans }] }] })).finish());
-          assert.deepEqual(outcome(body, true), outcome(body, false));
+          assert.deepEqual(outcome(body, true, markers), outcome(body, false, markers));
           // Mutated bytes: layouts near the common one, lengths and tags that are wrong.
           const mutated = Buffer.from(body);
           for (const [at, byte] of edits) mutated[at % mutated.length] = byte;
-          assert.deepEqual(outcome(mutated, true), outcome(mutated, false));
+          assert.deepEqual(outcome(mutated, true, markers), outcome(mutated, false, markers));
         },
       ),
       { numRuns: 1000 },

@@ -199,6 +199,20 @@ describe('markers from spans', () => {
     ]);
   });
 
+  test('a turn is its partition and its trace: the same trace in two sessions coalesces apart', () => {
+    const inSession = (s: NormalizedSpan, session: string) => ({ ...s, attributes: { ...s.attributes, 'session.id': session } });
+    const r = mapTraces(tracesOf([inSession(tool(T0 + 1), 'sess-a'), inSession(tool(T0 + 2, 'bash'), 'sess-b'), inSession(tool(T0 + 3), 'sess-a')]), {
+      markers: true,
+    });
+    assert.deepEqual(
+      r.events.map((e) => [e.partition, e.payload.tool_name, e.payload.count, e.time - T0]),
+      [
+        ['sess-b', 'bash', undefined, 2],
+        ['sess-a', 'read_file', 2, 3],
+      ],
+    );
+  });
+
   test('a turn with a failure and no turn.end in the request: after it, the newest of each kind', () => {
     const r = mapTraces(tracesOf([chat(T0 + 1), tool(T0 + 2), failedChat(T0 + 3), chat(T0 + 4), tool(T0 + 5, 'bash'), chat(T0 + 6)]), { markers: true });
     assert.deepEqual(markers(r.events), [
@@ -251,6 +265,15 @@ describe('markers from spans', () => {
     );
     assert.deepEqual(r.events[1]!.payload, { activity: 'turn.end', status: 'error', reason: 'model_error', error: '529 Overloaded' });
     assert.equal(r.relevant, 1, 'one record');
+    // Forwarded, the span travels with its first event only.
+    const forwarded = mapTraces(tracesOf([root]), { markers: true, forward: true });
+    assert.deepEqual(
+      forwarded.events.map((e) => [e.kind, e.forward?.signal === 'traces' && e.forward.span === root]),
+      [
+        ['execution.completed', true],
+        [ACTIVITY_KIND, false],
+      ],
+    );
   });
 
   test('compaction steps and runtime retry checkpoints (span events)', () => {

@@ -59,6 +59,39 @@ export function sameBytes(buf: Buffer, a: number, b: number, len: number): boole
   return true;
 }
 
+/** Strings up to this many bytes (attribute keys, names, model ids) are read without a Buffer call when ASCII, by both decoders. */
+export const SHORT_STRING = 48;
+
+/**
+ * The strings shortAscii made last, by a hash of their bytes: attribute keys, span names and
+ * session ids repeat in every request, so most short strings are found here and not made again (no
+ * allocation). One string per slot, a later one replacing it: bounded (at most SHORT_STRINGS ×
+ * SHORT_STRING characters), and a miss costs no more than making the string.
+ */
+const SHORT_STRINGS = 1024;
+const madeStrings: string[] = new Array<string>(SHORT_STRINGS).fill('');
+
+/** An ASCII string (its bytes, once made: see madeStrings); undefined when a byte is not ASCII. */
+export function shortAscii(buf: Buffer, start: number, end: number): string | undefined {
+  let h = end - start;
+  for (let i = start; i < end; i++) {
+    const c = buf[i]!;
+    if (c >= 0x80) return undefined;
+    h = Math.imul(h ^ c, 0x01000193);
+  }
+  const slot = (h ^ (h >>> 16)) & (SHORT_STRINGS - 1);
+  const made = madeStrings[slot]!;
+  if (made.length === end - start) {
+    let i = 0;
+    while (i < made.length && made.charCodeAt(i) === buf[start + i]) i++;
+    if (i === made.length) return made;
+  }
+  // ASCII bytes read as latin1 are the UTF-8 string.
+  const text = buf.toString('latin1', start, end);
+  madeStrings[slot] = text;
+  return text;
+}
+
 /** What the relevance test says of a checked record: let it go, build it, or keep it as an activity mark. */
 export type RecordVerdict = 'skip' | 'build' | 'mark';
 

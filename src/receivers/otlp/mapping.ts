@@ -188,10 +188,16 @@ function attachForward(mapped: MappedRecord, record: ForwardRecord | undefined):
 function finish(result: MapResult, records: MappedRecord[], markers: boolean): MapResult {
   const drop = markers ? coalesceMarkers(records.flatMap((r) => r.events)) : new Set<AgentEvent | PendingMarker>();
   for (const r of records) {
-    const kept = (drop.size ? r.events.filter((e) => !drop.has(e)) : r.events).map((e) => (isPending(e) ? makeMarker(e) : e));
-    if (kept.length > 0) {
-      if (r.forward) kept[0]!.forward = r.forward;
-      result.events.push(...kept);
+    // The record's events left, made (pending markers) and appended in place: no array per record.
+    let first: AgentEvent | undefined;
+    for (const e of r.events) {
+      if (drop.has(e)) continue;
+      const event = isPending(e) ? makeMarker(e) : e;
+      first ??= event;
+      result.events.push(event);
+    }
+    if (first) {
+      if (r.forward) first.forward = r.forward;
       result.relevant++;
     } else {
       if (r.forwardOnly) result.events.push(r.forwardOnly());

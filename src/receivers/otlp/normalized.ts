@@ -171,3 +171,20 @@ export function decimalNanosToMs(nanos: string): number | undefined {
   if (nanos.length <= 6) return Number(nanos) / 1e6;
   return Number(nanos.slice(0, -6)) + Number(nanos.slice(-6)) / 1e6;
 }
+
+/**
+ * decimalNanosToMs of the canonical decimal in `buf[start, end)` (ASCII digits, at most 19),
+ * without making the string: both parts are summed digit by digit, exactly as Number() reads them
+ * (at most 13 and 6 digits, integers far below 2^53).
+ */
+export function digitsNanosToMs(buf: Uint8Array, start: number, end: number): number | undefined {
+  if (end - start === 1 && buf[start] === 0x30) return undefined;
+  if (end - start <= 6) return digitsValue(buf, start, end) / 1e6;
+  return digitsValue(buf, start, end - 6) + digitsValue(buf, end - 6, end) / 1e6;
+}
+
+function digitsValue(buf: Uint8Array, start: number, end: number): number {
+  let n = 0;
+  for (let i = start; i < end; i++) n = n * 10 + (buf[i]! - 0x30);
+  return n;
+}

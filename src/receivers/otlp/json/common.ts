@@ -14,7 +14,7 @@ import { VigilError } from '../../../errors.ts';
 import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, sameBytes, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
 import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RecordVerdict, RequestNames } from '../decoding.ts';
-import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
+import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, decimalNanosToMs, digitsNanosToMs, emptyStats, truncateUtf8 } from '../normalized.ts';
 import type { AttributeValue, Attributes, DecodeOptions, DecodeStats, NormalizedScope } from '../normalized.ts';
 import { FieldNames, JsonReader, JsonSyntaxError, JsonType, withSnakeCase } from './reader.ts';
 
@@ -95,37 +95,68 @@ export function idField(r: JsonReader, name: string, bytes: number, build: boole
     return undefined;
   }
   if (t !== JsonType.String) throw wrongType(r, name, `${bytes * 2} hex characters`);
-  r.string();
-  if (r.strEscaped) {
-    const text = r.stringText();
-    if (text === '') return '';
-    if (text.length !== bytes * 2 || !HEX.test(text)) throw wrongString(r, name, `${bytes * 2} hex characters`);
-    return /^0+$/.test(text) ? ZERO_ID : build ? text.toLowerCase() : VALID_ID;
-  }
-  const start = r.strStart;
-  const len = r.strEnd - start;
-  if (len === 0) return '';
+  const n = bytes * 2;
   const buf = r.buf;
-  let any = 0;
-  let upper = false;
-  if (len === bytes * 2) {
-    for (let i = start; i < r.strEnd; i++) {
-      const c = buf[i]!;
-      const v = HEX_VALUE[c]!;
-      if (v < 0) {
-        any = -1;
-        break;
-      }
-      any |= v;
-      if (c >= 0x41 && c <= 0x46) upper = true;
+  const open = r.pos;
+  let bits: number;
+  if (open + n + 1 < r.end && buf[open + n + 1] === 0x22 /* " */ && (bits = hexBits(buf, open + 1, open + 1 + n)) >= 0) {
+    // An id as SDKs write it, `"` then its hex digits then `"`: read and checked in one pass (no
+    // quote or backslash among them, so this is the string the reader would find).
+    r.strStart = open + 1;
+    r.strEnd = open + 1 + n;
+    r.strEscaped = false;
+    r.pos = open + n + 2;
+  } else {
+    r.string();
+    if (r.strEscaped) {
+      const text = r.stringText();
+      if (text === '') return '';
+      if (text.length !== n || !HEX.test(text)) throw wrongString(r, name, `${n} hex characters`);
+      return /^0+$/.test(text) ? ZERO_ID : build ? text.toLowerCase() : VALID_ID;
     }
+    const len = r.strEnd - r.strStart;
+    if (len === 0) return '';
+    bits = len === n ? hexBits(buf, r.strStart, r.strEnd) : -1;
+    if (bits < 0) throw wrongString(r, name, `${n} hex characters`);
   }
-  if (len !== bytes * 2 || any < 0) throw wrongString(r, name, `${bytes * 2} hex characters`);
-  if (any === 0) return ZERO_ID;
+  if ((bits & HEX_ANY) === 0) return ZERO_ID;
   if (!build) return VALID_ID;
-  const hex = buf.toString('latin1', start, r.strEnd);
+  const upper = (bits & HEX_UPPER) !== 0;
+  if (bytes === 16 && !upper) return traceIdText(buf, r.strStart);
+  const hex = buf.toString('latin1', r.strStart, r.strEnd);
   return upper ? hex.toLowerCase() : hex;
 }
+
+const HEX_ANY = 0x0f;
+const HEX_UPPER = 0x10;
+
+/** Of hex digits: the OR of their values (HEX_ANY: zero for all zeros), and HEX_UPPER when one is uppercase; -1 for a byte that is not one. */
+function hexBits(buf: Buffer, start: number, end: number): number {
+  let bits = 0;
+  for (let i = start; i < end; i++) {
+    const c = buf[i]!;
+    const v = HEX_VALUE[c]!;
+    if (v < 0) return -1;
+    bits |= v;
+    if (c >= 0x41 && c <= 0x46) bits |= HEX_UPPER;
+  }
+  return bits;
+}
+
+/**
+ * The 32 lowercase hex characters at `start`. The spans of a trace come together in a request, so
+ * the text made last is mostly the one asked for again, and is not made again.
+ */
+function traceIdText(buf: Buffer, start: number): string {
+  const last = lastTraceId;
+  let i = 0;
+  while (i < 32 && buf[start + i] === last.charCodeAt(i)) i++;
+  if (i === 32) return last;
+  lastTraceId = buf.toString('latin1', start, start + 32);
+  return lastTraceId;
+}
+
+let lastTraceId = '';
 
 /** Notes where a checking walk found the trace id it just read, and whether it is the last noted one (see TraceIdAt). */
 export function noteTraceId(r: JsonReader, id: string | undefined, facts: TraceIdAt, notedAt: number): void {
@@ -169,19 +200,8 @@ export function nanosField(r: JsonReader, name: string, build: boolean): string 
   const t = r.type();
   if (t === JsonType.String) {
     r.string();
-    const buf = r.buf;
-    const start = r.strStart;
-    const len = r.strEnd - start;
-    let digits = !r.strEscaped && len >= 1 && len <= 20;
-    for (let i = start; digits && i < r.strEnd; i++) digits = buf[i]! >= 0x30 && buf[i]! <= 0x39;
-    if (!digits && r.strEscaped) {
-      const text = r.stringText();
-      if (/^\d{1,20}$/.test(text)) return canonicalNanos(text, name, build, r);
-    }
-    if (!digits) throw wrongString(r, name, 'nanoseconds since the epoch as a decimal string');
-    // Up to 19 digits without a leading zero is already canonical (and below 2^64).
-    if (len < 20 && (len === 1 || buf[start] !== 0x30)) return build ? buf.toString('latin1', start, r.strEnd) : '';
-    return canonicalNanos(buf.toString('latin1', start, r.strEnd), name, build, r);
+    if (isCanonicalNanos(r)) return build ? r.buf.toString('latin1', r.strStart, r.strEnd) : '';
+    return otherNanosString(r, name, build);
   }
   if (t === JsonType.Number) {
     r.number();
@@ -194,6 +214,44 @@ export function nanosField(r: JsonReader, name: string, build: boolean): string 
     return '0';
   }
   throw wrongType(r, name, 'nanoseconds since the epoch as a decimal string');
+}
+
+/**
+ * The same field as milliseconds (undefined when unset): `decimalNanosToMs(nanosField(...))`,
+ * without making the decimal string when it is canonical already (what SDKs send).
+ */
+export function nanosMsField(r: JsonReader, name: string): number | undefined {
+  if (r.type() === JsonType.String) {
+    r.string();
+    if (isCanonicalNanos(r)) return digitsNanosToMs(r.buf, r.strStart, r.strEnd);
+    return decimalNanosToMs(otherNanosString(r, name, true));
+  }
+  return decimalNanosToMs(nanosField(r, name, true));
+}
+
+/** Whether the string just read is a canonical decimal below 2^64: 1 to 19 digits, no leading zero, no escapes. */
+function isCanonicalNanos(r: JsonReader): boolean {
+  const buf = r.buf;
+  const start = r.strStart;
+  const len = r.strEnd - start;
+  if (r.strEscaped || len < 1 || len >= 20 || (len > 1 && buf[start] === 0x30)) return false;
+  for (let i = start; i < r.strEnd; i++) if (buf[i]! < 0x30 || buf[i]! > 0x39) return false;
+  return true;
+}
+
+/** A nanoseconds string that is not canonical (escapes, leading zeros, 20 digits), refused unless it is digits below 2^64. */
+function otherNanosString(r: JsonReader, name: string, build: boolean): string {
+  const buf = r.buf;
+  const start = r.strStart;
+  const len = r.strEnd - start;
+  let digits = !r.strEscaped && len >= 1 && len <= 20;
+  for (let i = start; digits && i < r.strEnd; i++) digits = buf[i]! >= 0x30 && buf[i]! <= 0x39;
+  if (!digits && r.strEscaped) {
+    const text = r.stringText();
+    if (/^\d{1,20}$/.test(text)) return canonicalNanos(text, name, build, r);
+  }
+  if (!digits) throw wrongString(r, name, 'nanoseconds since the epoch as a decimal string');
+  return canonicalNanos(buf.toString('latin1', start, r.strEnd), name, build, r);
 }
 
 function canonicalNanos(digits: string, name: string, build: boolean, r: JsonReader): string {
@@ -595,6 +653,7 @@ function keyValue(
 
 const KEY_OPEN = Buffer.from('{"key":', 'latin1');
 const VALUE_OPEN = Buffer.from(',"value":{', 'latin1');
+const VALUE_STRING_OPEN = Buffer.from(',"value":{"stringValue":', 'latin1');
 const CLOSE_TWO = Buffer.from('}}', 'latin1');
 
 /**
@@ -612,11 +671,15 @@ function compactKeyValue(r: JsonReader, stats: DecodeStats, index: number, targe
   let watchedId = -1;
   if (target) key = r.stringText();
   else if (watched) watchedId = watched.names.idOf(r);
-  if (!r.skipLiteral(VALUE_OPEN) || r.typeHere() !== JsonType.String) return rewind(r, start);
-  r.string();
-  const kind = ANY_FIELDS.idOf(r);
-  if (kind < 0 || r.buf[r.pos] !== 0x3a /* : */) return rewind(r, start);
-  r.pos++;
+  let kind = ANY_STRING;
+  // Most values are strings: their member name is matched with the bytes around it, not read.
+  if (!r.skipLiteral(VALUE_STRING_OPEN)) {
+    if (!r.skipLiteral(VALUE_OPEN) || r.typeHere() !== JsonType.String) return rewind(r, start);
+    r.string();
+    kind = ANY_FIELDS.idOf(r);
+    if (kind < 0 || r.buf[r.pos] !== 0x3a /* : */) return rewind(r, start);
+    r.pos++;
+  }
   const t = r.typeHere();
   if (t === JsonType.Invalid || t === JsonType.Null || t === JsonType.End) return rewind(r, start);
   const build = target !== undefined || watchedId >= 0;

@@ -7,6 +7,7 @@
  * containers: a body that is not JSON, or nested too deep, throws a JsonSyntaxError, which fails
  * the whole request.
  */
+import { SHORT_STRING, shortAscii } from '../decoding.ts';
 
 /** Containers nested deeper than this refuse the request: an AnyValue level takes 3 or 4, so values about 60 levels deep still pass (and are cut to MAX_VALUE_DEPTH). */
 export const MAX_JSON_DEPTH = 256;
@@ -249,9 +250,18 @@ export class JsonReader {
     this.pos = pos + 1;
   }
 
-  /** The text of the last string read. */
+  /** The text of the last string read (a short ASCII one through the table of strings made last: see shortAscii). */
   stringText(): string {
-    if (!this.strEscaped) return this.buf.toString('utf8', this.strStart, this.strEnd);
+    if (!this.strEscaped) {
+      const start = this.strStart;
+      const end = this.strEnd;
+      if (start === end) return '';
+      if (end - start <= SHORT_STRING) {
+        const ascii = shortAscii(this.buf, start, end);
+        if (ascii !== undefined) return ascii;
+      }
+      return this.buf.toString('utf8', start, end);
+    }
     return JSON.parse(this.buf.toString('utf8', this.strStart - 1, this.strEnd + 1)) as string;
   }
 
@@ -446,10 +456,11 @@ export class FieldNames {
     if (names === undefined) return -1;
     const buf = r.buf;
     for (let k = 0; k < names.length; k++) {
+      // From the last byte back: attribute keys share their prefixes (`gen_ai.`), rarely their ends.
       const name = names[k]!;
-      let i = 0;
-      while (i < len && buf[start + i] === name.charCodeAt(i)) i++;
-      if (i === len) return this.ids[len]![k]!;
+      let i = len - 1;
+      while (i >= 0 && buf[start + i] === name.charCodeAt(i)) i--;
+      if (i < 0) return this.ids[len]![k]!;
     }
     return -1;
   }

@@ -32,6 +32,7 @@ import {
   idField,
   noteTraceId,
   nanosField,
+  nanosMsField,
   optionalId,
   requiredId,
   stringField,
@@ -92,8 +93,8 @@ const WATCHED_EVENTS = new WatchedKeys(SPAN_EVENT_NAMES);
 interface JsonSpanFacts extends SpanFacts, TraceIdAt {
   traceId: string;
   spanId: string;
-  start: string;
-  end: string;
+  startMs: number | undefined;
+  endMs: number | undefined;
 }
 
 const SPANS: RecordKind<NormalizedSpan, JsonSpanFacts, SpanMark> = {
@@ -104,8 +105,8 @@ const SPANS: RecordKind<NormalizedSpan, JsonSpanFacts, SpanMark> = {
     traceId: f.traceId,
     spanId: f.spanId,
     name: f.name,
-    startTimeMs: decimalNanosToMs(f.start),
-    endTimeMs: decimalNanosToMs(f.end),
+    startTimeMs: f.startMs,
+    endTimeMs: f.endMs,
     statusCode: f.statusCode,
     attributes: f.attributes,
   }),
@@ -116,8 +117,8 @@ const SPANS: RecordKind<NormalizedSpan, JsonSpanFacts, SpanMark> = {
     attributes: {},
     traceId: '',
     spanId: '',
-    start: '0',
-    end: '0',
+    startMs: undefined,
+    endMs: undefined,
     traceIdAt: -1,
     traceIdText: undefined,
     sameTrace: false,
@@ -140,7 +141,8 @@ export function decodeTracesJson(body: string | Uint8Array, options: DecodeOptio
 function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpanFacts> | undefined): NormalizedSpan | undefined {
   const build = checking === undefined;
   // Reading what an activity mark carries costs strings: only when marks are wanted.
-  const read = build || checking.markers;
+  const marking = checking?.markers === true;
+  const read = build || marking;
   let facts: JsonSpanFacts | undefined;
   if (checking) {
     facts = checking.facts;
@@ -150,6 +152,7 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpan
     facts.traceIdAt = -1;
     facts.traceIdText = undefined;
     facts.sameTrace = false;
+    facts.startMs = facts.endMs = undefined;
     checking.mustBuild = false;
   }
   if (r.type() !== JsonType.Object) throw wrongType(r, '', 'an object');
@@ -190,11 +193,14 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpan
       case S.KIND:
         kind = enumField(r, 'kind', SPAN_KINDS);
         break;
+      // A mark carries its times as milliseconds: read so, without their decimal strings.
       case S.START:
-        start = nanosField(r, 'startTimeUnixNano', read);
+        if (marking) facts!.startMs = nanosMsField(r, 'startTimeUnixNano');
+        else start = nanosField(r, 'startTimeUnixNano', build);
         break;
       case S.END:
-        end = nanosField(r, 'endTimeUnixNano', read);
+        if (marking) facts!.endMs = nanosMsField(r, 'endTimeUnixNano');
+        else end = nanosField(r, 'endTimeUnixNano', build);
         break;
       case S.ATTRIBUTES:
         if (
@@ -224,8 +230,6 @@ function walkSpan(r: JsonReader, stats: DecodeStats, checking: Checking<JsonSpan
     facts!.name = name;
     facts!.traceId = traceId;
     facts!.spanId = spanId;
-    facts!.start = start;
-    facts!.end = end;
     for (const e of events) if (e.name !== '') facts!.eventNames.push(e.name);
     return undefined;
   }

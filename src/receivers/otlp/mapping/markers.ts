@@ -14,7 +14,7 @@
 import { ACTIVITY_KIND, MAX_CHECKPOINT_DETAIL_BYTES, isRoutineActivity, type ActivityName, type ActivityPayload } from '../../../model/activity.ts';
 import type { AgentEvent } from '../../../model/event.ts';
 import type { AttributeValue, Attributes, NormalizedSpan, NormalizedTraces, SpanMark } from '../normalized.ts';
-import { agentEvent, compact, contextOf, firstText, flag, integer, isPlainObject, text } from './common.ts';
+import { agentEvent, compact, contextOf, fallbackPartition, firstText, flag, integer, isPlainObject, sessionOf, text } from './common.ts';
 import type { EventBase } from './common.ts';
 import { CHECKPOINT_EVENT_NAMES, STATUS_CODE_ERROR, isCompactionName, spanOperation } from './relevance.ts';
 
@@ -89,7 +89,7 @@ export function markMarker(mark: SpanMark, group: Pick<NormalizedTraces, 'resour
     pending: true,
     kind: ACTIVITY_KIND,
     eventId: id ?? `${mark.traceId}:${mark.spanId}`,
-    partition: contextOf(a, group.resource).partition,
+    partition: sessionOf(a, group.resource) ?? fallbackPartition(group.resource),
     turnId: mark.traceId,
     time: Math.floor(mark.endTimeMs ?? mark.startTimeMs ?? now()),
     payload,
@@ -244,11 +244,18 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
     routine: T[];
     end: T | undefined;
   }
-  const turns = new Map<string, Turn>();
+  // By partition, then turn id: two lookups by strings already made (a key joining them was made, and hashed, per event).
+  const turns = new Map<string, Map<string, Turn>>();
+  const inOrder: Turn[] = [];
   const turnOf = (e: T): Turn => {
-    const key = `${e.partition}\u0000${e.turnId ?? ''}`;
-    let t = turns.get(key);
-    if (!t) turns.set(key, (t = { failures: [], routine: [], end: undefined }));
+    let ofPartition = turns.get(e.partition);
+    if (!ofPartition) turns.set(e.partition, (ofPartition = new Map<string, Turn>()));
+    const id = e.turnId ?? '';
+    let t = ofPartition.get(id);
+    if (!t) {
+      ofPartition.set(id, (t = { failures: [], routine: [], end: undefined }));
+      inOrder.push(t);
+    }
     return t;
   };
   for (const e of events) {
@@ -264,7 +271,7 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
     }
   }
   const drop = new Set<T>();
-  for (const t of turns.values()) {
+  for (const t of inOrder) {
     if (t.routine.length === 0) continue;
     t.failures.sort((a, b) => a - b);
     const last = t.failures.length;

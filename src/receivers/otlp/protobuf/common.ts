@@ -9,7 +9,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { VigilError } from '../../../errors.ts';
-import { FieldError, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, setKey, under } from '../decoding.ts';
+import { FieldError, SHORT_STRING, countsOf, itemPath, noteSkippedSession, rejectAll, rejectRecord, restoreCounts, setKey, shortAscii, under } from '../decoding.ts';
 import type { TraceIdAt } from '../mapping/relevance.ts';
 import type { Checking, DecodedRecords, RecordVerdict, RequestNames } from '../decoding.ts';
 import { MAX_ATTRIBUTES, MAX_STRING_BYTES, MAX_VALUE_DEPTH, emptyStats, truncateUtf8 } from '../normalized.ts';
@@ -113,39 +113,6 @@ export function checkUtf8(buf: Buffer, start: number, end: number, name: string,
   if (end - start > maxBytes) stats.truncatedValues++;
 }
 
-/** Strings up to this many bytes (attribute keys, names, model ids) are read without a Buffer call when ASCII. */
-const SHORT_STRING = 48;
-
-/**
- * The strings shortAscii made last, by a hash of their bytes: attribute keys, span names and
- * session ids repeat in every request, so most short strings are found here and not made again (no
- * allocation). One string per slot, a later one replacing it: bounded (at most SHORT_STRINGS ×
- * SHORT_STRING characters), and a miss costs no more than making the string.
- */
-const SHORT_STRINGS = 1024;
-const madeStrings: string[] = new Array<string>(SHORT_STRINGS).fill('');
-
-/** An ASCII string (its bytes, once made: see madeStrings); undefined when a byte is not ASCII. */
-export function shortAscii(buf: Buffer, start: number, end: number): string | undefined {
-  let h = end - start;
-  for (let i = start; i < end; i++) {
-    const c = buf[i]!;
-    if (c >= 0x80) return undefined;
-    h = Math.imul(h ^ c, 0x01000193);
-  }
-  const slot = (h ^ (h >>> 16)) & (SHORT_STRINGS - 1);
-  const made = madeStrings[slot]!;
-  if (made.length === end - start) {
-    let i = 0;
-    while (i < made.length && made.charCodeAt(i) === buf[start + i]) i++;
-    if (i === made.length) return made;
-  }
-  // ASCII bytes read as latin1 are the UTF-8 string.
-  const text = buf.toString('latin1', start, end);
-  madeStrings[slot] = text;
-  return text;
-}
-
 /** The bytes of a string field equal `expected` (ASCII). */
 export function bytesEqual(buf: Buffer, start: number, end: number, expected: string): boolean {
   if (end - start !== expected.length) return false;
@@ -178,7 +145,13 @@ export class NameIndex {
   indexOf(buf: Buffer, start: number, end: number): number {
     const bucket = this.names_[end - start];
     if (bucket === undefined) return -1;
-    for (let k = 0; k < bucket.length; k++) if (bytesEqual(buf, start, end, bucket[k]!)) return this.indices[end - start]![k]!;
+    for (let k = 0; k < bucket.length; k++) {
+      // From the last byte back: the keys share their prefixes (`gen_ai.`), rarely their ends.
+      const name = bucket[k]!;
+      let i = end - start - 1;
+      while (i >= 0 && buf[start + i] === name.charCodeAt(i)) i--;
+      if (i < 0) return this.indices[end - start]![k]!;
+    }
     return -1;
   }
 }
@@ -203,8 +176,25 @@ export const VALID_ID = 'valid';
 
 /** The trace id a checking walk located (see TraceIdAt): 16 bytes read as lowercase hex. */
 export function rawTraceId(buf: Buffer, facts: TraceIdAt): string | undefined {
-  return facts.traceIdAt < 0 ? undefined : buf.toString('hex', facts.traceIdAt, facts.traceIdAt + 16);
+  return facts.traceIdAt < 0 ? undefined : traceIdHex(buf, facts.traceIdAt);
 }
+
+/**
+ * The 16 bytes at `at` as lowercase hex. The spans of a trace come together in a request, so the
+ * text made last (kept with a copy of its bytes, not the request's buffer) is mostly the one asked
+ * for again, and is not made again.
+ */
+export function traceIdHex(buf: Buffer, at: number): string {
+  let i = 0;
+  while (i < 16 && buf[at + i] === lastTraceId[i]) i++;
+  if (i === 16 && lastTraceHex !== '') return lastTraceHex;
+  buf.copy(lastTraceId, 0, at, at + 16);
+  lastTraceHex = buf.toString('hex', at, at + 16);
+  return lastTraceHex;
+}
+
+const lastTraceId = Buffer.alloc(16);
+let lastTraceHex = '';
 
 export function required(value: string | undefined, name: string, bytes: number): string {
   if (value === undefined) throw new FieldError(name, `is required (${bytes} bytes, not all zeros)`);
@@ -229,8 +219,12 @@ export function nanosMs(r: WireReader, end: number, name: string): number | unde
   const hi = r.hi;
   if (lo === 0 && hi === 0) return undefined;
   const rest = hi * 967296 + lo;
-  const below = rest % 1e6;
-  return hi * 4294 + (rest - below) / 1e6 + below / 1e6;
+  // The quotient and remainder by 10⁶ without a floating-point modulo. rest / 10⁶ < 2³², where
+  // doubles are 2⁻²¹ apart, and its fraction is at most 1 − 10⁻⁶: rounding never reaches the next
+  // integer, so the floor is the exact quotient.
+  const whole = Math.floor(rest / 1e6);
+  const below = rest - whole * 1e6;
+  return hi * 4294 + whole + below / 1e6;
 }
 
 /** An enum (int32 varint); negative values are refused like JSON's. */
@@ -270,7 +264,7 @@ export function keyValue(
   facts?: Attributes,
 ): boolean {
   if (target === undefined && index >= MAX_ATTRIBUTES) return false;
-  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, watched, facts)) return true;
+  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, stats, watched, facts)) return true;
   let kvEnd = end;
   try {
     expectWire(r, LEN, '', end);
@@ -344,13 +338,15 @@ export const FAST_PATHS = { checkedKeyValue: true };
 /**
  * A checked KeyValue in the layout every SDK writes, verified byte by byte without walking its
  * fields: key (field 1), then value (field 2) holding one string (ASCII) or int, one-byte lengths,
- * nothing else; the key ASCII and not a watched one. Then checking it the general way would find
- * nothing wrong and count nothing (such a string is valid UTF-8, far below MAX_STRING_BYTES), so
- * the cursor moves past it and true is returned. Anything else — another layout, a byte that is
- * not ASCII, a watched key, bytes that are not well-formed — returns false with the cursor
- * unmoved, and the general way decides (and names any problem) exactly as before.
+ * nothing else; the key ASCII. Then checking it the general way would find nothing wrong and count
+ * nothing (such a string is valid UTF-8, far below MAX_STRING_BYTES), so the cursor moves past it
+ * and true is returned; a watched key's value is built into the facts here, as the general way
+ * would build it (with marks wanted most keys of a GenAI span are watched: walking them again the
+ * general way cost as much as the rest of the span). Anything else — another layout, a byte that
+ * is not ASCII, bytes that are not well-formed — returns false with the cursor unmoved, and the
+ * general way decides (and names any problem) exactly as before.
  */
-function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
+function checkedKeyValue(r: WireReader, end: number, stats: DecodeStats, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
   if (r.wireType !== LEN) return false;
   const buf = r.buf;
   const at = r.pos;
@@ -371,21 +367,44 @@ function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefi
   if (valueStart >= kvEnd) return false;
   const tag = buf[valueStart]!;
   if (tag === 0x0a) {
-    // stringValue: one-byte length that ends the value, ASCII bytes.
+    // stringValue: one-byte length that ends the value (its bytes are checked below).
     const strLen = buf[valueStart + 1];
     if (valueStart + 2 > kvEnd || strLen !== kvEnd - valueStart - 2) return false;
-    for (let i = valueStart + 2; i < kvEnd; i++) if (buf[i]! >= 0x80) return false;
   } else if (tag === 0x18) {
     // intValue: a varint of at most 10 bytes that ends the value.
     const n = kvEnd - valueStart - 1;
     if (n < 1 || n > 10 || buf[kvEnd - 1]! >= 0x80) return false;
     for (let i = valueStart + 1; i < kvEnd - 1; i++) if (buf[i]! < 0x80) return false;
   } else return false;
-  for (let i = keyStart; i < keyEnd; i++) if (buf[i]! >= 0x80) return false;
-  // A watched key's value is built into the facts: the general way.
-  if (watched !== undefined && facts !== undefined && watched.indexOf(buf, keyStart, keyEnd) >= 0) return false;
+  // A watched key equals an ASCII name, so it is ASCII; any other key is checked byte by byte.
+  const w = watched !== undefined && facts !== undefined ? watched.indexOf(buf, keyStart, keyEnd) : -1;
+  if (w < 0) {
+    for (let i = keyStart; i < keyEnd; i++) if (buf[i]! >= 0x80) return false;
+    if (tag === 0x0a) for (let i = valueStart + 2; i < kvEnd; i++) if (buf[i]! >= 0x80) return false;
+  } else {
+    // What anyValue builds of these bytes: the ASCII text (never truncated: under 128 bytes), or the int64.
+    let value: AttributeValue;
+    if (tag === 0x0a) {
+      const text = asciiText(buf, valueStart + 2, kvEnd);
+      if (text === undefined) return false;
+      value = text;
+    } else {
+      r.pos = valueStart + 1;
+      const lo = r.varint64(kvEnd);
+      value = int64Value(lo, r.hi);
+    }
+    setKey(facts!, watched!.names[w]!, value);
+  }
   r.pos = kvEnd;
   return true;
+}
+
+/** The text of ASCII bytes, as utf8() makes it (through madeStrings when short); undefined when a byte is not ASCII. */
+function asciiText(buf: Buffer, start: number, end: number): string | undefined {
+  if (start === end) return '';
+  if (end - start <= SHORT_STRING) return shortAscii(buf, start, end);
+  for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return undefined;
+  return buf.toString('latin1', start, end);
 }
 
 /** An AnyValue decoded from merged ranges (see withMerged). */

@@ -37,6 +37,7 @@ import {
   nanosMs,
   rawTraceId,
   readString,
+  traceIdHex,
   required,
   withMerged,
 } from './common.ts';
@@ -82,7 +83,7 @@ const SPANS: RecordKind<NormalizedSpan, ProtoSpanFacts, SpanMark> = {
   walk: walkSpan,
   verdict: spanVerdict,
   mark: (f, buf) => ({
-    traceId: buf.toString('hex', f.traceIdAt, f.traceIdAt + 16),
+    traceId: traceIdHex(buf, f.traceIdAt),
     spanId: buf.toString('hex', f.spanIdAt, f.spanIdAt + 8),
     name: f.name,
     startTimeMs: f.startMs,
