@@ -207,8 +207,9 @@ async function main(): Promise<void> {
   const concurrency = Number(args.concurrency ?? 8);
   const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
-  const traceIds = (args['trace-ids'] ?? 'random') as TraceIds;
-  if (traceIds !== 'random' && traceIds !== 'ordered') throw new Error(`--trace-ids must be random or ordered, got '${traceIds}'`);
+  const traceIdsArg = args['trace-ids'] ?? 'random';
+  if (traceIdsArg !== 'random' && traceIdsArg !== 'ordered') throw new Error(`--trace-ids must be random or ordered, got '${traceIdsArg}'`);
+  const traceIds: TraceIds = traceIdsArg;
   const setups = (args.setups ?? 'memory,sqlite').split(',').filter((s) => s !== '') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
   const withBare = !('no-bare' in args);
