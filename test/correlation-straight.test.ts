@@ -87,6 +87,17 @@ function mappedLogs(records: readonly AgentRecord[]): { events: AgentEvent[]; se
   return { events: m.events, sessions: m.traceSessions };
 }
 
+/** A correlation runner as the service makes it, with no failure wait (batches may go straight). */
+function straightRunner(store: StateStore): CorrelationRunner {
+  return new CorrelationRunner({
+    store,
+    logger: memoryLogger(),
+    settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
+    pageSize: 64,
+    counting: new Set(['traces']),
+    forwarding: new Set(),
+  });
+}
 describe('records skip the correlation log while it holds nothing', () => {
   const services: Service[] = [];
   after(async () => {
@@ -215,14 +226,7 @@ describe('two batches of one trace planned at ingest from the same state', () =>
       const store = make();
       await store.open();
       try {
-        const runner = new CorrelationRunner({
-          store,
-          logger: memoryLogger(),
-          settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
-          pageSize: 64,
-          counting: new Set(['traces']),
-          forwarding: new Set(),
-        });
+        const runner = straightRunner(store);
         const turn = openaiTurn(T0, 'sess-race');
         const first = mapped([turn.tool, turn.root]);
         const second = mapped([turn.chat, turn.root]);
@@ -334,15 +338,7 @@ describe('a trace whose failure records this process did not plan is planned at 
     test(`${name}: when the store holds some (a restart), the append conflicts whole; through the log the batch joins them, and is read from then on`, async () => {
       const store = make();
       await store.open();
-      const runnerFor = () =>
-        new CorrelationRunner({
-          store,
-          logger: memoryLogger(),
-          settings: { ...DEFAULT_CORRELATION, failureWait: 0 },
-          pageSize: 64,
-          counting: new Set(['traces']),
-          forwarding: new Set(),
-        });
+      const runnerFor = () => straightRunner(store);
       try {
         const turn = aiSdkTurn(T0, 'sess-restart');
         const first = mapped([turn.generateText, turn.root]);
