@@ -18,7 +18,7 @@ import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.t
 import type { OperatorFunction } from 'rxjs';
 import { concatMap } from 'rxjs';
 import type { PageCommit } from '../src/store/types.ts';
-import { event } from './helpers/pages.ts';
+import { event, group as groupState } from './helpers/pages.ts';
 import { seededRandom, testSeed } from './helpers/random.ts';
 import { tempDir } from './helpers/vigil-process.ts';
 
@@ -57,18 +57,8 @@ function heldSync() {
   return gate;
 }
 
-function group(key: string, version: number): GroupState {
-  return {
-    groupKey: key,
-    count: version,
-    firstSeen: 0,
-    lastSeen: version,
-    lastDecision: 'BurstThresholdReached',
-    openWorkId: `w-${key}`,
-    workGeneration: 0,
-    version,
-  };
-}
+/** A group state at `version` with an open work item (the shared helper's). */
+const group = (key: string, version: number): GroupState => groupState(key, version, true);
 
 const item = (id: string): OutboxItem => ({ kind: 'occurrence', id, occurrence: { occurrence_id: id } as never });
 
