@@ -264,7 +264,7 @@ export function keyValue(
   facts?: Attributes,
 ): boolean {
   if (target === undefined && index >= MAX_ATTRIBUTES) return false;
-  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, stats, watched, facts)) return true;
+  if (target === undefined && FAST_PATHS.checkedKeyValue && checkedKeyValue(r, end, watched, facts)) return true;
   let kvEnd = end;
   try {
     expectWire(r, LEN, '', end);
@@ -346,7 +346,7 @@ export const FAST_PATHS = { checkedKeyValue: true };
  * is not ASCII, bytes that are not well-formed — returns false with the cursor unmoved, and the
  * general way decides (and names any problem) exactly as before.
  */
-function checkedKeyValue(r: WireReader, end: number, stats: DecodeStats, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
+function checkedKeyValue(r: WireReader, end: number, watched: NameIndex | undefined, facts: Attributes | undefined): boolean {
   if (r.wireType !== LEN) return false;
   const buf = r.buf;
   const at = r.pos;
