@@ -27,7 +27,7 @@ import {
 } from '../correlation/ingest.ts';
 import { isTraceFailure } from '../correlation/failure-keys.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
-import { OldestFirst } from '../store/bounded-map.ts';
+import { BoundedMap } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
 import type { StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
@@ -83,8 +83,7 @@ export class CorrelationRunner {
    * Traces this process planned failure records for lately: a batch planned at ingest reads the
    * failure records of these only, and takes any other trace as having none (planStraight).
    */
-  private readonly failureTraces = new Map<string, true>();
-  private readonly oldestFailureTrace = new OldestFirst<string>(this.failureTraces);
+  private readonly failureTraces = new BoundedMap<string, true>(MAX_NOTED_FAILURE_TRACES);
   readonly stats: CorrelationStats = { released: { own: 0, trace: 0, fallback: 0 }, evidence: 0, straight: 0, rounds: 0, failedRounds: 0 };
 
   constructor(private readonly opts: CorrelationRunnerOptions) {
@@ -303,10 +302,8 @@ export class CorrelationRunner {
         maxEntries: settings.maxTraces,
       });
       // Noted before the write lands (or fails): a trace noted without cause costs only a read.
-      this.failureTraces.delete(traceId);
       this.failureTraces.set(traceId, true);
     }
-    while (this.failureTraces.size > MAX_NOTED_FAILURE_TRACES) this.oldestFailureTrace.deleteOldest();
     return state;
   }
 

@@ -36,6 +36,10 @@ export class BoundedMap<K, V> {
     return this.map.get(key);
   }
 
+  has(key: K): boolean {
+    return this.map.has(key);
+  }
+
   set(key: K, value: V): void {
     // Re-inserting moves the key to the newest end.
     this.map.delete(key);
