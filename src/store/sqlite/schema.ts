@@ -4,7 +4,7 @@
  * reused after trimming: a partition cursor compares sequence numbers, and a reused one could hide
  * a new entry behind an old cursor.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 4;
 
 const V1 = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -189,26 +189,8 @@ DROP TABLE ingest_log;
 CREATE VIEW ingest_log AS ${slots.map((t) => `SELECT seq, pipeline, partition, event FROM ${t}`).join(' UNION ALL ')};
 `;
 
-/**
- * Version 5: the dedupe log. An append writes its events' ids here in sequence instead of
- * upserting them into `seen_events` (keyed by hashed ids: a database page per id); the writer
- * folds them into `seen_events` in key order (see seen.ts). Two tables used in turn, as the group
- * log. No index: only the writer reads them (its copy in memory), and at open, when a previous
- * run's rows are folded whole.
- */
-export const SEEN_LOGS = ['seen_log', 'seen_log_b'] as const;
-const V5 = SEEN_LOGS.map(
-  (t) => `
-CREATE TABLE IF NOT EXISTS ${t} (
-  seq INTEGER PRIMARY KEY,
-  pipeline TEXT NOT NULL,
-  event_id TEXT NOT NULL,
-  expires INTEGER NOT NULL
-);`,
-).join('');
-
 /** A new file gets every table at once. */
-export const SCHEMA = V1 + V2 + V3 + V4 + V5;
+export const SCHEMA = V1 + V2 + V3 + V4;
 
 /** `MIGRATIONS[n]` takes a file of version n to n + 1 (run in one transaction with the version bump). */
-export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3, 3: V4, 4: V5 };
+export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3, 3: V4 };

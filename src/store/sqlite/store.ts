@@ -51,8 +51,7 @@ import { Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
 import { WriterBacklog } from './backlog.ts';
-import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION, SEEN_LOGS } from './schema.ts';
-import { type SeenFold, SeenLog } from './seen.ts';
+import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
   path: string;
@@ -124,23 +123,13 @@ const FOLD_ROWS = 16_384;
  * of 16 commits took 10–25 ms of CPU on the loaded 2-core VM, the longest stall after the trims.
  */
 const FOLD_KEYS_PER_STEP = 512;
-/**
- * The dedupe log (schema version 5, see seen.ts) is folded into `seen_events` once the table
- * appends go to holds this many ids (a fold every 256 appends of 64 events): the writer's copy
- * holds at most about twice as many (the log being folded and the other), a few MB.
- */
-const SEEN_FOLD_ROWS = 16_384;
-/** Event ids upserted per step of the dedupe log's fold: about 8 µs each into a large `seen_events`, so a step holds the loop for about 2 ms. */
-const SEEN_FOLD_IDS_PER_STEP = 256;
 
 /** Test hooks: fold thresholds (the defaults above otherwise), and the WAL sync (fdatasync in the thread pool otherwise). */
 export interface SqliteStoreTuning {
   foldEvery?: number;
   foldRows?: number;
-  /** Groups upserted per fold step (log rows deleted per step: four times as many); also event ids per step of the dedupe log's fold (SEEN_FOLD_IDS_PER_STEP otherwise). */
+  /** Groups upserted per fold step (log rows deleted per step: four times as many). */
   foldChunk?: number;
-  /** Event ids in the dedupe log before it is folded (SEEN_FOLD_ROWS otherwise). */
-  seenFoldRows?: number;
   /** Makes the write-ahead log (open as `fd`) durable; a test delays it to see what waits for it. */
   sync?: (fd: number) => Promise<void>;
   /** Rows per multi-row INSERT (rows.ts; ROW_CHUNKS otherwise): [1] writes a statement per row (the equivalence tests' reference). */
@@ -219,8 +208,7 @@ export class SqliteStore implements StateStore {
   private commitsSinceTrim = 0;
   /** Partitions whose processed entries the trim under way deletes, step by step. */
   private trimming: Array<[string, string]> = [];
-  /** Which of the maintenance steps due runs next (they take turns). */
-  private maintenanceTurn = 0;
+  private trimTurn = false;
   /** Where the trim under way goes on: entries before it are done. */
   private trimFrom = 0;
   /**
@@ -229,15 +217,6 @@ export class SqliteStore implements StateStore {
    * log rows up to it go, step by step.
    */
   private folding: Fold | undefined;
-  /** The writer's copy of the dedupe log (event ids not yet folded into `seen_events`). */
-  private readonly seen = new SeenLog();
-  /** The dedupe log appends write to (0 or 1; the other is empty or being folded). */
-  private seenLog = 0;
-  /** The dedupe log's fold under way. */
-  private seenFold: SeenFold | undefined;
-  private qsl: ReturnType<typeof prepareSeenLog> | undefined;
-  private readonly seenFoldRows: number;
-  private readonly seenFoldChunk: number;
   /** The group log commits append to (0 or 1; the other is empty or being folded). */
   private groupLog = 0;
   /**
@@ -314,8 +293,6 @@ export class SqliteStore implements StateStore {
     this.foldEvery = tuning.foldEvery ?? FOLD_EVERY;
     this.foldRows = tuning.foldRows ?? FOLD_ROWS;
     this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
-    this.seenFoldRows = tuning.seenFoldRows ?? SEEN_FOLD_ROWS;
-    this.seenFoldChunk = tuning.foldChunk ?? SEEN_FOLD_IDS_PER_STEP;
     this.syncFile = tuning.sync ?? fdatasyncOffLoop;
     this.rowChunks = tuning.rowChunks ?? ROW_CHUNKS;
     this.segmentRows = tuning.segmentRows ?? SEGMENT_ROWS;
@@ -363,8 +340,6 @@ export class SqliteStore implements StateStore {
         this.loadSegments(d);
         // Group states a previous run logged but had not folded yet (it stopped between folds).
         db.transaction(() => foldGroupLog(d, CURRENT_LAYOUT.groupLogs)).immediate();
-        // And event ids it logged for deduplication.
-        db.transaction(() => foldSeenLogs(d)).immediate();
         db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('writer', JSON.stringify(lock!.info));
       } else {
         version = this.checkVersion(db);
@@ -377,8 +352,6 @@ export class SqliteStore implements StateStore {
       if (!opts.readOnly) this.groupLogSeq = (db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM group_log').get() as { n: number }).n;
       this.groupLog = 0;
       this.ql = opts.readOnly ? undefined : prepareSegments(db);
-      this.qsl = opts.readOnly ? undefined : prepareSeenLog(db, this.rowChunks);
-      this.seenLog = 0;
     } catch (err) {
       db?.close();
       lock?.release();
@@ -549,7 +522,6 @@ export class SqliteStore implements StateStore {
     }
     // And no group log: a reader of the file finds every group in `groups`.
     this.foldLog();
-    this.foldSeen();
     this.db = undefined;
     this.backlogs.clear();
     // Its connection first: the writer's is then the last, whose close checkpoints and removes the log.
@@ -624,12 +596,10 @@ export class SqliteStore implements StateStore {
           db.transaction(() => {
             for (const a of batch) {
               const mark = added.length;
-              const seenMark = this.seen.mark();
               try {
                 outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, now, added))());
               } catch (err) {
                 added.length = mark;
-                this.seen.rollBack(seenMark);
                 // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
                 if (!db.inTransaction) throw err;
                 outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
@@ -639,14 +609,11 @@ export class SqliteStore implements StateStore {
         });
       });
     } catch (err) {
-      this.seen.rollBack();
       for (const a of batch) a.reject(err);
       return;
     }
-    this.seen.committed();
     this.wrote(syncOffLoop);
     this.noteAppended(added);
-    this.maybeFoldSeen(now);
     const answer = () =>
       batch.forEach((a, i) => {
         const outcome = outcomes[i]!;
@@ -809,23 +776,18 @@ export class SqliteStore implements StateStore {
     this.checkState(state, now);
     let appended = 0;
     let duplicates = 0;
-    const keep = now + this.cfg.dedupe_window;
-    const ids: unknown[] = [];
     for (const event of events) {
-      // An id logged since the last fold has its newest expiry in the writer's copy, else in `seen_events`.
-      const expires = this.seen.expiresOf(pipeline, event.eventId) ?? (this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined)?.expires;
-      if (expires !== undefined && expires > now) {
+      const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
+      if (seen && seen.expires > now) {
         duplicates++;
         continue;
       }
-      ids.push(pipeline, event.eventId, keep);
-      this.seen.note(pipeline, event.eventId, keep, this.seenLog);
+      this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
       this.ql!.insert[this.appendSlot()]!.run(++this.logSeq, pipeline, event.partition, JSON.stringify(event));
       added.push({ pipeline, partition: event.partition, seq: this.logSeq });
       this.segmentFill++;
       appended++;
     }
-    if (ids.length) this.qsl!.append[this.seenLog]!.run(ids);
     this.applyState(state, now);
     return { appended, duplicates };
   }
@@ -970,54 +932,6 @@ export class SqliteStore implements StateStore {
     }
   }
 
-  /**
-   * Starts the dedupe log's fold once the log appends go to holds SEEN_FOLD_ROWS ids (and no fold
-   * runs: the other log is empty); appends go to the other from now on. A fold whose step failed
-   * is taken up again here, from where it stood (its upserts are idempotent).
-   */
-  private maybeFoldSeen(now: number): void {
-    if (!this.qsl || this.seen.rowsIn(this.seenLog) < this.seenFoldRows) return;
-    if (!this.seenFold) {
-      this.seenFold = this.seen.foldOrder(this.seenLog, now);
-      this.seenLog = 1 - this.seenLog;
-    } else if (!this.seenFold.stalled) return;
-    this.seenFold.stalled = false;
-    this.scheduleMaintenance();
-  }
-
-  /**
-   * Upserts the next ids of the dedupe log's fold into `seen_events` (in key order: each page
-   * written about once per fold; the writer's copy forgets them, the dedupe finds them there now);
-   * once all are, empties the folded log whole. A crash in between leaves the log's rows, upserted
-   * again at the next open (an upsert keeps the later expiry).
-   */
-  private seenFoldStep(db: Db, fold: SeenFold): void {
-    if (!fold.done) {
-      fold.step(this.seenFoldChunk, (ids) => {
-        const rows: unknown[] = [];
-        for (const id of ids) rows.push(id.pipeline, id.eventId, id.expires);
-        db.transaction(() => this.qsl!.upsert.run(rows)).immediate();
-      });
-      return;
-    }
-    db.transaction(() => this.qsl!.clear[fold.log]!.run()).immediate();
-    this.seen.emptied(fold.log);
-    this.seenFold = undefined;
-  }
-
-  /** Folds both dedupe logs at once (a clean close: the next open finds them empty). */
-  private foldSeen(): void {
-    const db = this.db;
-    if (!db || !this.qsl || this.seen.size === 0) return;
-    try {
-      this.relaxed(db, this.cfg.synchronous === 'full', () => db.transaction(() => foldSeenLogs(db)).immediate());
-      this.seen.clear();
-      this.seenFold = undefined;
-    } catch (err) {
-      this.logger?.warn('could not fold the dedupe log into seen_events; the next start does', { path: this.file, error: errorMessage(err) });
-    }
-  }
-
   async loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>> {
     return this.run('load turns', () => {
       const out = new Map<string, number>();
@@ -1074,87 +988,79 @@ export class SqliteStore implements StateStore {
     let outboxFrom = 0;
     const added: Appended[] = [];
     let moved: { count: number; next: number | undefined } | undefined;
-    try {
-      this.run('commit a page', (db) =>
-        this.relaxed(db, syncOffLoop, () =>
-          db
-            .transaction(() => {
-              const q = this.q;
-              // Validate everything before writing anything: the transaction is all or nothing anyway,
-              // but a conflict should not even start writing.
-              let at = 0;
-              if (c.cursor !== null) {
-                const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-                if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
-                  throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
-                }
-                at = stored?.cursor ?? 0;
-                if (cursor <= at || (base !== undefined && base !== String(at))) {
-                  throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
-                    transient: true,
-                  });
-                }
+    this.run('commit a page', (db) =>
+      this.relaxed(db, syncOffLoop, () =>
+        db
+          .transaction(() => {
+            const q = this.q;
+            // Validate everything before writing anything: the transaction is all or nothing anyway,
+            // but a conflict should not even start writing.
+            let at = 0;
+            if (c.cursor !== null) {
+              const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+              if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
+                throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
               }
-              this.checkState(state, now);
-              this.checkTimers(c.pipeline, timers);
-              // A group in the group log has its newest state there (this writer's copy), else in `groups`.
-              const versions = new Map<string, number>();
-              const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
-              if (stored.length) {
-                for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
-                  versions.set(r.group_key, r.version);
-                }
+              at = stored?.cursor ?? 0;
+              if (cursor <= at || (base !== undefined && base !== String(at))) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
+                  transient: true,
+                });
               }
-              for (const g of c.groups) {
-                const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
-                if (v !== g.version - 1) {
-                  throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
-                    transient: true,
-                  });
-                }
+            }
+            this.checkState(state, now);
+            this.checkTimers(c.pipeline, timers);
+            // A group in the group log has its newest state there (this writer's copy), else in `groups`.
+            const versions = new Map<string, number>();
+            const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
+            if (stored.length) {
+              for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
+                versions.set(r.group_key, r.version);
               }
-              for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now, added);
-              // Appended in sequence (a few database pages), not updated in place (a page per group);
-              // numbered here (a rolled-back commit leaves a gap, never a number used twice).
-              if (c.groups.length) {
-                const rows: unknown[] = [];
-                c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
-                this.qg!.append[this.groupLog]!.run(rows);
+            }
+            for (const g of c.groups) {
+              const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
+              if (v !== g.version - 1) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
+                  transient: true,
+                });
               }
-              this.applyState(state, now);
-              this.applyTimers(c.pipeline, timers);
-              const keep = now + this.cfg.dedupe_window;
-              for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
-              for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
-              if (c.outbox.length) {
-                let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
-                outboxFrom = seq + 1;
-                const rows: unknown[] = [];
-                for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
-                q.outboxInsert.run(rows);
-                q.outboxHeadPut.run(c.pipeline, seq);
-              }
-              if (c.failures.length) {
-                // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
-                const rows: unknown[] = [];
-                for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
-                q.failureInsert.run(rows);
-                q.failureTrim.run(RECENT_FAILURES_MAX);
-              }
-              if (c.cursor === null) return;
-              q.cursorPut.run(c.pipeline, c.partition, cursor);
-              if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
-            })
-            .immediate(),
-        ),
-      );
-    } catch (err) {
-      // Event ids its appends logged are not in the file: the writer's copy forgets them too.
-      this.seen.rollBack();
-      throw err;
-    }
-    this.seen.committed();
-    this.maybeFoldSeen(now);
+            }
+            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now, added);
+            // Appended in sequence (a few database pages), not updated in place (a page per group);
+            // numbered here (a rolled-back commit leaves a gap, never a number used twice).
+            if (c.groups.length) {
+              const rows: unknown[] = [];
+              c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
+              this.qg!.append[this.groupLog]!.run(rows);
+            }
+            this.applyState(state, now);
+            this.applyTimers(c.pipeline, timers);
+            const keep = now + this.cfg.dedupe_window;
+            for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
+            for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
+            if (c.outbox.length) {
+              let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+              outboxFrom = seq + 1;
+              const rows: unknown[] = [];
+              for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
+              q.outboxInsert.run(rows);
+              q.outboxHeadPut.run(c.pipeline, seq);
+            }
+            if (c.failures.length) {
+              // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+              const rows: unknown[] = [];
+              for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
+              q.failureInsert.run(rows);
+              q.failureTrim.run(RECENT_FAILURES_MAX);
+            }
+            if (c.cursor === null) return;
+            q.cursorPut.run(c.pipeline, c.partition, cursor);
+            if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
+          })
+          .immediate(),
+      ),
+    );
     // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
     if (c.cursor !== null) {
       this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
@@ -1215,18 +1121,13 @@ export class SqliteStore implements StateStore {
     try {
       this.relaxed(db, this.cfg.synchronous === 'full', () => {
         // Taking turns: a trim does not hold a fold back, nor the other way round.
-        const steps: Array<() => void> = [];
-        if (this.freeing)
-          steps.push(() => {
-            this.freeing = false;
-            this.freeSegments(db);
-          });
-        else if (this.trimming.length) steps.push(() => this.trimStep(db));
+        this.trimTurn = !this.trimTurn;
         const folding = this.folding && !this.folding.stalled ? this.folding : undefined;
-        if (folding) steps.push(() => this.foldStep(db, folding));
-        const seenFold = this.seenFold && !this.seenFold.stalled ? this.seenFold : undefined;
-        if (seenFold) steps.push(() => this.seenFoldStep(db, seenFold));
-        if (steps.length) steps[this.maintenanceTurn++ % steps.length]!();
+        if (this.freeing && (this.trimTurn || !folding)) {
+          this.freeing = false;
+          this.freeSegments(db);
+        } else if (this.trimming.length && (this.trimTurn || !folding)) this.trimStep(db);
+        else if (folding) this.foldStep(db, folding);
       });
       this.checkpointer?.wrote();
     } catch (err) {
@@ -1236,10 +1137,9 @@ export class SqliteStore implements StateStore {
       this.trimming = [];
       this.freeing = false;
       if (this.folding) this.folding.stalled = true;
-      if (this.seenFold) this.seenFold.stalled = true;
       return;
     }
-    if (this.freeing || this.trimming.length || (this.folding && !this.folding.stalled) || (this.seenFold && !this.seenFold.stalled)) this.scheduleMaintenance();
+    if (this.freeing || this.trimming.length || (this.folding && !this.folding.stalled)) this.scheduleMaintenance();
   }
 
   /**
@@ -1658,34 +1558,6 @@ function foldGroupLog(db: Db, logs: readonly string[]): void {
   for (const t of logs) db.prepare(`DELETE FROM ${t}`).run();
 }
 
-/** Upserts every id of both dedupe logs into `seen_events` (its newest expiry, in key order) and empties them (at open and close). */
-function foldSeenLogs(db: Db): void {
-  const rows = SEEN_LOGS.map((t) => `SELECT pipeline, event_id, expires FROM ${t}`).join(' UNION ALL ');
-  db.prepare(
-    `INSERT INTO seen_events (pipeline, event_id, expires)
-     SELECT pipeline, event_id, MAX(expires) FROM (${rows}) GROUP BY pipeline, event_id ORDER BY pipeline, event_id
-     ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = MAX(expires, excluded.expires)`,
-  ).run();
-  for (const t of SEEN_LOGS) db.prepare(`DELETE FROM ${t}`).run();
-}
-
-/** The writer's statements over the dedupe logs (version 5). */
-function prepareSeenLog(db: Db, chunks: readonly number[]) {
-  return {
-    append: SEEN_LOGS.map((t) => new RowInserter(db, `INSERT INTO ${t} (pipeline, event_id, expires) VALUES`, 3, '', chunks)),
-    // The rows of one statement have distinct ids (the writer's copy holds an id once).
-    upsert: new RowInserter(
-      db,
-      'INSERT INTO seen_events (pipeline, event_id, expires) VALUES',
-      3,
-      'ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = MAX(expires, excluded.expires)',
-      chunks,
-    ),
-    // No WHERE: SQLite's truncate optimization frees the table's pages without rewriting them.
-    clear: SEEN_LOGS.map((t) => db.prepare(`DELETE FROM ${t}`)),
-  };
-}
-
 /** The statements over the group logs (version 3 and later); absent when a read-only open found an older file. */
 function prepareGroupLog(db: Db, chunks: readonly number[], layout: Layout) {
   return {
@@ -1756,6 +1628,7 @@ function prepare(db: Db, chunks: readonly number[], layout: Layout) {
     .join(', ');
   return {
     seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
+    seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
     logNextProcessed: p(
       `SELECT MIN(m) AS m FROM (${arms(
         logs,
