@@ -56,6 +56,7 @@ import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { buildPayloads } from './otlp-payloads.ts';
+import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import type { Payload } from './otlp-payloads.ts';
 
 type Encoding = 'json' | 'protobuf' | 'grpc';
@@ -589,10 +590,11 @@ async function decoderTable(sizes: number[]): Promise<void> {
   const { decodeTracesProtobuf } = await import('../src/receivers/otlp/protobuf.ts');
   console.log(
     'decoders alone (CPU time per request, best of 7 rounds; vigil "check" builds only the spans the relevance test lets through, "+marks" also keeps the ' +
-      'facts of successful model, tool and agent spans as activity marks (never built), "build" builds all):',
+      'facts of successful model, tool and agent spans as activity marks (never built), "build" builds all; "protobufjs + normalize" converts protobufjs\'s ' +
+      'output to the records "build" makes, without validation or bounds (bench/protobufjs-normalize.ts): a lower bound for protobufjs behind vigil\'s checks):',
   );
   console.log(
-    'spans  | protobufjs decode  vigil check  +marks  vigil build | JSON.parse  vigil check  +marks  vigil build | µs/span (vigil check: protobuf, JSON; +marks)',
+    'spans  | protobufjs decode  protobufjs + normalize  vigil check  +marks  vigil build | JSON.parse  vigil check  +marks  vigil build | µs/span (vigil check: protobuf, JSON; +marks)',
   );
   for (const size of sizes) {
     const p = buildPayloads(size);
@@ -600,6 +602,7 @@ async function decoderTable(sizes: number[]): Promise<void> {
     const pb = Buffer.from(p.protobuf.template);
     const t = {
       pbjs: cpuMs(() => TraceRequest.decode(pb)),
+      pbjsNormalize: cpuMs(() => protobufjsToNormalized(TraceRequest.decode(pb))),
       pbCheck: cpuMs(() => decodeTracesProtobuf(pb, { skipIrrelevant: true })),
       pbMarks: cpuMs(() => decodeTracesProtobuf(pb, { skipIrrelevant: true, markers: true })),
       pbBuild: cpuMs(() => decodeTracesProtobuf(pb)),
@@ -611,7 +614,7 @@ async function decoderTable(sizes: number[]): Promise<void> {
     const f = (v: number) => `${v.toFixed(3)} ms`.padStart(11);
     const us = (v: number) => ((v * 1000) / size).toFixed(2);
     console.log(
-      `${String(size).padStart(6)} | ${f(t.pbjs).padStart(17)} ${f(t.pbCheck)} ${f(t.pbMarks).padStart(7)} ${f(t.pbBuild)} | ${f(t.parse)} ${f(t.jsonCheck)} ${f(t.jsonMarks).padStart(7)} ${f(t.jsonBuild)} | ` +
+      `${String(size).padStart(6)} | ${f(t.pbjs).padStart(17)} ${f(t.pbjsNormalize).padStart(23)} ${f(t.pbCheck)} ${f(t.pbMarks).padStart(7)} ${f(t.pbBuild)} | ${f(t.parse)} ${f(t.jsonCheck)} ${f(t.jsonMarks).padStart(7)} ${f(t.jsonBuild)} | ` +
         `${us(t.pbCheck)}, ${us(t.jsonCheck)}; ${us(t.pbMarks)}, ${us(t.jsonMarks)}`,
     );
   }
