@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { isVigilError } from '../src/errors.ts';
 import type { GroupState } from '../src/model/work.ts';
 import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
+import { WriteNotices } from '../src/store/sqlite/checkpointer.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
 import { event, group } from './helpers/pages.ts';
@@ -242,6 +243,19 @@ describe('sqlite store: the group log', () => {
 });
 
 describe('sqlite store: WAL checkpoints in a worker thread', () => {
+  test('the worker hears of every write: once at once, then at the end of the interval for writes made meanwhile', () => {
+    const n = new WriteNotices();
+    assert.equal(n.wrote(), true, 'the first write after a quiet interval is told at once');
+    assert.equal(n.wrote(), false);
+    assert.equal(n.wrote(), false);
+    // These two came after the notice: the worker may have checkpointed already, so they are told at the interval's end.
+    assert.equal(n.tick(), true);
+    assert.equal(n.tick(), false, 'nothing written since');
+    assert.equal(n.wrote(), true, 'quiet for an interval: told at once again');
+    assert.equal(n.tick(), false, 'nothing written after the notice');
+    assert.equal(n.wrote(), true);
+  });
+
   test("the writer's commits never checkpoint; the worker copies the log into the database file; close removes the log", async () => {
     const file = join(tempDir(), 'state.db');
     const store = new SqliteStore(config(file));

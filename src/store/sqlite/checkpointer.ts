@@ -65,9 +65,40 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
   });
 }
 
+/**
+ * When the writer tells the worker it wrote: at once for the first write after a quiet interval,
+ * and once per interval after that, at the interval's end, for the writes made while a notice was
+ * already out (they are not dropped: a burst of commits inside one interval would otherwise leave
+ * its last frames unchecked until the next write, however long that waits).
+ */
+export class WriteNotices {
+  private notified = false;
+  private missed = false;
+
+  /** A write: whether to tell the worker now. */
+  wrote(): boolean {
+    if (this.notified) {
+      this.missed = true;
+      return false;
+    }
+    this.notified = true;
+    return true;
+  }
+
+  /** An interval ended: whether to tell the worker of the writes made since the last notice. */
+  tick(): boolean {
+    if (this.missed) {
+      this.missed = false;
+      return true;
+    }
+    this.notified = false;
+    return false;
+  }
+}
+
 export class Checkpointer {
   private readonly worker: Worker;
-  private notified = false;
+  private readonly notices = new WriteNotices();
   private failed = false;
   private closing = false;
   private readonly closed: Promise<void>;
@@ -96,13 +127,12 @@ export class Checkpointer {
     this.worker.once('error', fail);
     this.worker.once('exit', (code) => !this.closing && fail(new Error(`the checkpoint worker stopped (exit code ${code})`)));
     // One message per interval at most: the worker checkpoints once per interval anyway.
-    this.tick = setInterval(() => (this.notified = false), CHECK_MS).unref();
+    this.tick = setInterval(() => this.notices.tick() && !this.failed && this.worker.postMessage('dirty'), CHECK_MS).unref();
   }
 
   /** The writer committed: the log has pages to checkpoint. Cheap enough for every commit. */
   wrote(): void {
-    if (this.notified || this.failed) return;
-    this.notified = true;
+    if (this.failed || !this.notices.wrote()) return;
     this.worker.postMessage('dirty');
   }
 
