@@ -146,13 +146,18 @@ function spanOf(s: PbSpan): NormalizedSpan {
   };
 }
 
+/** The bytes as a Buffer over the same memory (protobufjs gives a Buffer under Node.js, a Uint8Array elsewhere). */
+function asBuffer(b: PbBytes): Buffer {
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+
 /** Lowercase hex; undefined when unset, empty or all zeros (OTLP's invalid id). */
 function hexId(b: PbBytes | null | undefined): string | undefined {
   if (b == null || b.length === 0) return undefined;
   let i = 0;
   while (i < b.length && b[i] === 0) i++;
   if (i === b.length) return undefined;
-  return (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength)).toString('hex');
+  return asBuffer(b).toString('hex');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -243,8 +248,7 @@ function valueOf(v: PbAnyValue | null | undefined): AttributeValue {
   }
   if (v.kvlistValue != null) return attributesOf(v.kvlistValue.values);
   if (v.bytesValue != null) {
-    const b = v.bytesValue;
-    return (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength)).toString('base64');
+    return asBuffer(v.bytesValue).toString('base64');
   }
   return null;
 }
