@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { isVigilError } from '../src/errors.ts';
 import type { GroupState } from '../src/model/work.ts';
 import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
-import { WriteNotices } from '../src/store/sqlite/checkpointer.ts';
+import { Checkpointer } from '../src/store/sqlite/checkpointer.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
 import { event, group } from './helpers/pages.ts';
@@ -243,17 +243,39 @@ describe('sqlite store: the group log', () => {
 });
 
 describe('sqlite store: WAL checkpoints in a worker thread', () => {
-  test('the worker hears of every write: once at once, then at the end of the interval for writes made meanwhile', () => {
-    const n = new WriteNotices();
-    assert.equal(n.wrote(), true, 'the first write after a quiet interval is told at once');
-    assert.equal(n.wrote(), false);
-    assert.equal(n.wrote(), false);
-    // These two came after the notice: the worker may have checkpointed already, so they are told at the interval's end.
-    assert.equal(n.tick(), true);
-    assert.equal(n.tick(), false, 'nothing written since');
-    assert.equal(n.wrote(), true, 'quiet for an interval: told at once again');
-    assert.equal(n.tick(), false, 'nothing written after the notice');
-    assert.equal(n.wrote(), true);
+  test('past an eighth of its bound the log is checkpointed right after each commit, so the next commit starts it over', async () => {
+    const file = join(tempDir(), 'ck.db');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+    // No interval passes during the test: every pass here is one a commit's notice made.
+    const checkpointer = new Checkpointer({ file, busyTimeout: 1000, walLimit: 8 * 1024 * 1024, checkMs: 3_600_000, onFailure: (err) => assert.fail(err) });
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    const commit = (kb: number) => {
+      insert.run(Buffer.alloc(kb * 1024, 1));
+      checkpointer.wrote();
+    };
+    // The WAL header's checkpoint sequence number: SQLite adds one each time the log starts over.
+    const restarts = () => readFileSync(`${file}-wal`).readUInt32BE(12);
+    try {
+      // The worker knows nothing of the log yet: the first notice makes a pass.
+      commit(2048);
+      assert.deepEqual(await checkpointer.stats(), { passes: 1, afterCommit: 1, restarts: 0 });
+      const before = restarts();
+      // That pass copied every frame, so this commit writes the log from its start; the last
+      // pass saw 2 MB (past 1 MB, an eighth of the bound), so its notice makes another pass.
+      commit(4);
+      assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0 });
+      assert.equal(restarts(), before + 1, 'the log started over');
+      // That pass saw a small log: these notices wait for the interval.
+      commit(4);
+      commit(4);
+      assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0 });
+    } finally {
+      await checkpointer.close();
+      db.close();
+    }
   });
 
   test("the writer's commits never checkpoint; the worker copies the log into the database file; close removes the log", async () => {

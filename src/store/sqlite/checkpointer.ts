@@ -4,10 +4,19 @@
  * file and fsyncs it, on the event loop, so every few page commits one of them stalled the loop for
  * the whole copy. The writer turns the automatic checkpoint off, and this worker thread, with a
  * connection of its own, checkpoints instead: PASSIVE (it never blocks the writer) at most every
- * CHECK_MS once the writer reported writes, and RESTART — which does wait for the writer, briefly —
- * only when the log has grown past its bound anyway (a reader kept a PASSIVE checkpoint from
- * finishing). A checkpoint changes nothing a reader can see, so a crash at any moment of it is
- * SQLite's own business (the log stays authoritative until it is reset).
+ * CHECK_MS once the writer reported writes.
+ *
+ * A PASSIVE checkpoint copies the frames the log held when it began. The log starts over (the
+ * writer's next commit writes from its start again) only when a commit begins with every frame
+ * copied, so under steady writes, when a commit lands while each checkpoint copies, it never did:
+ * the log grew to its bound and then a RESTART checkpoint, which keeps the writer out until it
+ * ends, took 10–35 ms about once a second on `bench:ingest` — a stall of the event loop, whose
+ * commits waited on the lock. So once the log is past an eighth of its bound, the worker also
+ * checkpoints right after each commit it hears of: a pass then copies only what the last one
+ * missed, usually ends before the next commit, and that commit starts the log over. RESTART
+ * remains for a log past the bound anyway (a reader kept the passes from finishing). A checkpoint
+ * changes nothing a reader can see, so a crash at any moment of it is SQLite's own business (the
+ * log stays authoritative until it is reset).
  */
 import { createRequire } from 'node:module';
 import { Worker, type MessagePort } from 'node:worker_threads';
@@ -23,6 +32,18 @@ export interface CheckpointerOptions {
   walLimit: number;
   /** Told once when the worker fails: the writer then checkpoints on its own again. */
   onFailure: (err: Error) => void;
+  /** How often the worker checkpoints while the writer writes (CHECK_MS; tests set it). */
+  checkMs?: number;
+}
+
+/** What the worker did since it started (for tests and diagnostics). */
+export interface CheckpointStats {
+  /** PASSIVE checkpoints run. */
+  passes: number;
+  /** Of those, run right after a commit because the log was past an eighth of its bound. */
+  afterCommit: number;
+  /** RESTART checkpoints (the writer kept out until they end): the log was past its bound. */
+  restarts: number;
 }
 
 interface WorkerData {
@@ -46,63 +67,53 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
   // This connection never checkpoints on its own either (it writes nothing, but be explicit).
   db.pragma('wal_autocheckpoint = 0');
   const pageSize = Number(db.pragma('page_size', { simple: true }));
+  const stats: CheckpointStats = { passes: 0, afterCommit: 0, restarts: 0 };
   let dirty = false;
-  const timer = setInterval(() => {
-    if (!dirty) return;
+  // The log's size when the last checkpoint began; unknown (so past any bound) until one ran.
+  let logBytes = Infinity;
+  let afterCommitDue = false;
+  const checkpoint = () => {
     dirty = false;
+    stats.passes++;
     // A checkpoint that finds the database locked (busy) reports it and is simply tried again at the next write.
     const [r] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number; log: number; checkpointed: number }>;
-    if (r && r.log * pageSize > data.walLimit) db.pragma('wal_checkpoint(RESTART)');
-  }, data.checkMs);
-  parentPort.on('message', (m: 'dirty' | 'close') => {
+    if (!r) return;
+    logBytes = r.log * pageSize;
+    if (logBytes > data.walLimit) {
+      stats.restarts++;
+      db.pragma('wal_checkpoint(RESTART)');
+      logBytes = 0;
+    }
+  };
+  const timer = setInterval(() => dirty && checkpoint(), data.checkMs);
+  parentPort.on('message', (m: 'dirty' | 'stats' | 'close') => {
     if (m === 'dirty') {
       dirty = true;
+      // Notices that queued up while a checkpoint ran make one pass, after all of them.
+      if (logBytes > data.walLimit / 8 && !afterCommitDue) {
+        afterCommitDue = true;
+        setImmediate(() => {
+          afterCommitDue = false;
+          stats.afterCommit++;
+          checkpoint();
+        });
+      }
       return;
     }
+    // After the pass a notice before it asked for (queued the same way).
+    if (m === 'stats') return void setImmediate(() => parentPort.postMessage({ stats }));
     clearInterval(timer);
     db.close();
     parentPort.postMessage('closed');
   });
 }
 
-/**
- * When the writer tells the worker it wrote: at once for the first write after a quiet interval,
- * and once per interval after that, at the interval's end, for the writes made while a notice was
- * already out (they are not dropped: a burst of commits inside one interval would otherwise leave
- * its last frames unchecked until the next write, however long that waits).
- */
-export class WriteNotices {
-  private notified = false;
-  private missed = false;
-
-  /** A write: whether to tell the worker now. */
-  wrote(): boolean {
-    if (this.notified) {
-      this.missed = true;
-      return false;
-    }
-    this.notified = true;
-    return true;
-  }
-
-  /** An interval ended: whether to tell the worker of the writes made since the last notice. */
-  tick(): boolean {
-    if (this.missed) {
-      this.missed = false;
-      return true;
-    }
-    this.notified = false;
-    return false;
-  }
-}
-
 export class Checkpointer {
   private readonly worker: Worker;
-  private readonly notices = new WriteNotices();
   private failed = false;
   private closing = false;
   private readonly closed: Promise<void>;
-  private readonly tick: NodeJS.Timeout;
+  private readonly statsWaiters: Array<(s: CheckpointStats) => void> = [];
 
   constructor(opts: CheckpointerOptions) {
     const data: WorkerData = {
@@ -110,14 +121,20 @@ export class Checkpointer {
       file: opts.file,
       busyTimeout: opts.busyTimeout,
       walLimit: opts.walLimit,
-      checkMs: CHECK_MS,
+      checkMs: opts.checkMs ?? CHECK_MS,
     };
-    this.worker = new Worker(`(${checkpointerMain.toString()})(require('node:worker_threads').workerData, require)`, { eval: true, workerData: data });
+    // `__name`: the helper a loader that keeps function names (tsx, in the tests) calls around named
+    // functions; the worker's source is this function's text alone, without the loader's prelude.
+    const source = `var __name = (f) => f; (${checkpointerMain.toString()})(require('node:worker_threads').workerData, require)`;
+    this.worker = new Worker(source, { eval: true, workerData: data });
     // The worker must not keep the process alive: the store's close stops it.
     this.worker.unref();
     this.closed = new Promise<void>((resolve) => {
       this.worker.once('exit', () => resolve());
-      this.worker.on('message', (m) => m === 'closed' && void this.worker.terminate());
+      this.worker.on('message', (m: 'closed' | { stats: CheckpointStats }) => {
+        if (m === 'closed') return void this.worker.terminate();
+        this.statsWaiters.shift()?.(m.stats);
+      });
     });
     const fail = (err: Error) => {
       if (this.failed) return;
@@ -126,20 +143,28 @@ export class Checkpointer {
     };
     this.worker.once('error', fail);
     this.worker.once('exit', (code) => !this.closing && fail(new Error(`the checkpoint worker stopped (exit code ${code})`)));
-    // One message per interval at most: the worker checkpoints once per interval anyway.
-    this.tick = setInterval(() => this.notices.tick() && !this.failed && this.worker.postMessage('dirty'), CHECK_MS).unref();
   }
 
-  /** The writer committed: the log has pages to checkpoint. Cheap enough for every commit. */
+  /**
+   * The writer committed: the log has pages to checkpoint. Told at every commit (a message costs
+   * microseconds, a commit milliseconds), so the worker can checkpoint right after one.
+   */
   wrote(): void {
-    if (this.failed || !this.notices.wrote()) return;
+    if (this.failed) return;
     this.worker.postMessage('dirty');
+  }
+
+  /** The worker's counts, once it has handled every notice sent before this call. */
+  stats(): Promise<CheckpointStats> {
+    return new Promise((resolve) => {
+      this.statsWaiters.push(resolve);
+      this.worker.postMessage('stats');
+    });
   }
 
   /** Closes the worker's connection (the writer's close, the last connection, then checkpoints and removes the log). */
   async close(): Promise<void> {
     this.closing = true;
-    clearInterval(this.tick);
     if (!this.failed) this.worker.postMessage('close');
     else void this.worker.terminate();
     await this.closed;
