@@ -5,7 +5,7 @@
  * file migrates. Also the WAL checkpoints, run by a worker thread instead of the writer's commits.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -256,18 +256,27 @@ describe('sqlite store: WAL checkpoints in a worker thread', () => {
       insert.run(Buffer.alloc(kb * 1024, 1));
       checkpointer.wrote();
     };
-    // The WAL header's checkpoint sequence number: SQLite adds one each time the log starts over.
-    const restarts = () => readFileSync(`${file}-wal`).readUInt32BE(12);
+    // The WAL header's checkpoint sequence number (bytes 12–15): SQLite adds one each time the log starts over.
+    const logStarts = () => {
+      const header = Buffer.alloc(16);
+      const fd = openSync(`${file}-wal`, 'r');
+      try {
+        readSync(fd, header, 0, 16, 0);
+      } finally {
+        closeSync(fd);
+      }
+      return header.readUInt32BE(12);
+    };
     try {
       // The worker knows nothing of the log yet: the first notice makes a pass.
       commit(2048);
       assert.deepEqual(await checkpointer.stats(), { passes: 1, afterCommit: 1, restarts: 0 });
-      const before = restarts();
+      const before = logStarts();
       // That pass copied every frame, so this commit writes the log from its start; the last
       // pass saw 2 MB (past 1 MB, an eighth of the bound), so its notice makes another pass.
       commit(4);
       assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0 });
-      assert.equal(restarts(), before + 1, 'the log started over');
+      assert.equal(logStarts(), before + 1, 'the log started over');
       // That pass saw a small log: these notices wait for the interval.
       commit(4);
       commit(4);

@@ -100,7 +100,7 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
       }
       return;
     }
-    // After the pass a notice before it asked for (queued the same way).
+    // Answered after any pass an earlier notice queued (immediates run in the order they were set).
     if (m === 'stats') return void setImmediate(() => parentPort.postMessage({ stats }));
     clearInterval(timer);
     db.close();
