@@ -10,6 +10,7 @@ import { isVigilError } from '../src/errors.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { storeConformance } from './helpers/store-conformance.ts';
+import { CAN_MOUNT, mountTmpfs, NO_MOUNT_REASON } from './helpers/faults.ts';
 import { event } from './helpers/pages.ts';
 import { freePort, healthy, ROOT, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
@@ -370,6 +371,36 @@ describe('sqlite store: the ingest log is trimmed in batches', () => {
       assert.equal(await again.pendingCount('logs'), 6);
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe('sqlite store: the readiness probe after a failed append', { skip: CAN_MOUNT ? false : NO_MOUNT_REASON }, () => {
+  test('it needs room for twice the bytes (log and copy), refuses with the reason while there is none, and leaves nothing in the log or beside it', async (t) => {
+    const disk = mountTmpfs(8 * 1024 * 1024);
+    t.after(() => disk.unmount());
+    const file = join(disk.dir, 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    try {
+      const wal = () => statSync(`${file}-wal`).size;
+      await store.probeWrite(64 * 1024);
+      const walBefore = wal();
+      // 3 MB fit on the disk, 6 MB do not.
+      const free = disk.freeBytes();
+      assert.ok(free > 6 * 1024 * 1024 && free < 12 * 1024 * 1024, `free: ${free}`);
+      disk.fill(4 * 1024 * 1024);
+      await assert.rejects(store.probeWrite(3 * 1024 * 1024), (err: Error) => {
+        assert.ok(isVigilError(err, 'VIGIL_STORE_UNAVAILABLE'));
+        assert.match(err.message, /cannot write 6291456 bytes beside SQLite database '.*state\.db': ENOSPC: no space left on device/);
+        return true;
+      });
+      assert.equal(existsSync(`${file}.probe`), false, 'the refused probe left no file');
+      await store.probeWrite(1024 * 1024);
+      assert.equal(existsSync(`${file}.probe`), false);
+      assert.ok(wal() - walBefore < 64 * 1024, `the probe's bytes never went into the log (${walBefore} -> ${wal()} bytes)`);
+    } finally {
+      await store.close();
     }
   });
 });

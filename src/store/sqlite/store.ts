@@ -6,8 +6,8 @@
  * synchronous: each call runs to completion on the event loop, which also makes this process the
  * only writer between two awaits.
  */
-import { close as closeFd, fdatasync, mkdirSync, open as openFd } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { close as closeFd, fdatasync, mkdirSync, open as openFd, rmSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VigilError, errorMessage } from '../../errors.ts';
@@ -307,6 +307,8 @@ export class SqliteStore implements StateStore {
       if (!opts.readOnly) {
         mkdirSync(dirname(this.file), { recursive: true });
         lock = acquireWriterLock(this.file, () => this.writerOf());
+        // A readiness probe's file that a crash left behind (see probeWrite).
+        rmSync(this.probeFile, { force: true });
       }
       db = new Database(this.file, { timeout: this.cfg.busy_timeout, readonly: !!opts.readOnly, fileMustExist: !!opts.readOnly });
       // Statements with an IN subquery (the state purge at every append and page commit, the
@@ -1356,17 +1358,51 @@ export class SqliteStore implements StateStore {
     });
   }
 
+  /** The readiness probe's file, beside the database (as its log and lock are). */
+  private get probeFile(): string {
+    return `${this.file}.probe`;
+  }
+
   /**
-   * Whether a write of `bytes` fits now (readiness after a failed append): writes and fsyncs that
-   * many bytes in one transaction, then frees them. Throws as the failed write did while it does not.
+   * Whether a write of `bytes` fits now (readiness after a failed append); throws while it does not.
+   * A write takes its bytes twice on the disk: in the log, then in the database file when a
+   * checkpoint copies them. So the room is tried with twice the bytes in a file beside the
+   * database, written, synced and removed; then a small transaction shows SQLite itself commits.
+   * The probe used to write its bytes into the database: they stayed in the log for a checkpoint to
+   * copy, so the probe took the room it measured, and on an 8 MB disk a 4 MB probe left a log that
+   * could never be copied for want of room (the store stayed full after the disk had room again).
    */
   async probeWrite(bytes: number): Promise<void> {
-    this.run('write a probe', (db) => {
-      db.transaction(() =>
-        db.prepare("INSERT INTO meta (key, value) VALUES ('probe', zeroblob(?)) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(bytes),
-      ).immediate();
-      db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
-    });
+    if (!this.db) throw this.closedError();
+    try {
+      const file = await open(this.probeFile, 'w');
+      try {
+        const chunk = Buffer.alloc(Math.min(1 << 20, 2 * bytes));
+        for (let left = 2 * bytes; left > 0;) {
+          const { bytesWritten } = await file.write(chunk, 0, Math.min(left, chunk.length));
+          if (!bytesWritten) throw new Error('a write took no bytes');
+          left -= bytesWritten;
+        }
+        await file.datasync();
+      } finally {
+        await file.close();
+      }
+    } catch (err) {
+      throw new VigilError('VIGIL_STORE_UNAVAILABLE', `cannot write ${2 * bytes} bytes beside SQLite database '${this.file}': ${errorMessage(err)}`, {
+        transient: true,
+        cause: err,
+      });
+    } finally {
+      await rm(this.probeFile, { force: true });
+    }
+    this.run('write a probe', (db) =>
+      db
+        .transaction(() => {
+          db.prepare("INSERT INTO meta (key, value) VALUES ('probe', 'probe') ON CONFLICT (key) DO UPDATE SET value = excluded.value").run();
+          db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
+        })
+        .immediate(),
+    );
   }
 
   /**
