@@ -47,6 +47,11 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   // An error that crossed a thread (a worker's `error` event) can arrive as a plain object that
   // kept its message: logged as `[object Object]` otherwise.
-  if (typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string') return (err as { message: string }).message;
+  if (typeof err === 'object' && err !== null) {
+    const { message, code } = err as { message?: unknown; code?: unknown };
+    if (typeof message === 'string') return message;
+    // A driver's error class loses its message on the way (better-sqlite3's SqliteError arrives as `{ code }`).
+    if (typeof code === 'string') return `an error with code ${code} (its message was lost crossing threads)`;
+  }
   return String(err);
 }

@@ -12,9 +12,10 @@ test('every error code is documented in the README, and every documented code ex
   for (const code of documented) assert.ok(code! in ERROR_CODES, `README documents ${code}, which does not exist`);
 });
 
-test('errorMessage: an Error, a plain object that kept its message (an error from a worker thread), anything else', () => {
+test('errorMessage: an Error, a plain object that kept its message, one that kept only its code (an error from a worker thread), anything else', () => {
   assert.equal(errorMessage(new Error('disk full')), 'disk full');
   assert.equal(errorMessage({ message: 'database or disk is full', code: 'SQLITE_FULL' }), 'database or disk is full');
+  assert.equal(errorMessage({ code: 'SQLITE_FULL' }), 'an error with code SQLITE_FULL (its message was lost crossing threads)');
   assert.equal(errorMessage({ code: 1 }), '[object Object]');
   assert.equal(errorMessage('plain'), 'plain');
 });

@@ -15,6 +15,7 @@ import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { Checkpointer } from '../src/store/sqlite/checkpointer.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { PageCommit } from '../src/store/types.ts';
+import { CAN_MOUNT, mountTmpfs, NO_MOUNT_REASON } from './helpers/faults.ts';
 import { event, group } from './helpers/pages.ts';
 import { seededRandom, testSeed } from './helpers/random.ts';
 import { killWhileWorking, ROOT, tempDir, waitFor } from './helpers/vigil-process.ts';
@@ -270,22 +271,102 @@ describe('sqlite store: WAL checkpoints in a worker thread', () => {
     try {
       // The worker knows nothing of the log yet: the first notice makes a pass.
       commit(2048);
-      assert.deepEqual(await checkpointer.stats(), { passes: 1, afterCommit: 1, restarts: 0 });
+      assert.deepEqual(await checkpointer.stats(), { passes: 1, afterCommit: 1, restarts: 0, truncates: 0, failures: 0 });
       const before = logStarts();
       // That pass copied every frame, so this commit writes the log from its start; the last
       // pass saw 2 MB (past 1 MB, an eighth of the bound), so its notice makes another pass.
       commit(4);
-      assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0 });
+      assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0, truncates: 0, failures: 0 });
       assert.equal(logStarts(), before + 1, 'the log started over');
       // That pass saw a small log: these notices wait for the interval.
       commit(4);
       commit(4);
-      assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0 });
+      assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0, truncates: 0, failures: 0 });
     } finally {
       await checkpointer.close();
       db.close();
     }
   });
+
+  test(
+    'a checkpoint that fails for a full disk is told once and tried again at each interval; with space back it succeeds, and the worker stays',
+    { skip: CAN_MOUNT ? false : NO_MOUNT_REASON },
+    async (t) => {
+      const disk = mountTmpfs(4 * 1024 * 1024);
+      t.after(() => disk.unmount());
+      const file = join(disk.dir, 'ck.db');
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+      // 1 MB in the log; the database file must grow by as much to take it.
+      db.prepare('INSERT INTO t (v) VALUES (?)').run(Buffer.alloc(1024 * 1024, 1));
+      const sizeBefore = statSync(file).size;
+      disk.fill(0);
+      const told: Array<string | undefined> = [];
+      const checkpointer = new Checkpointer({
+        file,
+        busyTimeout: 1000,
+        walLimit: 64 * 1024 * 1024,
+        checkMs: 20,
+        onFailure: (err) => assert.fail(`the worker stopped: ${err.message}`),
+        onCheckpointError: (err) => told.push(err?.message),
+      });
+      try {
+        // The first notice makes a pass (the worker knows nothing of the log yet); it cannot grow the file.
+        checkpointer.wrote();
+        await waitFor(() => (told.length > 0 ? true : undefined), 'the failed checkpoint to be told', 5_000);
+        assert.match(told[0]!, /database or disk is full \(SQLITE_FULL\)/);
+        // Tried again at each interval, without any write: still full, and not told again.
+        await waitFor(async () => ((await checkpointer.stats()).failures >= 3 ? true : undefined), 'the worker to try again', 5_000);
+        assert.equal(told.length, 1, `told once per run of failures: ${JSON.stringify(told)}`);
+        assert.equal(statSync(file).size, sizeBefore);
+
+        disk.free();
+        await waitFor(() => (told.length > 1 ? true : undefined), 'a checkpoint to succeed with space back', 5_000);
+        assert.deepEqual(told, [told[0], undefined], 'told of the recovery');
+        assert.ok(statSync(file).size >= sizeBefore + 1024 * 1024, `the log's pages are in the database file (${statSync(file).size} bytes)`);
+        const { passes, failures } = await checkpointer.stats();
+        assert.ok(passes > failures, `${passes} passes, ${failures} failed`);
+      } finally {
+        await checkpointer.close();
+        db.close();
+      }
+    },
+  );
+
+  test(
+    'on a disk short of space the log holds at most half the free space: past it, a TRUNCATE starts it over and gives its space back',
+    { skip: CAN_MOUNT ? false : NO_MOUNT_REASON },
+    async (t) => {
+      const disk = mountTmpfs(8 * 1024 * 1024);
+      t.after(() => disk.unmount());
+      const file = join(disk.dir, 'ck.db');
+      const db = new Database(file);
+      db.pragma('journal_mode = WAL');
+      db.pragma('wal_autocheckpoint = 0');
+      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+      const checkpointer = new Checkpointer({ file, busyTimeout: 1000, walLimit: 64 * 1024 * 1024, checkMs: 3_600_000, onFailure: (err) => assert.fail(err) });
+      const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+      try {
+        // 1 MB of 8: the copy leaves far more than twice the log free.
+        insert.run(Buffer.alloc(1024 * 1024, 1));
+        checkpointer.wrote();
+        assert.deepEqual(await checkpointer.stats(), { passes: 1, afterCommit: 1, restarts: 0, truncates: 0, failures: 0 });
+        assert.ok(statSync(`${file}-wal`).size > 1024 * 1024);
+        // 3 MB more: once copied, about 3 MB stay free, less than twice the log.
+        insert.run(Buffer.alloc(3 * 1024 * 1024, 2));
+        checkpointer.wrote();
+        const { truncates } = await checkpointer.stats();
+        assert.equal(truncates, 1);
+        assert.equal(statSync(`${file}-wal`).size, 0, 'the log gave its space back');
+        assert.equal((db.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n, 2);
+      } finally {
+        await checkpointer.close();
+        db.close();
+      }
+    },
+  );
 
   test("the writer's commits never checkpoint; the worker copies the log into the database file; close removes the log", async () => {
     const file = join(tempDir(), 'state.db');

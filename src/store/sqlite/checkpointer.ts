@@ -17,13 +17,24 @@
  * remains for a log past the bound anyway (a reader kept the passes from finishing). A checkpoint
  * changes nothing a reader can see, so a crash at any moment of it is SQLite's own business (the
  * log stays authoritative until it is reset).
+ *
+ * The database file grows as it takes the log's pages, so on a disk short of space the log must
+ * stay small: a log that holds the room its own copy needs can never be copied, so never start
+ * over, and the store stays full when the disk has room again. So the log may hold at most half the
+ * disk's free space (read at every pass): past that, a TRUNCATE checkpoint starts it over and gives
+ * its space back; and past an eighth of the free space, each commit makes a pass, as past an eighth
+ * of the bound. A checkpoint that fails (the disk is full, an I/O error) is told to the writer and
+ * tried again at each interval: the worker stays. (It used to stop, and the writer checkpointed on
+ * its own from then on, every 1,000 pages; on an 8 MB disk that 4 MB log wedged the store.)
  */
+import type * as Fs from 'node:fs';
 import { createRequire } from 'node:module';
+import type * as Path from 'node:path';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
 
 /** How often the worker checkpoints while the writer writes. */
-const CHECK_MS = 100;
+export const CHECK_MS = 100;
 
 export interface CheckpointerOptions {
   file: string;
@@ -32,6 +43,11 @@ export interface CheckpointerOptions {
   walLimit: number;
   /** Told once when the worker fails: the writer then checkpoints on its own again. */
   onFailure: (err: Error) => void;
+  /**
+   * Told when a checkpoint fails (the first of a run of failures) and when one succeeds again
+   * (`undefined`); the worker goes on trying at every interval.
+   */
+  onCheckpointError?: (err: Error | undefined) => void;
   /** How often the worker checkpoints while the writer writes (CHECK_MS; tests set it). */
   checkMs?: number;
 }
@@ -44,7 +60,14 @@ export interface CheckpointStats {
   afterCommit: number;
   /** RESTART checkpoints (the writer kept out until they end): the log was past its bound. */
   restarts: number;
+  /** TRUNCATE checkpoints (a RESTART that also gives the log's space back): the log held more than half the disk's free space. */
+  truncates: number;
+  /** Passes that failed (and were tried again at the next interval). */
+  failures: number;
 }
+
+/** What the worker tells the writer. An Error does not cross threads whole (SqliteError arrives as `{ code }`): its message is sent as text. */
+type WorkerMessage = 'closed' | { stats: CheckpointStats } | { checkpointFailed: string } | { checkpointRecovered: true };
 
 interface WorkerData {
   driver: string;
@@ -67,22 +90,61 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
   // This connection never checkpoints on its own either (it writes nothing, but be explicit).
   db.pragma('wal_autocheckpoint = 0');
   const pageSize = Number(db.pragma('page_size', { simple: true }));
-  const stats: CheckpointStats = { passes: 0, afterCommit: 0, restarts: 0 };
+  const { statfsSync } = req('node:fs') as typeof Fs;
+  const dir = (req('node:path') as typeof Path).dirname(data.file);
+  const freeBytes = () => {
+    try {
+      const fs = statfsSync(dir);
+      return fs.bavail * fs.bsize;
+    } catch {
+      return Infinity;
+    }
+  };
+  const stats: CheckpointStats = { passes: 0, afterCommit: 0, restarts: 0, truncates: 0, failures: 0 };
   let dirty = false;
   // The log's size when the last checkpoint began; unknown (so past any bound) until one ran.
   let logBytes = Infinity;
+  // Past this, each commit's notice makes a pass: an eighth of the bound, less on a disk short of space.
+  let afterCommitBytes = data.walLimit / 8;
   let afterCommitDue = false;
+  let failing = false;
   const checkpoint = () => {
     dirty = false;
     stats.passes++;
-    // A checkpoint that finds the database locked (busy) reports it and is simply tried again at the next write.
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number; log: number; checkpointed: number }>;
-    if (!r) return;
-    logBytes = r.log * pageSize;
-    if (logBytes > data.walLimit) {
-      stats.restarts++;
-      db.pragma('wal_checkpoint(RESTART)');
-      logBytes = 0;
+    try {
+      // A checkpoint that finds the database locked (busy) reports it and is simply tried again at the next write.
+      const [r] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+      if (r) {
+        logBytes = r.log * pageSize;
+        const free = freeBytes();
+        afterCommitBytes = Math.min(data.walLimit / 8, free / 8);
+        if (logBytes > data.walLimit) {
+          stats.restarts++;
+          db.pragma('wal_checkpoint(RESTART)');
+          logBytes = 0;
+        } else if (logBytes > free / 2) {
+          // The database file grows as it takes the log's pages: past half the free space, the log
+          // could leave it too little room, and a log that cannot be copied can never start over.
+          stats.truncates++;
+          db.pragma('wal_checkpoint(TRUNCATE)');
+          logBytes = 0;
+        }
+      }
+      if (failing) {
+        failing = false;
+        parentPort.postMessage({ checkpointRecovered: true });
+      }
+    } catch (err) {
+      // Tried again at the next interval, whether or not the writer writes meanwhile.
+      dirty = true;
+      stats.failures++;
+      if (!failing) {
+        failing = true;
+        const e = err as { code?: unknown; message?: unknown };
+        parentPort.postMessage({
+          checkpointFailed: `${typeof e.message === 'string' ? e.message : String(err)}${typeof e.code === 'string' ? ` (${e.code})` : ''}`,
+        });
+      }
     }
   };
   const timer = setInterval(() => dirty && checkpoint(), data.checkMs);
@@ -90,7 +152,7 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
     if (m === 'dirty') {
       dirty = true;
       // Notices that queued up while a checkpoint ran make one pass, after all of them.
-      if (logBytes > data.walLimit / 8 && !afterCommitDue) {
+      if (logBytes > afterCommitBytes && !afterCommitDue) {
         afterCommitDue = true;
         setImmediate(() => {
           afterCommitDue = false;
@@ -131,9 +193,10 @@ export class Checkpointer {
     this.worker.unref();
     this.closed = new Promise<void>((resolve) => {
       this.worker.once('exit', () => resolve());
-      this.worker.on('message', (m: 'closed' | { stats: CheckpointStats }) => {
+      this.worker.on('message', (m: WorkerMessage) => {
         if (m === 'closed') return void this.worker.terminate();
-        this.statsWaiters.shift()?.(m.stats);
+        if ('stats' in m) return void this.statsWaiters.shift()?.(m.stats);
+        opts.onCheckpointError?.('checkpointFailed' in m ? new Error(m.checkpointFailed) : undefined);
       });
     });
     const fail = (err: Error) => {

@@ -47,7 +47,7 @@ import {
   type StoreStatus,
 } from '../types.ts';
 import { sqliteError } from './errors.ts';
-import { Checkpointer } from './checkpointer.ts';
+import { CHECK_MS, Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
 import { WriterBacklog } from './backlog.ts';
@@ -434,7 +434,20 @@ export class SqliteStore implements StateStore {
       if (this.db === db) db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     };
     try {
-      this.checkpointer = new Checkpointer({ file: this.file, busyTimeout: this.cfg.busy_timeout, walLimit: WAL_SIZE_LIMIT, onFailure: fallBack });
+      this.checkpointer = new Checkpointer({
+        file: this.file,
+        busyTimeout: this.cfg.busy_timeout,
+        walLimit: WAL_SIZE_LIMIT,
+        onFailure: fallBack,
+        // Once per run of failures: a full disk fails every pass until space is back.
+        onCheckpointError: (err) =>
+          err
+            ? this.logger?.warn(`a WAL checkpoint failed; the worker tries again every ${CHECK_MS} ms, and the log grows until one succeeds`, {
+                path: this.file,
+                error: err.message,
+              })
+            : this.logger?.info('WAL checkpoints succeed again', { path: this.file }),
+      });
     } catch (err) {
       fallBack(err);
     }
