@@ -243,13 +243,19 @@ describe('sqlite store: the group log', () => {
   });
 });
 
+/** A WAL database with one table, whose writer leaves every checkpoint to the worker (as the store's does). */
+function checkpointedTable(file: string): Database.Database {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+  return db;
+}
+
 describe('sqlite store: WAL checkpoints in a worker thread', () => {
   test('past an eighth of its bound the log is checkpointed right after each commit, so the next commit starts it over', async () => {
     const file = join(tempDir(), 'ck.db');
-    const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0');
-    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+    const db = checkpointedTable(file);
     // No interval passes during the test: every pass here is one a commit's notice made.
     const checkpointer = new Checkpointer({ file, busyTimeout: 1000, walLimit: 8 * 1024 * 1024, checkMs: 3_600_000, onFailure: (err) => assert.fail(err) });
     const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
@@ -295,10 +301,7 @@ describe('sqlite store: WAL checkpoints in a worker thread', () => {
       const disk = mountTmpfs(4 * 1024 * 1024);
       t.after(() => disk.unmount());
       const file = join(disk.dir, 'ck.db');
-      const db = new Database(file);
-      db.pragma('journal_mode = WAL');
-      db.pragma('wal_autocheckpoint = 0');
-      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+      const db = checkpointedTable(file);
       // 1 MB in the log; the database file must grow by as much to take it.
       db.prepare('INSERT INTO t (v) VALUES (?)').run(Buffer.alloc(1024 * 1024, 1));
       const sizeBefore = statSync(file).size;
@@ -342,10 +345,7 @@ describe('sqlite store: WAL checkpoints in a worker thread', () => {
       const disk = mountTmpfs(8 * 1024 * 1024);
       t.after(() => disk.unmount());
       const file = join(disk.dir, 'ck.db');
-      const db = new Database(file);
-      db.pragma('journal_mode = WAL');
-      db.pragma('wal_autocheckpoint = 0');
-      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)');
+      const db = checkpointedTable(file);
       const checkpointer = new Checkpointer({ file, busyTimeout: 1000, walLimit: 64 * 1024 * 1024, checkMs: 3_600_000, onFailure: (err) => assert.fail(err) });
       const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
       try {
