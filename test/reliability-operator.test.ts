@@ -7,7 +7,7 @@
  * undisturbed run.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -338,7 +338,12 @@ service:
     const sorted = (file: string) => readFileSync(file, 'utf8').trim().split('\n').sort();
     const counts = () => [jsonLines(join(refDir, 'work.jsonl')).length, jsonLines(join(dir, 'work.jsonl')).length];
     await waitFor(() => (counts().every((n) => n >= 300) ? true : undefined), 'both runs to finish', 60_000).catch((err: Error) => {
-      throw new Error(`${err.message}: work events (reference, disk-full run) ${counts().join(', ')}\n${v.stderr().slice(-3000)}`);
+      const files = readdirSync(disk.dir)
+        .map((f) => `${f} ${statSync(join(disk.dir, f)).size}`)
+        .join(', ');
+      throw new Error(
+        `${err.message}: work events (reference, disk-full run) ${counts().join(', ')}; on the 8 MiB disk: ${files}, ${disk.freeBytes()} bytes free\n${v.stderr().slice(-3000)}`,
+      );
     });
     assert.deepEqual(sorted(join(dir, 'work.jsonl')), sorted(join(refDir, 'work.jsonl')), 'the same work events, byte for byte');
     // A checkpoint the full disk failed is tried again by the worker; it never falls back to the
