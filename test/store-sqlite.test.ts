@@ -404,3 +404,43 @@ describe('sqlite store: the readiness probe after a failed append', { skip: CAN_
     }
   });
 });
+
+describe('sqlite store: the log stays copyable on a disk short of space', { skip: CAN_MOUNT ? false : NO_MOUNT_REASON }, () => {
+  test('a reader holds the log: writes are refused while its copy still fits; once the reader ends, the writer copies and truncates it and takes writes again', async (t) => {
+    const disk = mountTmpfs(8 * 1024 * 1024);
+    t.after(() => disk.unmount());
+    const file = join(disk.dir, 'state.db');
+    const store = new SqliteStore(config(file));
+    await store.open();
+    const reader = new Database(file, { readonly: true });
+    try {
+      // A read transaction keeps every later commit in the log: no checkpoint may start it over.
+      reader.prepare('BEGIN').run();
+      reader.prepare('SELECT count(*) FROM meta').get();
+      const pad = 'x'.repeat(2000);
+      let n = 0;
+      const batch = () => Array.from({ length: 50 }, () => event({ time: Date.UTC(2026, 0, 1) + ++n, payload: { state: 'error', message: pad } }));
+      let refused: Error | undefined;
+      for (let i = 0; i < 100 && refused === undefined; i++) await store.append('logs', batch()).catch((err: Error) => (refused = err));
+      assert.ok(refused !== undefined, 'the growing log was refused before 100 batches (5 MB of records, 8 MB disk)');
+      assert.ok(isVigilError(refused, 'VIGIL_STORE_UNAVAILABLE') && refused.transient, refused?.message);
+      assert.match(
+        refused!.message,
+        /^the disk of SQLite database '.*state\.db' is short of space: \d+ bytes free, \d+ in its write-ahead log, .*free some space on that disk/,
+      );
+      assert.ok(store.roomStats()!.refusals >= 1);
+      const log = statSync(`${file}-wal`).size;
+      assert.ok(disk.freeBytes() >= log, `refused while the log (${log} bytes) can still be copied (${disk.freeBytes()} free)`);
+
+      reader.prepare('COMMIT').run();
+      // Taken again at once (the writer checkpoints before the write), and more than the refused batch.
+      for (let i = 0; i < 3; i++) await store.append('logs', batch());
+      assert.ok(store.roomStats()!.checkpoints >= 1);
+      assert.ok(statSync(`${file}-wal`).size < log, `the log was truncated (${log} -> ${statSync(`${file}-wal`).size} bytes)`);
+      assert.equal((await store.pendingCount('logs')) % 50, 0);
+    } finally {
+      reader.close();
+      await store.close();
+    }
+  });
+});

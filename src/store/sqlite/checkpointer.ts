@@ -25,7 +25,8 @@
  * its space back; and past an eighth of the free space, each commit makes a pass, as past an eighth
  * of the bound. A checkpoint that fails (the disk is full, an I/O error) is told to the writer and
  * tried again at each interval: the worker stays. (It used to stop, and the writer checkpointed on
- * its own from then on, every 1,000 pages; on an 8 MB disk that 4 MB log wedged the store.)
+ * its own from then on, every 1,000 pages; on an 8 MB disk that 4 MB log wedged the store.) In a
+ * burst the log outgrows these passes, so the writer also looks before each write (room.ts).
  */
 import type * as Fs from 'node:fs';
 import { createRequire } from 'node:module';

@@ -49,6 +49,7 @@ import {
 import { sqliteError } from './errors.ts';
 import { CHECK_MS, Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
+import { LogRoom, type RoomStats } from './room.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
 import { WriterBacklog } from './backlog.ts';
 import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
@@ -282,6 +283,8 @@ export class SqliteStore implements StateStore {
   private readonly foldChunk: number;
   /** Checkpoints the WAL in a worker thread (writer only); see checkpointer.ts. */
   private checkpointer: Checkpointer | undefined;
+  /** Keeps the log copyable on a disk short of space (writer only); see room.ts. */
+  private room: LogRoom | undefined;
 
   constructor(
     private readonly cfg: SqliteStoreConfig,
@@ -366,7 +369,10 @@ export class SqliteStore implements StateStore {
     }
     this.db = db;
     this.lock = lock;
-    if (!opts.readOnly) this.startCheckpointer(db);
+    if (!opts.readOnly) {
+      this.room = new LogRoom(this.file, this.cfg.busy_timeout);
+      this.startCheckpointer(db);
+    }
     this.logger?.debug('sqlite store open', { path: this.file, synchronous: this.cfg.synchronous });
   }
 
@@ -538,6 +544,7 @@ export class SqliteStore implements StateStore {
     // And no group log: a reader of the file finds every group in `groups`.
     this.foldLog();
     this.db = undefined;
+    this.room = undefined;
     this.backlogs.clear();
     // Its connection first: the writer's is then the last, whose close checkpoints and removes the log.
     const checkpointer = this.checkpointer;
@@ -653,8 +660,13 @@ export class SqliteStore implements StateStore {
     return this.cfg.synchronous === 'full' && !this.syncOnLoop;
   }
 
-  /** Runs a write transaction under `synchronous = NORMAL` when its sync follows off the loop (`offLoop`). */
+  /**
+   * Runs a write transaction under `synchronous = NORMAL` when its sync follows off the loop
+   * (`offLoop`). The writes of every busy path come through here, so it first makes sure the write
+   * cannot leave a log too big to copy on a disk short of space (room.ts).
+   */
   private relaxed<T>(db: Db, offLoop: boolean, fn: () => T): T {
+    this.room?.ensure(db);
     if (!offLoop) return fn();
     db.pragma('synchronous = NORMAL');
     try {
@@ -1371,6 +1383,11 @@ export class SqliteStore implements StateStore {
     });
   }
 
+  /** What the writer did to keep its log copyable on a disk short of space (room.ts); undefined when not open for writing. */
+  roomStats(): RoomStats | undefined {
+    return this.room && { ...this.room.stats };
+  }
+
   /** The readiness probe's file, beside the database (as its log and lock are). */
   private get probeFile(): string {
     return `${this.file}.probe`;
@@ -1408,14 +1425,13 @@ export class SqliteStore implements StateStore {
     } finally {
       await rm(this.probeFile, { force: true });
     }
-    this.run('write a probe', (db) =>
-      db
-        .transaction(() => {
-          db.prepare("INSERT INTO meta (key, value) VALUES ('probe', 'probe') ON CONFLICT (key) DO UPDATE SET value = excluded.value").run();
-          db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
-        })
-        .immediate(),
-    );
+    this.run('write a probe', (db) => {
+      this.room?.ensure(db);
+      db.transaction(() => {
+        db.prepare("INSERT INTO meta (key, value) VALUES ('probe', 'probe') ON CONFLICT (key) DO UPDATE SET value = excluded.value").run();
+        db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
+      }).immediate();
+    });
   }
 
   /**
