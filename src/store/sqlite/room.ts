@@ -22,7 +22,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { VigilError } from '../../errors.ts';
 
 /** Bytes kept free beyond what the log's copy needs: room for the next write and its own copy. */
-export const ROOM_RESERVE = 1024 * 1024;
+const ROOM_RESERVE = 1024 * 1024;
 /** Free space past which the writer looks again only every RECHECK_MS. */
 const ROOMY = 1024 * 1024 * 1024;
 const RECHECK_MS = 250;
@@ -30,7 +30,7 @@ const RECHECK_MS = 250;
 const TRIES = 5;
 const SLEEP_MS = 2;
 
-export interface RoomReading {
+interface RoomReading {
   /** Bytes free for this process on the database's file system. */
   free: number;
   /** The write-ahead log's size in bytes (0 when there is none). */
@@ -39,14 +39,14 @@ export interface RoomReading {
 
 /** What the guard did since the store opened (for tests and diagnostics). */
 export interface RoomStats {
-  /** Checkpoints the writer ran because the log held too much of the free space. */
+  /** Checkpoints the writer tried (each up to TRIES times) because the log held too much of the free space. */
   checkpoints: number;
   /** Writes refused for want of room. */
   refusals: number;
 }
 
 /** Reads the free space beside `file` and the size of its log; a file system that cannot tell counts as roomy. */
-export function readRoom(file: string): RoomReading {
+function readRoom(file: string): RoomReading {
   let free = Infinity;
   try {
     const fs = statfsSync(dirname(file));
@@ -66,19 +66,18 @@ export class LogRoom {
   constructor(
     private readonly file: string,
     private readonly busyTimeoutMs: number,
-    private readonly read: () => RoomReading = () => readRoom(file),
   ) {}
 
   /** Before a write transaction (outside any): throws VIGIL_STORE_UNAVAILABLE, transient, when the write could leave a log that cannot be copied. */
   ensure(db: BetterSqlite3.Database): void {
     const t = performance.now();
     if (t < this.roomyUntil || db.inTransaction) return;
-    let { free, log } = this.read();
+    let { free, log } = readRoom(this.file);
     if (free >= ROOMY) {
       this.roomyUntil = t + RECHECK_MS;
       return;
     }
-    if (log > 0 && 3 * log > free - ROOM_RESERVE && this.truncate(db)) ({ free, log } = this.read());
+    if (log > 0 && 3 * log > free - ROOM_RESERVE && this.truncate(db)) ({ free, log } = readRoom(this.file));
     if (free - ROOM_RESERVE >= 2 * log) return;
     this.stats.refusals++;
     throw new VigilError(
