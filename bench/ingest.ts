@@ -43,6 +43,7 @@
  * then sit side by side in every index keyed by them, which spares a store most of its page writes), --only=json,protobuf,grpc, --setups=memory,sqlite,
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
+ * --decode-threads=N (the otlp receiver's decode_threads; its default otherwise: 1 with a second core),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
  * vigil alone with `node --cpu-prof`; no ratios then).
  */
@@ -56,6 +57,7 @@ import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { buildPayloads } from './otlp-payloads.ts';
+import { defaultDecodeThreads } from '../src/receivers/otlp/config.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import type { Payload } from './otlp-payloads.ts';
 
@@ -214,6 +216,7 @@ async function main(): Promise<void> {
   const setups = (args.setups ?? 'memory,sqlite').split(',').filter((s) => s !== '') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
   const withBare = !('no-bare' in args);
+  const decodeThreads = args['decode-threads'] !== undefined ? Number(args['decode-threads']) : undefined;
   const sizes = (args.sizes ?? '16,128,512,2048')
     .split(',')
     .filter((x) => x !== '')
@@ -227,7 +230,7 @@ async function main(): Promise<void> {
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(
-    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request\n`,
+    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? `the default (${defaultDecodeThreads()})`}\n`,
   );
 
   if (sizes.length > 0) await decoderTable(sizes);
@@ -238,7 +241,7 @@ async function main(): Promise<void> {
     const payload = encoding === 'json' ? payloads.json : payloads.protobuf;
     const servers = new Map<ServerName, Running>(withBare ? [['bare', await startBare(encoding)]] : []);
     if (withBare && setups.includes('sqlite') && encoding !== 'grpc') servers.set('bare/fsync', await startBareDurable(encoding));
-    for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup));
+    for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup, decodeThreads));
     const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
       const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest, traceIds);
       firstRequest += 1_000_000;
@@ -525,7 +528,7 @@ function listen(server: HttpServer): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // vigil in process
 
-async function startVigil(encoding: Encoding, setup: Setup): Promise<Running> {
+async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined): Promise<Running> {
   const { components } = await import('../src/components.ts');
   const { loadConfigText } = await import('../src/config/load.ts');
   const { createLogger } = await import('../src/logger.ts');
@@ -538,7 +541,7 @@ async function startVigil(encoding: Encoding, setup: Setup): Promise<Running> {
     `receivers:
   otlp:
     protocols:
-      ${protocol}
+      ${protocol}${decodeThreads === undefined ? '' : `\n    decode_threads: ${decodeThreads}`}
 processors:
   classify: {}
   watchdog: {}

@@ -9,8 +9,10 @@
  *       grpc: { endpoint: 127.0.0.1:4317 }
  *     max_request_body_size: 4MiB
  *     auth: { bearer_token: ${env:VIGIL_OTLP_TOKEN} }
+ *     decode_threads: 1
  * ```
  */
+import { availableParallelism } from 'node:os';
 import { Schema, s } from '../../config/schema.ts';
 import type { ParseContext, Path } from '../../config/schema.ts';
 
@@ -18,6 +20,8 @@ export const DEFAULT_HTTP_ENDPOINT = '127.0.0.1:4318';
 export const DEFAULT_GRPC_ENDPOINT = '127.0.0.1:4317';
 /** Applies to the bytes on the wire and, for gzip bodies, to the decompressed bytes. */
 export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
+/** One decode thread where there is a second core for it; on a single core a thread only takes turns with the event loop. */
+export const defaultDecodeThreads = (): number => (availableParallelism() > 1 ? 1 : 0);
 
 export interface OtlpReceiverConfig {
   protocols: {
@@ -32,6 +36,11 @@ export interface OtlpReceiverConfig {
     /** Requests must carry `Authorization: Bearer <token>` (HTTP header, gRPC metadata); never empty. */
     bearer_token: string;
   };
+  /**
+   * Worker threads that decode large request bodies (decode-pool.ts); 0 decodes every body on the
+   * event loop. The schema's default is defaultDecodeThreads(); a config built in code without it has none.
+   */
+  decode_threads?: number;
 }
 
 /**
@@ -63,6 +72,7 @@ export const otlpConfigSchema: Schema<OtlpReceiverConfig> = s
     max_request_body_size: s.size().default(DEFAULT_MAX_REQUEST_BODY_SIZE),
     // Written but empty (`auth:`, `bearer_token: ${env:TOK}` with TOK empty) is an error, never "no auth".
     auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
+    decode_threads: s.int({ min: 0, max: 64 }).default(defaultDecodeThreads),
   })
   .check((c, report) => {
     const { http, grpc } = c.protocols;

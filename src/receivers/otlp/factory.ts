@@ -5,6 +5,8 @@
 import type { Lifecycle, ReceiverFactory, ReceiverSettings } from '../../component.ts';
 import { otlpConfigSchema, httpEndpointOf } from './config.ts';
 import type { OtlpReceiverConfig } from './config.ts';
+import { DecodePool } from './decode-pool.ts';
+import type { DecodePoolStats } from './decode-pool.ts';
 import { OtlpGrpcServer } from './grpc.ts';
 import { OtlpHttpServer } from './http.ts';
 import { OtlpCounters } from './ingest.ts';
@@ -19,6 +21,8 @@ export interface OtlpReceiver extends Lifecycle {
   address(): { host: string; port: number } | undefined;
   /** The bound OTLP/gRPC address once started; undefined otherwise. */
   grpcAddress(): { host: string; port: number } | undefined;
+  /** Where bodies were decoded (worker threads or the event loop); undefined with `decode_threads: 0`. */
+  decoding(): DecodePoolStats | undefined;
 }
 
 export interface OtlpReceiverOptions {
@@ -31,6 +35,7 @@ export interface OtlpReceiverOptions {
 export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpReceiverConfig, options: OtlpReceiverOptions = {}): OtlpReceiver {
   const { id, logger, consumers } = settings;
   const counters = new OtlpCounters();
+  const decoder = (config.decode_threads ?? 0) > 0 ? new DecodePool(config.decode_threads!, logger) : undefined;
   const common = {
     id,
     bearerToken: config.auth?.bearer_token,
@@ -41,6 +46,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
     now: options.now,
     forward: settings.forward ?? {},
     markers: settings.markers ?? {},
+    decoder,
   };
   const httpEndpoint = httpEndpointOf(config);
   const http = httpEndpoint === undefined ? undefined : new OtlpHttpServer({ ...common, endpoint: httpEndpoint, maxBodySize: config.max_request_body_size });
@@ -50,6 +56,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
 
   const stop = async () => {
     await Promise.all([http?.shutdown(), grpc?.shutdown()]);
+    await decoder?.close();
   };
 
   return {
@@ -67,12 +74,13 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
     },
     async shutdown() {
       await stop();
-      logger.debug('OTLP receiver stopped', { receiver: id, stats: counters.snapshot() });
+      logger.debug('OTLP receiver stopped', { receiver: id, stats: counters.snapshot(), decoding: decoder?.stats() });
     },
     stats: () => counters.snapshot(),
     metrics: () => otlpReceiverMetrics(counters.snapshot()),
     address: () => http?.address(),
     grpcAddress: () => grpc?.address(),
+    decoding: () => decoder?.stats(),
   };
 }
 

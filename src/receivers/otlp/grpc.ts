@@ -22,7 +22,8 @@ import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listenError, warnIfExposed } from '../../internal/listen.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
-import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
+import { encodeExportResponse, encodeStatus } from './protobuf.ts';
+import { decodeOnLoop } from './decode-pool.ts';
 
 /** How long shutdown waits for in-flight calls before cancelling them. */
 export const GRPC_SHUTDOWN_GRACE_MS = 5_000;
@@ -184,8 +185,10 @@ export class OtlpGrpcServer {
     let input: DecodedSignal;
     try {
       const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
-      input =
-        signal === 'traces' ? { signal, decoded: decodeTracesProtobuf(call.request, options) } : { signal, decoded: decodeLogsProtobuf(call.request, options) };
+      const decoded = this.options.decoder
+        ? await this.options.decoder.decode('protobuf', signal, call.request, options)
+        : decodeOnLoop('protobuf', signal, call.request, options);
+      input = { signal, decoded } as DecodedSignal;
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
       throw err;

@@ -21,9 +21,8 @@ import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
-import { decodeLogsJson, decodeTracesJson } from './json.ts';
-import { decodeLogsProtobuf, decodeTracesProtobuf, encodeExportResponse, encodeStatus } from './protobuf.ts';
-import type { DecodeOptions, DecodedLogs, DecodedTraces } from './normalized.ts';
+import { encodeExportResponse, encodeStatus } from './protobuf.ts';
+import { decodeOnLoop } from './decode-pool.ts';
 
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -40,15 +39,6 @@ const PATHS: Record<string, Signal> = { '/v1/traces': 'traces', '/v1/logs': 'log
 type Encoding = 'json' | 'protobuf';
 const MEDIA_TYPES: Record<string, Encoding> = { 'application/json': 'json', 'application/x-protobuf': 'protobuf' };
 const PROTOCOLS: Record<Encoding, OtlpProtocol> = { json: 'http-json', protobuf: 'http-protobuf' };
-
-/**
- * Decoders by encoding and signal; each throws VIGIL_PAYLOAD_INVALID for a body it cannot read.
- * Records the relevance test lets go are checked but not built (see DecodeOptions).
- */
-const DECODERS: Record<Encoding, Record<Signal, (body: Buffer, options: DecodeOptions) => DecodedTraces | DecodedLogs>> = {
-  json: { traces: decodeTracesJson, logs: decodeLogsJson },
-  protobuf: { traces: decodeTracesProtobuf, logs: decodeLogsProtobuf },
-};
 
 /** google.rpc.Code values used in Status bodies. */
 const RPC = {
@@ -181,10 +171,10 @@ export class OtlpHttpServer {
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
-        const decoded = DECODERS[bodyEncoding][signal](body, {
-          skipIrrelevant: this.options.forward?.[signal] !== true,
-          markers: this.options.markers?.[signal] === true,
-        });
+        const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
+        const decoded = this.options.decoder
+          ? await this.options.decoder.decode(bodyEncoding, signal, body, options)
+          : decodeOnLoop(bodyEncoding, signal, body, options);
         input = { signal, decoded } as DecodedSignal;
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);

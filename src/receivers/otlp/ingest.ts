@@ -11,6 +11,7 @@ import type { MapOptions } from './mapping.ts';
 import { summarize } from './normalized.ts';
 import type { DecodeStats, DecodedLogs, DecodedTraces } from './normalized.ts';
 import type { Logger } from '../../logger.ts';
+import type { DecodePool } from './decode-pool.ts';
 
 /** The wire protocols of the receiver, as counted in its stats. */
 export type OtlpProtocol = 'http-json' | 'http-protobuf' | 'grpc';
@@ -97,6 +98,8 @@ export interface OtlpTransportOptions {
   forward?: Partial<Record<Signal, boolean>>;
   /** Signals whose pipelines want activity markers (src/model/activity.ts). */
   markers?: Partial<Record<Signal, boolean>>;
+  /** Decodes large bodies on worker threads (decode-pool.ts); without it the event loop decodes every body. */
+  decoder?: DecodePool;
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */

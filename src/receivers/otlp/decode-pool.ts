@@ -1,0 +1,215 @@
+/**
+ * Decoding of large OTLP request bodies on worker threads. Decoding is about a quarter of the
+ * event loop's work per request on the SQLite default (bench:ingest profile, README Performance,
+ * round 12), and every millisecond of it delays the acks of the requests queued behind it. The
+ * decoders are pure (bytes and options in, normalized records out), so a worker thread runs them
+ * as they are and answers with the records; with `skipIrrelevant` (every receiver but a
+ * forwarding one) those are only the relevant records, a small fraction of the body.
+ *
+ * The event loop still decodes:
+ * - bodies under MIN_POOLED_BYTES (a round trip to a thread costs more than they take);
+ * - every body when the receiver forwards records downstream (all records are built, and copying
+ *   them back costs about what decoding them does);
+ * - a body while every thread has MAX_PENDING_PER_THREAD bodies waiting (bounded queues);
+ * - the bodies a thread held when it failed (it is restarted on next use; after MAX_FAILURES
+ *   failures the pool stops using threads).
+ * A body decoded on a thread gives exactly what the event loop would (the same functions; an error
+ * comes back with its code, message and transient flag), so the receiver answers the same either way.
+ */
+import { Worker } from 'node:worker_threads';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Signal } from '../../component.ts';
+import { VigilError, errorMessage } from '../../errors.ts';
+import type { VigilErrorCode } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import { decodeLogsJson, decodeTracesJson } from './json.ts';
+import { decodeLogsProtobuf, decodeTracesProtobuf } from './protobuf.ts';
+import type { DecodeOptions, DecodedLogs, DecodedTraces } from './normalized.ts';
+
+export type BodyEncoding = 'json' | 'protobuf';
+export type Decoded = DecodedTraces | DecodedLogs;
+
+/** Bodies smaller than this are decoded on the event loop: the thread's round trip (two copies, two messages) would cost more. */
+export const MIN_POOLED_BYTES = 16 * 1024;
+/** Bodies waiting per thread; beyond it the event loop decodes (a queue nobody bounds is a queue that grows). */
+export const MAX_PENDING_PER_THREAD = 16;
+/** Thread failures after which the pool decodes everything on the event loop. */
+export const MAX_FAILURES = 3;
+
+const DECODERS: Record<BodyEncoding, Record<Signal, (body: Buffer, options: DecodeOptions) => Decoded>> = {
+  json: { traces: decodeTracesJson, logs: decodeLogsJson },
+  protobuf: { traces: decodeTracesProtobuf, logs: decodeLogsProtobuf },
+};
+
+/** Decodes on the event loop: what the receiver did before the pool, and what it does without one. */
+export function decodeOnLoop(encoding: BodyEncoding, signal: Signal, body: Buffer, options: DecodeOptions): Decoded {
+  return DECODERS[encoding][signal](body, options);
+}
+
+/** A body sent to a thread (the thread's copy of it: the receiver keeps its own for a fallback). */
+export interface DecodeRequest {
+  id: number;
+  encoding: BodyEncoding;
+  signal: Signal;
+  body: Uint8Array;
+  options: DecodeOptions;
+}
+
+/** A thread's answer: the records, or the decoder's error. */
+export type DecodeAnswer = { id: number; decoded: Decoded } | { id: number; error: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string } };
+
+export interface DecodePoolStats {
+  /** Bodies decoded on a thread. */
+  onThreads: number;
+  /** Bodies decoded on the event loop (small, forwarded, queues full, or a thread failed). */
+  onLoop: number;
+  /** Threads that stopped or failed while in use. */
+  failures: number;
+}
+
+export interface DecodePoolOptions {
+  /** Smallest body sent to a thread (MIN_POOLED_BYTES otherwise; the tests send small fixtures). */
+  minPooledBytes?: number;
+  /** The worker's module (this module's sibling decode-worker otherwise). */
+  workerUrl?: string;
+}
+
+interface Job {
+  encoding: BodyEncoding;
+  signal: Signal;
+  body: Buffer;
+  options: DecodeOptions;
+  resolve: (d: Decoded) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Thread {
+  worker: Worker;
+  pending: Map<number, Job>;
+}
+
+/** The worker's entry point: this module's sibling, in the same form (TypeScript under the tests' loader, JavaScript when built). */
+const WORKER_URL = new URL(`./decode-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
+/** Under a TypeScript loader (tsx, in the tests) a worker registers it before importing a `.ts` entry; compiled JavaScript needs nothing. */
+const BOOTSTRAP = `const { workerData } = require('node:worker_threads');
+(async () => {
+  if (workerData.url.endsWith('.ts')) (await import('tsx/esm/api')).register();
+  await import(workerData.url);
+})();`;
+
+export class DecodePool {
+  private readonly threads: Array<Thread | undefined>;
+  private nextId = 0;
+  private failures = 0;
+  private closed = false;
+  private readonly counts: DecodePoolStats = { onThreads: 0, onLoop: 0, failures: 0 };
+
+  private readonly minBytes: number;
+  private readonly workerUrl: string;
+
+  /** `threads` worker threads at most (0: decode everything on the event loop), started on first use. */
+  constructor(
+    threads: number,
+    private readonly logger: Logger,
+    opts: DecodePoolOptions = {},
+  ) {
+    this.threads = new Array<Thread | undefined>(threads).fill(undefined);
+    this.minBytes = opts.minPooledBytes ?? MIN_POOLED_BYTES;
+    this.workerUrl = opts.workerUrl ?? WORKER_URL;
+  }
+
+  /** The body's normalized records; rejects as the decoder would throw (VIGIL_PAYLOAD_INVALID for a body it cannot read). */
+  decode(encoding: BodyEncoding, signal: Signal, body: Buffer, options: DecodeOptions): Promise<Decoded> {
+    const slot = this.slotFor(body, options);
+    if (slot < 0) return this.onLoop({ encoding, signal, body, options });
+    const thread = (this.threads[slot] ??= this.start(slot));
+    const id = ++this.nextId;
+    // The thread gets a copy (moved, not copied again); the body stays here in case it fails.
+    const copy = new Uint8Array(body);
+    return new Promise<Decoded>((resolve, reject) => {
+      thread.pending.set(id, { encoding, signal, body, options, resolve, reject });
+      thread.worker.ref();
+      const request: DecodeRequest = { id, encoding, signal, body: copy, options };
+      thread.worker.postMessage(request, [copy.buffer]);
+    });
+  }
+
+  stats(): DecodePoolStats {
+    return { ...this.counts };
+  }
+
+  /** Stops the threads; bodies they still held are decoded on the event loop. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.threads.flatMap((t) => (t ? [t.worker.terminate()] : [])));
+  }
+
+  /** The thread with the fewest bodies waiting, or -1 when the event loop decodes this one. */
+  private slotFor(body: Buffer, options: DecodeOptions): number {
+    if (this.closed || this.threads.length === 0 || this.failures >= MAX_FAILURES) return -1;
+    if (body.length < this.minBytes || options.skipIrrelevant !== true) return -1;
+    let best = -1;
+    let bestPending = MAX_PENDING_PER_THREAD;
+    for (let i = 0; i < this.threads.length; i++) {
+      const pending = this.threads[i]?.pending.size ?? 0;
+      if (pending < bestPending) {
+        best = i;
+        bestPending = pending;
+      }
+    }
+    return best;
+  }
+
+  private onLoop(job: Pick<Job, 'encoding' | 'signal' | 'body' | 'options'>): Promise<Decoded> {
+    this.counts.onLoop++;
+    try {
+      return Promise.resolve(decodeOnLoop(job.encoding, job.signal, job.body, job.options));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  private start(slot: number): Thread {
+    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { url: this.workerUrl } });
+    // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd below).
+    worker.unref();
+    const thread: Thread = { worker, pending: new Map() };
+    worker.on('message', (answer: DecodeAnswer) => {
+      const job = thread.pending.get(answer.id);
+      if (!job) return;
+      thread.pending.delete(answer.id);
+      if (thread.pending.size === 0) worker.unref();
+      this.counts.onThreads++;
+      if ('decoded' in answer) job.resolve(answer.decoded);
+      else job.reject(errorOf(answer.error));
+    });
+    const failed = (reason: string) => {
+      if (this.threads[slot] !== thread) return;
+      this.threads[slot] = undefined;
+      if (!this.closed) {
+        this.failures++;
+        this.counts.failures++;
+        const last = this.failures >= MAX_FAILURES;
+        this.logger[last ? 'error' : 'warn'](
+          last ? 'OTLP decode thread failed; bodies are decoded on the event loop from now on' : 'OTLP decode thread failed; it is restarted on next use',
+          { reason, pending: thread.pending.size },
+        );
+      }
+      // Nothing a thread held is lost: the event loop decodes it.
+      for (const job of thread.pending.values()) this.onLoop(job).then(job.resolve, job.reject);
+      thread.pending.clear();
+    };
+    worker.on('error', (err) => failed(errorMessage(err)));
+    worker.on('exit', (code) => failed(`exit code ${code}`));
+    return thread;
+  }
+}
+
+/** The decoder's error as the event loop would have thrown it. */
+function errorOf(e: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string }): Error {
+  if (e.code) return new VigilError(e.code, e.message, { transient: e.transient });
+  const err = new Error(e.message);
+  if (e.stack) err.stack = e.stack;
+  return err;
+}

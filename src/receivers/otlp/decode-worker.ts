@@ -1,0 +1,28 @@
+/**
+ * The decode pool's worker thread (decode-pool.ts): decodes the request bodies it is sent with the
+ * receiver's own decoders and answers with the normalized records, or with the decoder's error.
+ */
+import { parentPort } from 'node:worker_threads';
+import { VigilError, errorMessage } from '../../errors.ts';
+import { decodeLogsJson, decodeTracesJson } from './json.ts';
+import { decodeLogsProtobuf, decodeTracesProtobuf } from './protobuf.ts';
+import type { DecodeRequest, DecodeAnswer } from './decode-pool.ts';
+
+const DECODERS = {
+  json: { traces: decodeTracesJson, logs: decodeLogsJson },
+  protobuf: { traces: decodeTracesProtobuf, logs: decodeLogsProtobuf },
+} as const;
+
+parentPort!.on('message', (m: DecodeRequest) => {
+  let answer: DecodeAnswer;
+  try {
+    const body = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
+    answer = { id: m.id, decoded: DECODERS[m.encoding][m.signal](body, m.options) };
+  } catch (err) {
+    answer =
+      err instanceof VigilError
+        ? { id: m.id, error: { code: err.code, message: err.message, transient: err.transient } }
+        : { id: m.id, error: { message: errorMessage(err), stack: (err as Error | undefined)?.stack } };
+  }
+  parentPort!.postMessage(answer);
+});
