@@ -43,7 +43,7 @@
  * then sit side by side in every index keyed by them, which spares a store most of its page writes), --only=json,protobuf,grpc, --setups=memory,sqlite,
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
- * --decode-threads=N (the otlp receiver's decode_threads; its default otherwise: 1 with a second core),
+ * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
  * vigil alone with `node --cpu-prof`; no ratios then).
  */
@@ -57,7 +57,6 @@ import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { buildPayloads } from './otlp-payloads.ts';
-import { defaultDecodeThreads } from '../src/receivers/otlp/config.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import type { Payload } from './otlp-payloads.ts';
 
@@ -230,7 +229,7 @@ async function main(): Promise<void> {
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(
-    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? `the default (${defaultDecodeThreads()})`}\n`,
+    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}\n`,
   );
 
   if (sizes.length > 0) await decoderTable(sizes);

@@ -8,7 +8,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -198,10 +197,10 @@ describe('decode pool', () => {
     }
   });
 
-  test('config: decode_threads defaults to one thread with a second core, and is bounded', () => {
+  test('config: decode_threads defaults to none (the event loop decodes), and is bounded', () => {
     const ctx = new ParseContext();
     const parsed = otlpConfigSchema.parse({}, ['receivers', 'otlp'], ctx)!;
-    assert.equal(parsed.decode_threads, availableParallelism() > 1 ? 1 : 0);
+    assert.equal(parsed.decode_threads, 0);
     assert.equal(otlpConfigSchema.parse({ decode_threads: 4 }, ['receivers', 'otlp'], ctx)!.decode_threads, 4);
     assert.equal(ctx.issues.length, 0);
     for (const bad of [-1, 1.5, 65, 'two']) otlpConfigSchema.parse({ decode_threads: bad }, ['receivers', 'otlp'], ctx);

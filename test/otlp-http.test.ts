@@ -11,7 +11,6 @@ import { ParseContext } from '../src/config/schema.ts';
 import { VigilError, isVigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
-import { defaultDecodeThreads } from '../src/receivers/otlp/config.ts';
 import { createOtlpReceiver, otlpReceiverFactory } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
 
@@ -467,14 +466,14 @@ describe('OTLP receiver: lifecycle and config', () => {
     };
     const defaults = parse({});
     assert.ok(defaults.ctx.ok);
-    assert.deepEqual(defaults.value, { protocols: {}, max_request_body_size: 4 * 1024 * 1024, decode_threads: defaultDecodeThreads() });
+    assert.deepEqual(defaults.value, { protocols: {}, max_request_body_size: 4 * 1024 * 1024, decode_threads: 0 });
     const full = parse({ protocols: { http: null, grpc: { endpoint: ':5317' } }, max_request_body_size: '1MiB', auth: { bearer_token: 't' } });
     assert.ok(full.ctx.ok, JSON.stringify(full.ctx.issues));
     assert.deepEqual(full.value, {
       protocols: { http: { endpoint: '127.0.0.1:4318' }, grpc: { endpoint: '127.0.0.1:5317' } },
       max_request_body_size: 1024 * 1024,
       auth: { bearer_token: 't' },
-      decode_threads: defaultDecodeThreads(),
+      decode_threads: 0,
     });
     const bad = parse({ protocols: { htp: {} }, auth: { bearer_token: '' } });
     assert.equal(bad.ctx.ok, false);
