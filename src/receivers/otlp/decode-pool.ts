@@ -90,12 +90,14 @@ interface Thread {
   pending: Map<number, Job>;
 }
 
-/** The worker's entry point: this module's sibling, in the same form (TypeScript under the tests' loader, JavaScript when built). */
-const WORKER_URL = new URL(`./decode-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
-/** Under a TypeScript loader (tsx, in the tests) a worker registers it before importing a `.ts` entry; compiled JavaScript needs nothing. */
+const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
+/** The worker's entry point: this module's sibling, in the same form (TypeScript from the sources, JavaScript when built). */
+const WORKER_URL = new URL(`./decode-worker${OWN_EXTENSION}`, import.meta.url).href;
+/** From the sources, the worker registers the TypeScript loader first (src/internal/ts-worker-loader.mjs, not in dist/). */
+const LOADER_URL = OWN_EXTENSION === '.ts' ? new URL('../../internal/ts-worker-loader.mjs', import.meta.url).href : undefined;
 const BOOTSTRAP = `const { workerData } = require('node:worker_threads');
 (async () => {
-  if (workerData.url.endsWith('.ts')) (await import('tsx/esm/api')).register();
+  if (workerData.loader) await import(workerData.loader);
   await import(workerData.url);
 })();`;
 
@@ -172,7 +174,7 @@ export class DecodePool {
   }
 
   private start(slot: number): Thread {
-    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { url: this.workerUrl } });
+    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { url: this.workerUrl, loader: LOADER_URL } });
     // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd below).
     worker.unref();
     const thread: Thread = { worker, pending: new Map() };
