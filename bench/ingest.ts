@@ -44,13 +44,14 @@
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
  * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
+ * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
  * vigil alone with `node --cpu-prof`; no ratios then).
  */
 import { Worker } from 'node:worker_threads';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { closeSync, fdatasync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
@@ -64,6 +65,34 @@ type Encoding = 'json' | 'protobuf' | 'grpc';
 type TraceIds = 'random' | 'ordered';
 type Setup = 'memory' | 'sqlite';
 type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
+
+/** Gaps of the event loop longer than this are recorded with --stalls. */
+const STALL_MS = 6;
+
+/**
+ * With --stalls=FILE: the event loop's gaps over STALL_MS during vigil's half-rate slices (a 1 ms
+ * timer that notes when it ran late), as [start, end, slice] with times in microseconds of the
+ * monotonic clock, the clock of V8's CPU profiles; written to FILE at the end. Run under `node
+ * --cpu-prof`, bench/stalls.ts then tells what the event loop ran during them.
+ */
+class StallRecorder {
+  readonly gaps: Array<[number, number, string]> = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  start(label: string): void {
+    let last = process.hrtime.bigint();
+    this.timer = setInterval(() => {
+      const now = process.hrtime.bigint();
+      if (now - last > BigInt(STALL_MS * 1e6)) this.gaps.push([Number(last / 1000n), Number(now / 1000n), label]);
+      last = now;
+    }, 1);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
 
 interface LoadSpec {
   root: string;
@@ -216,6 +245,7 @@ async function main(): Promise<void> {
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
   const withBare = !('no-bare' in args);
   const decodeThreads = args['decode-threads'] !== undefined ? Number(args['decode-threads']) : undefined;
+  const stalls = args.stalls !== undefined ? new StallRecorder() : undefined;
   const sizes = (args.sizes ?? '16,128,512,2048')
     .split(',')
     .filter((x) => x !== '')
@@ -254,7 +284,12 @@ async function main(): Promise<void> {
       const full = await alternate(servers, rounds, (server) => spec(server, 0, 0, durationMs / rounds));
       // bare/fsync is the durable baseline of vigil/sqlite: it runs at vigil/sqlite's half rate (its own maximum is far higher).
       const halfRate = (name: ServerName) => fixedHalfRate ?? rateOf(full.get(name === 'bare/fsync' && full.has('vigil/sqlite') ? 'vigil/sqlite' : name)!) / 2;
-      const half = await alternate(servers, rounds, (server, name) => spec(server, halfRate(name), 0, durationMs / rounds));
+      const half = await alternate(
+        servers,
+        rounds,
+        (server, name) => spec(server, halfRate(name), 0, durationMs / rounds),
+        stalls && { recorder: stalls, encoding },
+      );
       for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
       for (const [name, server] of servers) if (server.summary) console.log(`  (${encoding}) ${name}: ${await server.summary()}`);
     } finally {
@@ -282,6 +317,12 @@ async function main(): Promise<void> {
           .padStart(12)} | ${ratio.padStart(10)} ${cpuRatio.padStart(9)}`,
     );
   }
+  if (stalls) {
+    writeFileSync(args.stalls!, JSON.stringify({ gaps: stalls.gaps }));
+    console.log(
+      `\n${stalls.gaps.length} event-loop gaps over ${STALL_MS} ms in vigil's half-rate slices written to ${args.stalls} (bench/stalls.ts reads them with the CPU profile)`,
+    );
+  }
   console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end (a shared machine: compare the ratios, not the absolute figures)`);
 }
 
@@ -290,6 +331,7 @@ async function alternate(
   servers: Map<ServerName, Running>,
   rounds: number,
   spec: (server: Running, name: ServerName) => LoadSpec,
+  stalls?: { recorder: StallRecorder; encoding: Encoding },
 ): Promise<Map<ServerName, LoadResult>> {
   const totals = new Map<ServerName, LoadResult>([...servers.keys()].map((name) => [name, emptyResult()]));
   const names = [...servers.keys()];
@@ -301,7 +343,9 @@ async function alternate(
       const cpu0 = mainThreadCpuMs();
       const disk0 = diskWriteBytes();
       loop.enable();
+      if (stalls && name.startsWith('vigil/')) stalls.recorder.start(`${stalls.encoding} ${name}`);
       const result = await load(spec(server, name));
+      stalls?.recorder.stop();
       loop.disable();
       result.loopStallMs = loop.max / 1e6;
       if (server.drained) {
