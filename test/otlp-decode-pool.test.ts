@@ -23,7 +23,7 @@ import { buildPayloads } from '../bench/otlp-payloads.ts';
 import { VigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
-import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, decodeOnLoop } from '../src/receivers/otlp/decode-pool.ts';
+import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, decodeBody } from '../src/receivers/otlp/decode-pool.ts';
 import type { BodyEncoding } from '../src/receivers/otlp/decode-pool.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { otlpConfigSchema } from '../src/receivers/otlp/config.ts';
@@ -97,14 +97,14 @@ describe('decode pool', () => {
       for (const c of CASES) {
         for (const markers of [false, true]) {
           const options = { skipIrrelevant: true, markers };
-          const onLoop = decodeOnLoop(c.encoding, c.signal, c.body, options);
+          const onLoop = decodeBody(c.encoding, c.signal, c.body, options);
           const onThread = await pool.decode(c.encoding, c.signal, c.body, options);
           sent++;
           assert.deepEqual(onThread, onLoop, `${c.name}, markers ${markers}`);
         }
       }
       // The cases are not trivially equal: they hold records, and the mixed one a rejection.
-      const mixed = decodeOnLoop('json', 'traces', MIXED, { skipIrrelevant: true });
+      const mixed = decodeBody('json', 'traces', MIXED, { skipIrrelevant: true });
       assert.equal(mixed.stats.rejected, 1);
       assert.equal((mixed.groups[0] as { spans: unknown[] }).spans.length, 1);
       assert.deepEqual(pool.stats(), { onThreads: sent, onLoop: 0, failures: 0 });
@@ -122,7 +122,7 @@ describe('decode pool', () => {
         ['protobuf', Buffer.from([0x0a, 0xff, 0xff, 0x03, 0x01])],
       ];
       for (const [encoding, body] of bad) {
-        const onLoop = await settle(() => decodeOnLoop(encoding, 'traces', body, { skipIrrelevant: true }));
+        const onLoop = await settle(() => decodeBody(encoding, 'traces', body, { skipIrrelevant: true }));
         const onThread = await settle(() => pool.decode(encoding, 'traces', body, { skipIrrelevant: true }));
         assert.equal((onLoop as { error?: { code?: string } }).error?.code, 'VIGIL_PAYLOAD_INVALID', `${encoding}: ${JSON.stringify(onLoop)}`);
         assert.deepEqual(onThread, onLoop);
@@ -138,9 +138,9 @@ describe('decode pool', () => {
     try {
       const small = readFileSync(path.join(EXAMPLES, 'trace.json'));
       assert.ok(small.length < MIN_POOLED_BYTES);
-      assert.deepEqual(await pool.decode('json', 'traces', small, { skipIrrelevant: true }), decodeOnLoop('json', 'traces', small, { skipIrrelevant: true }));
+      assert.deepEqual(await pool.decode('json', 'traces', small, { skipIrrelevant: true }), decodeBody('json', 'traces', small, { skipIrrelevant: true }));
       const big = Buffer.from(payloads.json.template);
-      assert.deepEqual(await pool.decode('json', 'traces', big, { skipIrrelevant: false }), decodeOnLoop('json', 'traces', big, { skipIrrelevant: false }));
+      assert.deepEqual(await pool.decode('json', 'traces', big, { skipIrrelevant: false }), decodeBody('json', 'traces', big, { skipIrrelevant: false }));
       assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: 2, failures: 0 });
     } finally {
       await pool.close();
@@ -151,7 +151,7 @@ describe('decode pool', () => {
     const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0 });
     try {
       const body = Buffer.from(payloads.protobuf.template);
-      const expected = decodeOnLoop('protobuf', 'traces', body, { skipIrrelevant: true });
+      const expected = decodeBody('protobuf', 'traces', body, { skipIrrelevant: true });
       const n = MAX_PENDING_PER_THREAD + 4;
       const all = await Promise.all(Array.from({ length: n }, () => pool.decode('protobuf', 'traces', body, { skipIrrelevant: true })));
       for (const d of all) assert.deepEqual(d, expected);
@@ -164,7 +164,7 @@ describe('decode pool', () => {
   test('closing the pool with bodies on a thread: each is still decoded, none lost', async () => {
     const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0 });
     const body = Buffer.from(payloads.json.template);
-    const expected = decodeOnLoop('json', 'traces', body, { skipIrrelevant: true });
+    const expected = decodeBody('json', 'traces', body, { skipIrrelevant: true });
     const pending = Array.from({ length: 4 }, () => pool.decode('json', 'traces', body, { skipIrrelevant: true }));
     await pool.close();
     for (const d of await Promise.all(pending)) assert.deepEqual(d, expected);
@@ -182,7 +182,7 @@ describe('decode pool', () => {
     const pool = new DecodePool(1, logger, { minPooledBytes: 0, workerUrl: missing });
     try {
       const body = Buffer.from(payloads.protobuf.template);
-      const expected = decodeOnLoop('protobuf', 'traces', body, { skipIrrelevant: true });
+      const expected = decodeBody('protobuf', 'traces', body, { skipIrrelevant: true });
       for (let i = 0; i < MAX_FAILURES + 2; i++) {
         assert.deepEqual(await pool.decode('protobuf', 'traces', body, { skipIrrelevant: true }), expected, `decode ${i + 1}`);
       }

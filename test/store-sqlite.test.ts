@@ -5,12 +5,12 @@ import { closeSync, copyFileSync, existsSync, openSync, readFileSync, statSync, 
 import Database from 'better-sqlite3';
 import { SCHEMA_VERSION } from '../src/store/sqlite/schema.ts';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { isVigilError } from '../src/errors.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { storeConformance } from './helpers/store-conformance.ts';
-import { CAN_MOUNT, mountTmpfs, NO_MOUNT_REASON } from './helpers/faults.ts';
+import { CAN_MOUNT, mountTmpfs, NO_MOUNT_REASON, type Tmpfs } from './helpers/faults.ts';
 import { event } from './helpers/pages.ts';
 import { freePort, healthy, ROOT, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
@@ -375,13 +375,19 @@ describe('sqlite store: the ingest log is trimmed in batches', () => {
   });
 });
 
+/** A writer store on an 8 MiB tmpfs of its own, unmounted when the test ends (the test closes the store). */
+async function storeOnSmallDisk(t: TestContext): Promise<{ disk: Tmpfs; file: string; store: SqliteStore }> {
+  const disk = mountTmpfs(8 * 1024 * 1024);
+  t.after(() => disk.unmount());
+  const file = join(disk.dir, 'state.db');
+  const store = new SqliteStore(config(file));
+  await store.open();
+  return { disk, file, store };
+}
+
 describe('sqlite store: the readiness probe after a failed append', { skip: CAN_MOUNT ? false : NO_MOUNT_REASON }, () => {
   test('it needs room for twice the bytes (log and copy), refuses with the reason while there is none, and leaves nothing in the log or beside it', async (t) => {
-    const disk = mountTmpfs(8 * 1024 * 1024);
-    t.after(() => disk.unmount());
-    const file = join(disk.dir, 'state.db');
-    const store = new SqliteStore(config(file));
-    await store.open();
+    const { disk, file, store } = await storeOnSmallDisk(t);
     try {
       const wal = () => statSync(`${file}-wal`).size;
       await store.probeWrite(64 * 1024);
@@ -407,11 +413,7 @@ describe('sqlite store: the readiness probe after a failed append', { skip: CAN_
 
 describe('sqlite store: the log stays copyable on a disk short of space', { skip: CAN_MOUNT ? false : NO_MOUNT_REASON }, () => {
   test('a reader holds the log: writes are refused while its copy still fits; once the reader ends, the writer copies and truncates it and takes writes again', async (t) => {
-    const disk = mountTmpfs(8 * 1024 * 1024);
-    t.after(() => disk.unmount());
-    const file = join(disk.dir, 'state.db');
-    const store = new SqliteStore(config(file));
-    await store.open();
+    const { disk, file, store } = await storeOnSmallDisk(t);
     const reader = new Database(file, { readonly: true });
     try {
       // A read transaction keeps every later commit in the log: no checkpoint may start it over.

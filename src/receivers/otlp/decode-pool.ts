@@ -43,9 +43,20 @@ const DECODERS: Record<BodyEncoding, Record<Signal, (body: Buffer, options: Deco
   protobuf: { traces: decodeTracesProtobuf, logs: decodeLogsProtobuf },
 };
 
-/** Decodes on the event loop: what the receiver did before the pool, and what it does without one. */
-export function decodeOnLoop(encoding: BodyEncoding, signal: Signal, body: Buffer, options: DecodeOptions): Decoded {
+/** Decodes a body with the receiver's decoders, on the thread that calls it (the event loop, or a decode thread). */
+export function decodeBody(encoding: BodyEncoding, signal: Signal, body: Buffer, options: DecodeOptions): Decoded {
   return DECODERS[encoding][signal](body, options);
+}
+
+/** How a transport decodes a body: through its pool when the receiver has decode threads, else on the event loop. */
+export function decodeWith(
+  decoder: DecodePool | undefined,
+  encoding: BodyEncoding,
+  signal: Signal,
+  body: Buffer,
+  options: DecodeOptions,
+): Decoded | Promise<Decoded> {
+  return decoder ? decoder.decode(encoding, signal, body, options) : decodeBody(encoding, signal, body, options);
 }
 
 /** A body sent to a thread (the thread's copy of it: the receiver keeps its own for a fallback). */
@@ -104,7 +115,6 @@ const BOOTSTRAP = `const { workerData } = require('node:worker_threads');
 export class DecodePool {
   private readonly threads: Array<Thread | undefined>;
   private nextId = 0;
-  private failures = 0;
   private closed = false;
   private readonly counts: DecodePoolStats = { onThreads: 0, onLoop: 0, failures: 0 };
 
@@ -150,7 +160,7 @@ export class DecodePool {
 
   /** The thread with the fewest bodies waiting, or -1 when the event loop decodes this one. */
   private slotFor(body: Buffer, options: DecodeOptions): number {
-    if (this.closed || this.threads.length === 0 || this.failures >= MAX_FAILURES) return -1;
+    if (this.closed || this.threads.length === 0 || this.counts.failures >= MAX_FAILURES) return -1;
     if (body.length < this.minBytes || options.skipIrrelevant !== true) return -1;
     let best = -1;
     let bestPending = MAX_PENDING_PER_THREAD;
@@ -167,7 +177,7 @@ export class DecodePool {
   private onLoop(job: Pick<Job, 'encoding' | 'signal' | 'body' | 'options'>): Promise<Decoded> {
     this.counts.onLoop++;
     try {
-      return Promise.resolve(decodeOnLoop(job.encoding, job.signal, job.body, job.options));
+      return Promise.resolve(decodeBody(job.encoding, job.signal, job.body, job.options));
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -191,9 +201,8 @@ export class DecodePool {
       if (this.threads[slot] !== thread) return;
       this.threads[slot] = undefined;
       if (!this.closed) {
-        this.failures++;
         this.counts.failures++;
-        const last = this.failures >= MAX_FAILURES;
+        const last = this.counts.failures >= MAX_FAILURES;
         this.logger[last ? 'error' : 'warn'](
           last ? 'OTLP decode thread failed; bodies are decoded on the event loop from now on' : 'OTLP decode thread failed; it is restarted on next use',
           { reason, pending: thread.pending.size },

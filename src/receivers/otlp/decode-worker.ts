@@ -4,20 +4,14 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { VigilError, errorMessage } from '../../errors.ts';
-import { decodeLogsJson, decodeTracesJson } from './json.ts';
-import { decodeLogsProtobuf, decodeTracesProtobuf } from './protobuf.ts';
+import { decodeBody } from './decode-pool.ts';
 import type { DecodeRequest, DecodeAnswer } from './decode-pool.ts';
-
-const DECODERS = {
-  json: { traces: decodeTracesJson, logs: decodeLogsJson },
-  protobuf: { traces: decodeTracesProtobuf, logs: decodeLogsProtobuf },
-} as const;
 
 parentPort!.on('message', (m: DecodeRequest) => {
   let answer: DecodeAnswer;
   try {
     const body = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
-    answer = { id: m.id, decoded: DECODERS[m.encoding][m.signal](body, m.options) };
+    answer = { id: m.id, decoded: decodeBody(m.encoding, m.signal, body, m.options) };
   } catch (err) {
     answer =
       err instanceof VigilError

@@ -23,7 +23,7 @@ import { listenError, warnIfExposed } from '../../internal/listen.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
-import { decodeOnLoop } from './decode-pool.ts';
+import { decodeWith } from './decode-pool.ts';
 
 /** How long shutdown waits for in-flight calls before cancelling them. */
 export const GRPC_SHUTDOWN_GRACE_MS = 5_000;
@@ -185,10 +185,7 @@ export class OtlpGrpcServer {
     let input: DecodedSignal;
     try {
       const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
-      const decoded = this.options.decoder
-        ? await this.options.decoder.decode('protobuf', signal, call.request, options)
-        : decodeOnLoop('protobuf', signal, call.request, options);
-      input = { signal, decoded } as DecodedSignal;
+      input = { signal, decoded: await decodeWith(this.options.decoder, 'protobuf', signal, call.request, options) } as DecodedSignal;
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
       throw err;

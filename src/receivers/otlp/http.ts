@@ -22,7 +22,7 @@ import type { VigilErrorCode } from '../../errors.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
-import { decodeOnLoop } from './decode-pool.ts';
+import { decodeWith } from './decode-pool.ts';
 
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -172,10 +172,7 @@ export class OtlpHttpServer {
       let input: DecodedSignal;
       try {
         const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
-        const decoded = this.options.decoder
-          ? await this.options.decoder.decode(bodyEncoding, signal, body, options)
-          : decodeOnLoop(bodyEncoding, signal, body, options);
-        input = { signal, decoded } as DecodedSignal;
+        input = { signal, decoded: await decodeWith(this.options.decoder, bodyEncoding, signal, body, options) } as DecodedSignal;
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
         throw err;

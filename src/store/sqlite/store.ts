@@ -1425,13 +1425,16 @@ export class SqliteStore implements StateStore {
     } finally {
       await rm(this.probeFile, { force: true });
     }
-    this.run('write a probe', (db) => {
-      this.room?.ensure(db);
-      db.transaction(() => {
-        db.prepare("INSERT INTO meta (key, value) VALUES ('probe', 'probe') ON CONFLICT (key) DO UPDATE SET value = excluded.value").run();
-        db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
-      }).immediate();
-    });
+    this.run('write a probe', (db) =>
+      this.relaxed(db, false, () =>
+        db
+          .transaction(() => {
+            db.prepare("INSERT INTO meta (key, value) VALUES ('probe', 'probe') ON CONFLICT (key) DO UPDATE SET value = excluded.value").run();
+            db.prepare("DELETE FROM meta WHERE key = 'probe'").run();
+          })
+          .immediate(),
+      ),
+    );
   }
 
   /**
