@@ -78,6 +78,35 @@ describe('backoff', () => {
     w.notify();
     await p;
   });
+
+  test('the waiter resumes on the next turn, after the notifier has gone on (a request is answered before its pipeline runs)', async () => {
+    const w = new Wakeup();
+    const order: string[] = [];
+    const woken = w.wait(60_000).then(() => order.push('waiter'));
+    w.notify();
+    // The notifier's own continuation: a few promise steps, as from an append to its answer.
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    order.push('notifier');
+    await woken;
+    assert.deepEqual(order, ['notifier', 'waiter']);
+  });
+
+  test('a wake-up scheduled as the wait timed out does not swallow a later notify', async () => {
+    const w = new Wakeup();
+    // The waiter's next wait starts after the stale wake-up ran (an immediate queued behind it).
+    const later = new Promise<{ wait: Promise<void> }>((resolve) => {
+      void w.wait(1).then(() => {
+        // Between the timeout and the scheduled wake-up: this notify finds no waiter and must stay pending.
+        w.notify();
+        setImmediate(() => resolve({ wait: w.wait(60_000) }));
+      });
+    });
+    const until = performance.now() + 5;
+    while (performance.now() < until); // the 1 ms timer is due before the loop turns again
+    w.notify(); // its wake-up runs in the check phase, after the timers phase has ended the wait
+    const outcome = await Promise.race([(await later).wait.then(() => 'woken'), new Promise((r) => setTimeout(() => r('lost'), 1000))]);
+    assert.equal(outcome, 'woken');
+  });
 });
 
 describe('Retry-After and the retryable statuses (OTLP rules)', () => {

@@ -56,7 +56,12 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** A level-triggered wake-up: `notify()` before `wait()` is not lost. */
+/**
+ * A level-triggered wake-up: `notify()` before `wait()` is not lost. The waiter resumes on the
+ * next turn of the event loop, not within the notifier's turn: a receiver notifies its pipeline
+ * right after its append, and its answer (a few promise steps later) would otherwise wait behind
+ * the pipeline's whole round (about 1.5 ms of a request's ack at 45 requests/s, README round 13).
+ */
 export class Wakeup {
   private pending = false;
   private waiter: (() => void) | undefined;
@@ -65,7 +70,7 @@ export class Wakeup {
     this.pending = true;
     const w = this.waiter;
     this.waiter = undefined;
-    w?.();
+    if (w) setImmediate(w);
   }
 
   /** Resolves on the next notify (or a pending one), or after `timeoutMs` (at most MAX_TIMER_MS). */
@@ -76,7 +81,11 @@ export class Wakeup {
     }
     return new Promise((resolve) => {
       let t: NodeJS.Timeout | undefined = undefined;
+      let done = false;
       const finish = () => {
+        // Once: a wake-up scheduled just as the timeout fired must not clear a later notify.
+        if (done) return;
+        done = true;
         clearTimeout(t);
         signal?.removeEventListener('abort', finish);
         if (this.waiter === finish) this.waiter = undefined;
