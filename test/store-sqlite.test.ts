@@ -267,6 +267,44 @@ describe('sqlite store: group commit of appends', () => {
     }
   });
 
+  test('an append that fails part-way leaves nothing of itself, alone or in a group; a refused state write refuses only its append', async () => {
+    const store = new SqliteStore(config(join(tempDir(), 'state.db')));
+    await store.open();
+    try {
+      const broken = (id: string) => {
+        const e = event({ id, time: 9 });
+        (e.payload as Record<string, unknown>).size = 10n; // JSON cannot hold a BigInt: the append throws at this record
+        return e;
+      };
+      // Alone: the group's one transaction is rolled back; its first record's id is not taken.
+      await assert.rejects(store.append('logs', [event({ id: 'x', time: 1 }), broken('bad-1')]));
+      // In a group: run again with a savepoint per append, so only the broken one fails.
+      const outcomes = await Promise.allSettled([
+        store.append('logs', [event({ id: 'y', time: 2 })]),
+        store.append('logs', [event({ id: 'z', time: 3 }), broken('bad-2')]),
+        store.append('logs', [event({ id: 'w', time: 4 })], { state: [{ namespace: 'ns', key: 'k', value: 1, version: 2 }] }),
+        store.append('logs', [event({ id: 'v', time: 5 })], { state: [{ namespace: 'ns', key: 'k', value: 1, version: 1 }] }),
+      ]);
+      assert.deepEqual(outcomes[0], { status: 'fulfilled', value: { appended: 1, duplicates: 0 } });
+      assert.equal(outcomes[1]!.status, 'rejected');
+      assert.equal(outcomes[2]!.status, 'rejected');
+      assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /version/);
+      assert.deepEqual(outcomes[3], { status: 'fulfilled', value: { appended: 1, duplicates: 0 } });
+      assert.deepEqual(await store.append('logs', [event({ id: 'x', time: 1 }), event({ id: 'z', time: 3 }), event({ id: 'w', time: 4 })]), {
+        appended: 3,
+        duplicates: 0,
+      });
+      const page = await store.readPage('logs', 'session-1', 10);
+      assert.deepEqual(
+        page.map((e) => e.event.eventId),
+        ['y', 'v', 'x', 'z', 'w'],
+      );
+      assert.equal((await store.loadState('ns', ['k'])).get('k')?.version, 1);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('appends accepted before close are committed by it', async () => {
     const file = join(tempDir(), 'state.db');
     const store = new SqliteStore(config(file));

@@ -235,13 +235,7 @@ export class SqliteStore implements StateStore {
   private maintenance: NodeJS.Immediate | undefined;
   private readonly bases = new PageBases();
   /** Appends waiting for this turn's group commit, and the scheduled commit. */
-  private appends: Array<{
-    pipeline: string;
-    events: AgentEvent[];
-    state: EncodedNamespace[];
-    resolve: (r: AppendResult) => void;
-    reject: (err: unknown) => void;
-  }> = [];
+  private appends: PendingAppend[] = [];
   private appendTurn: NodeJS.Immediate | undefined;
   /** Group commits whose WAL sync is still running; set once a sync failed (then SQLite syncs on the loop). */
   private readonly syncing = new Set<Promise<void>>();
@@ -615,19 +609,14 @@ export class SqliteStore implements StateStore {
     try {
       this.run('append to the ingest log', (db) => {
         this.relaxed(db, syncOffLoop, () => {
-          db.transaction(() => {
-            for (const a of batch) {
-              const mark = added.length;
-              try {
-                outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, now, added))());
-              } catch (err) {
-                added.length = mark;
-                // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
-                if (!db.inTransaction) throw err;
-                outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
-              }
-            }
-          }).immediate();
+          try {
+            this.appendGroup(db, batch, now, false, outcomes, added);
+          } catch (err) {
+            // A write failed part-way with no savepoint to undo only it: the group was rolled back
+            // whole, and runs again with one per append (SQLite's own refusals, a full disk, fail it again).
+            if (batch.length === 1) throw err;
+            this.appendGroup(db, batch, now, true, outcomes, added);
+          }
         });
       });
     } catch (err) {
@@ -653,6 +642,43 @@ export class SqliteStore implements StateStore {
     this.durable().then(answer, (refusal: unknown) => {
       for (const a of batch) a.reject(refusal);
     });
+  }
+
+  /**
+   * One transaction for a group of appends. Each append's state checks come first and only read,
+   * so a refused one (a version conflict) has written nothing and the others go on. Its writes
+   * run in a savepoint of their own only when `isolate`: a savepoint copies every page it changes
+   * to a sub-journal, a good part of an append's cost, and a write that fails part-way is rare
+   * (the caller then runs the group again, isolated).
+   */
+  private appendGroup(db: Db, batch: PendingAppend[], now: number, isolate: boolean, outcomes: Array<AppendResult | Error>, added: Appended[]): void {
+    outcomes.length = 0;
+    added.length = 0;
+    db.transaction(() => {
+      for (const a of batch) {
+        let found: StateFound[][];
+        try {
+          found = this.checkState(a.state, now);
+        } catch (err) {
+          if (!db.inTransaction) throw err;
+          outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+          continue;
+        }
+        if (!isolate) {
+          outcomes.push(this.appendOne(a.pipeline, a.events, a.state, found, now, added));
+          continue;
+        }
+        const mark = added.length;
+        try {
+          outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, found, now, added))());
+        } catch (err) {
+          added.length = mark;
+          // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
+          if (!db.inTransaction) throw err;
+          outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+        }
+      }
+    }).immediate();
   }
 
   /** Whether a write now commits without its fsync, made durable by a sync of the WAL off the event loop (`synchronous: full` until a sync failed). */
@@ -799,23 +825,21 @@ export class SqliteStore implements StateStore {
    * state write rolls back only it). The entries it wrote go to `added`, for the writer's backlog
    * once the transaction committed.
    */
-  private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], now: number, added: Appended[]): AppendResult {
-    this.checkState(state, now);
+  private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], found: StateFound[][], now: number, added: Appended[]): AppendResult {
     let appended = 0;
     let duplicates = 0;
     for (const event of events) {
-      const seen = this.q.seenGet.get(pipeline, event.eventId) as { expires: number } | undefined;
-      if (seen && seen.expires > now) {
+      // One B-tree visit: claims the id, or finds it claimed and live (then nothing changes).
+      if (this.q.seenClaim.run(pipeline, event.eventId, now + this.cfg.dedupe_window, now).changes === 0) {
         duplicates++;
         continue;
       }
-      this.q.seenPut.run(pipeline, event.eventId, now + this.cfg.dedupe_window);
       this.ql!.insert[this.appendSlot()]!.run(++this.logSeq, pipeline, event.partition, JSON.stringify(event));
       added.push({ pipeline, partition: event.partition, seq: this.logSeq });
       this.segmentFill++;
       appended++;
     }
-    this.applyState(state, now);
+    this.applyState(state, found, now);
     return { appended, duplicates };
   }
 
@@ -1035,7 +1059,7 @@ export class SqliteStore implements StateStore {
                 });
               }
             }
-            this.checkState(state, now);
+            const found = this.checkState(state, now);
             this.checkTimers(c.pipeline, timers);
             // A group in the group log has its newest state there (this writer's copy), else in `groups`.
             const versions = new Map<string, number>();
@@ -1053,7 +1077,7 @@ export class SqliteStore implements StateStore {
                 });
               }
             }
-            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], now, added);
+            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], [], now, added);
             // Appended in sequence (a few database pages), not updated in place (a page per group);
             // numbered here (a rolled-back commit leaves a gap, never a number used twice).
             if (c.groups.length) {
@@ -1061,7 +1085,7 @@ export class SqliteStore implements StateStore {
               c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
               this.qg!.append[this.groupLog]!.run(rows);
             }
-            this.applyState(state, now);
+            this.applyState(state, found, now);
             this.applyTimers(c.pipeline, timers);
             const keep = now + this.cfg.dedupe_window;
             for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
@@ -1237,54 +1261,61 @@ export class SqliteStore implements StateStore {
     return this.qs;
   }
 
-  private liveVersion(namespace: string, key: string, now: number): number {
-    const row = this.state().get.get(namespace, key) as { version: number; expires: number | null } | undefined;
-    return row && (row.expires === null || row.expires > now) ? row.version : 0;
+  /**
+   * Version checks of state writes, in order (a later write sees an earlier one); inside the
+   * transaction. Returns what each write found (whether a row was there, expired or not, and its
+   * live version), for applyState: each key is read once per commit.
+   */
+  private checkState(state: EncodedNamespace[], now: number): StateFound[][] {
+    if (!state.length) return [];
+    const qs = this.state();
+    return state.map((ns) => {
+      const pending = new Map<string, StateFound>();
+      return ns.writes.map((w) => {
+        let found = pending.get(w.key);
+        if (!found) {
+          const row = qs.get.get(ns.namespace, w.key) as { version: number; expires: number | null } | undefined;
+          found = { row: row !== undefined, version: row && (row.expires === null || row.expires > now) ? row.version : 0 };
+        }
+        if (w.version !== undefined && w.version !== found.version + 1) throw stateConflict(ns.namespace, w.key, found.version, w.version);
+        pending.set(w.key, w.json === null ? { row: false, version: 0 } : { row: true, version: found.version + 1 });
+        return found;
+      });
+    });
   }
 
-  /** Version checks of state writes, in order (a later write sees an earlier one); inside the transaction. */
-  private checkState(state: EncodedNamespace[], now: number): void {
-    for (const ns of state) {
-      const pending = new Map<string, number>();
-      for (const w of ns.writes) {
-        const cur = pending.get(w.key) ?? this.liveVersion(ns.namespace, w.key, now);
-        if (w.version !== undefined && w.version !== cur + 1) throw stateConflict(ns.namespace, w.key, cur, w.version);
-        pending.set(w.key, w.json === null ? 0 : cur + 1);
-      }
-    }
-  }
-
-  private applyState(state: EncodedNamespace[], now: number): void {
+  /** Writes checked state (`found`: checkState's answer for the same writes). */
+  private applyState(state: EncodedNamespace[], found: StateFound[][], now: number): void {
     if (!state.length) return;
     const qs = this.state();
-    for (const ns of state) {
+    state.forEach((ns, j) => {
       const name = ns.namespace;
       const meta = (qs.nsGet.get(name) as { entries: number; evicted: number; last_written: number } | undefined) ?? { entries: 0, evicted: 0, last_written: 0 };
       let { entries, evicted, last_written: written } = meta;
-      for (const w of ns.writes) {
-        const row = qs.get.get(name, w.key) as { version: number; expires: number | null } | undefined;
-        const cur = row && (row.expires === null || row.expires > now) ? row.version : 0;
+      ns.writes.forEach((w, i) => {
+        const { row, version } = found[j]![i]!;
         if (w.json === null) {
           if (row) {
             qs.delete.run(name, w.key);
             entries--;
           }
-          continue;
+          return;
         }
         if (!row) entries++;
-        qs.put.run(name, w.key, w.json, cur + 1, ++written, w.ttlMs !== undefined ? now + w.ttlMs : null);
-      }
-      entries -= qs.purge.run(name, name, now, 2 * ns.writes.length + STATE_PURGE_CHUNK).changes;
+        qs.put.run(name, w.key, w.json, version + 1, ++written, w.ttlMs !== undefined ? now + w.ttlMs : null);
+      });
+      // The DELETE builds a temporary table even when nothing is due (~60 µs); the index seek is a few.
+      if (qs.purgeDue.get(name, now)) entries -= qs.purge.run(name, name, now, 2 * ns.writes.length + STATE_PURGE_CHUNK).changes;
       if (entries > ns.maxEntries) {
         entries -= qs.purge.run(name, name, now, entries - ns.maxEntries).changes;
         if (entries > ns.maxEntries) {
-          const n = qs.evict.run(name, name, entries - ns.maxEntries).changes;
-          entries -= n;
-          evicted += n;
+          const gone = qs.evict.run(name, name, entries - ns.maxEntries).changes;
+          entries -= gone;
+          evicted += gone;
         }
       }
       qs.nsPut.run(name, entries, evicted, written);
-    }
+    });
   }
 
   private checkTimers(pipeline: string, t: EncodedTimers): void {
@@ -1555,6 +1586,21 @@ function parseJson<T>(text: string, file: string, what: string): T {
   }
 }
 
+/** An append waiting for its turn's group commit. */
+interface PendingAppend {
+  pipeline: string;
+  events: AgentEvent[];
+  state: EncodedNamespace[];
+  resolve: (r: AppendResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/** What a state write found in its namespace: a row (live or expired) and the live version (0: none). */
+interface StateFound {
+  row: boolean;
+  version: number;
+}
+
 interface StateRow {
   value: string;
   version: number;
@@ -1580,6 +1626,7 @@ function prepareState(db: Db) {
       `DELETE FROM state_entries WHERE namespace = ? AND key IN (
          SELECT key FROM state_entries WHERE namespace = ? AND expires IS NOT NULL AND expires <= ? LIMIT ?)`,
     ),
+    purgeDue: p('SELECT 1 FROM state_entries WHERE namespace = ? AND expires IS NOT NULL AND expires <= ? LIMIT 1'),
     evict: p('DELETE FROM state_entries WHERE namespace = ? AND key IN (SELECT key FROM state_entries WHERE namespace = ? ORDER BY written LIMIT ?)'),
     nsGet: p('SELECT entries, evicted, last_written FROM state_namespaces WHERE namespace = ?'),
     nsPut: p(
@@ -1695,8 +1742,10 @@ function prepare(db: Db, chunks: readonly number[], layout: Layout) {
     )
     .join(', ');
   return {
-    seenGet: p('SELECT expires FROM seen_events WHERE pipeline = ? AND event_id = ?'),
-    seenPut: p('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?) ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires'),
+    seenClaim: p(
+      `INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?)
+       ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires WHERE seen_events.expires <= ?`,
+    ),
     logNextProcessed: p(
       `SELECT MIN(m) AS m FROM (${arms(
         logs,
