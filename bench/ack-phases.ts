@@ -1,0 +1,224 @@
+/**
+ * Where an ingest request's ack time goes on the SQLite default (README, Performance, round 13):
+ * vigil as `bench:ingest` runs it (classify → watchdog → recurrence, durable appends), an open-loop
+ * client in a worker thread at a fixed rate, and each request's time inside vigil cut into phases:
+ *
+ * - to the append: the body read, decoded and mapped, until the store takes the append;
+ * - the wait for the group commit's turn (a setImmediate), and the commit's transaction itself;
+ * - the wait for the WAL's sync (off the event loop, group-committed with the other writes);
+ * - from the sync to the end of the answer.
+ *
+ *   npm run bench:ack-phases -- [--rate=45] [--seconds=20] [--encoding=json|protobuf]
+ *
+ * A diagnosis tool, not a target: it wraps three methods of vigil's own classes from outside
+ * (the HTTP receiver's request handler, the SQLite store's `append` and its group commit), so
+ * vigil's code carries no timing hooks. The client's own latencies (after a 3 s warm-up) are
+ * printed beside them: the difference is the time before vigil's handler runs (the request
+ * waiting for the event loop).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { components } from '../src/components.ts';
+import { loadConfigText } from '../src/config/load.ts';
+import { createLogger } from '../src/logger.ts';
+import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
+import { Service } from '../src/service/service.ts';
+import { SqliteStore } from '../src/store/sqlite/store.ts';
+import { freePort } from '../test/helpers/vigil-process.ts';
+import { buildPayloads } from './otlp-payloads.ts';
+
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
+const rate = Number(args.rate ?? 45);
+const seconds = Number(args.seconds ?? 20);
+const encoding = args.encoding ?? 'json';
+if (!(rate > 0) || !(seconds > 0) || (encoding !== 'json' && encoding !== 'protobuf')) {
+  console.error('usage: bench/ack-phases.ts [--rate=45] [--seconds=20] [--encoding=json|protobuf]');
+  process.exit(2);
+}
+const WARMUP_MS = 3000;
+
+/** One request's times (performance.now()), as the wrapped methods saw them. */
+interface Request {
+  start: number;
+  submitted?: number;
+  commitStart?: number;
+  commitEnd?: number;
+  synced?: number;
+  end?: number;
+}
+const current = new AsyncLocalStorage<Request>();
+const requests: Request[] = [];
+let measuring = false;
+
+// The wrapped methods are private: reached through the prototypes, as any outside probe would.
+type Wrapped = Record<string, (...a: unknown[]) => unknown>;
+const receiver = OtlpHttpServer.prototype as unknown as Wrapped;
+const handle = receiver.handle!;
+receiver.handle = function (this: unknown, ...a: unknown[]) {
+  const r: Request = { start: performance.now() };
+  if (measuring) requests.push(r);
+  return current.run(r, async () => {
+    try {
+      return await handle.apply(this, a);
+    } finally {
+      r.end = performance.now();
+    }
+  });
+};
+interface PendingAppend {
+  request?: Request;
+}
+const store = SqliteStore.prototype as unknown as Wrapped;
+const append = store.append!;
+store.append = function (this: { appends: PendingAppend[] }, ...a: unknown[]) {
+  const r = current.getStore();
+  const done = append.apply(this, a) as Promise<unknown>;
+  if (r) {
+    r.submitted = performance.now();
+    const queued = this.appends[this.appends.length - 1];
+    if (queued) queued.request = r;
+    done.then(
+      () => (r.synced = performance.now()),
+      () => undefined,
+    );
+  }
+  return done;
+};
+const commitAppends = store.commitAppends!;
+store.commitAppends = function (this: { appends: PendingAppend[] }) {
+  const batch = [...this.appends];
+  const t0 = performance.now();
+  commitAppends.call(this);
+  const t1 = performance.now();
+  for (const a of batch) {
+    if (!a.request) continue;
+    a.request.commitStart = t0;
+    a.request.commitEnd = t1;
+  }
+};
+
+const port = await freePort();
+const dir = mkdtempSync(join(tmpdir(), 'vigil-ack-phases-'));
+const config = loadConfigText(
+  `receivers:
+  otlp: { protocols: { http: { endpoint: 127.0.0.1:${port} } } }
+processors: { classify: {}, watchdog: {}, recurrence: {} }
+exporters:
+  file/work: { path: ${join(dir, 'work-events.jsonl')} }
+state:
+  sqlite: { path: ${join(dir, 'state.db')} }
+service:
+  correlation: { failure_wait: 0s }
+  pipelines:
+    traces: { receivers: [otlp], processors: [classify, watchdog, recurrence], exporters: [file/work] }
+`,
+  'ack-phases.yaml',
+  components(),
+);
+const service = new Service(config, components(), { logger: createLogger({ level: 'error' }) });
+await service.start();
+
+const payload = buildPayloads(512)[encoding];
+// The client: one request every 1/rate s (open loop), fresh random-looking trace ids per request (as bench:ingest).
+const client = new Worker(
+  `
+const { workerData, parentPort } = require('node:worker_threads');
+const { request, Agent } = require('node:http');
+const { template, offsets, binary, port, rate, seconds, warmupMs, contentType } = workerData;
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+function body(n) {
+  const b = Buffer.from(template);
+  for (const off of offsets) {
+    const next = binary ? b.readUInt32BE(off + 4) : parseInt(b.toString('latin1', off + 8, off + 16), 16);
+    let h = Math.imul(n ^ next, 0x9e3779b1);
+    h = Math.imul(h ^ (h >>> 15), 0x85ebca77);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae3d);
+    const prefix = (h ^ (h >>> 16)) >>> 0;
+    if (binary) b.writeUInt32BE(prefix, off);
+    else b.write(prefix.toString(16).padStart(8, '0'), off, 'latin1');
+  }
+  return b;
+}
+const latencies = [];
+let sent = 0, outstanding = 0, failed = 0;
+const t0 = performance.now();
+function send() {
+  const b = body(sent++);
+  const s = performance.now();
+  outstanding++;
+  const req = request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent,
+    headers: { 'content-type': contentType, 'content-length': b.length } }, (res) => {
+    res.resume();
+    res.on('end', () => {
+      outstanding--;
+      if (res.statusCode !== 200) failed++;
+      else if (s - t0 >= warmupMs) latencies.push(performance.now() - s);
+    });
+  });
+  req.on('error', () => { outstanding--; failed++; });
+  req.end(b);
+}
+let next = t0;
+function tick() {
+  const now = performance.now();
+  while (next <= now) { send(); next += 1000 / rate; }
+  if (now - t0 < warmupMs + seconds * 1000) return setTimeout(tick, Math.max(0, next - performance.now()));
+  const drain = () => (outstanding ? setTimeout(drain, 20) : parentPort.postMessage({ latencies, failed }));
+  drain();
+}
+tick();
+`,
+  {
+    eval: true,
+    workerData: {
+      template: payload.template,
+      offsets: payload.offsets,
+      binary: encoding === 'protobuf',
+      contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json',
+      port,
+      rate,
+      seconds,
+      warmupMs: WARMUP_MS,
+    },
+  },
+);
+setTimeout(() => (measuring = true), WARMUP_MS);
+const result: { latencies: number[]; failed: number } = await new Promise((resolve, reject) => {
+  client.once('message', resolve);
+  client.once('error', reject);
+});
+await client.terminate();
+await service.shutdown();
+rmSync(dir, { recursive: true, force: true });
+
+const complete = requests.filter((r) => r.end !== undefined && r.synced !== undefined && r.commitEnd !== undefined && r.submitted !== undefined);
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
+};
+const phases: Array<[string, (r: Request) => number]> = [
+  ['read, decode, map', (r) => r.submitted! - r.start],
+  ['wait for the commit turn', (r) => r.commitStart! - r.submitted!],
+  ['commit transaction', (r) => r.commitEnd! - r.commitStart!],
+  ['wait for the WAL sync', (r) => r.synced! - r.commitEnd!],
+  ['sync to answer', (r) => r.end! - r.synced!],
+  ['in vigil, total', (r) => r.end! - r.start],
+];
+const totals = complete.map((r) => r.end! - r.start);
+const slowest = complete.filter((r) => r.end! - r.start >= quantile(totals, 0.99));
+const f = (n: number) => n.toFixed(2).padStart(7);
+console.log(
+  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; Node.js ${process.version}`,
+);
+console.log(
+  `client: ${result.latencies.length} answered, ${result.failed} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,
+);
+console.log(`${'phase (ms)'.padEnd(26)}     p50      p90      p99   mean of the slowest 1% (${slowest.length} requests)`);
+for (const [name, of] of phases) {
+  const xs = complete.map(of);
+  const mean = slowest.map(of).reduce((a, b) => a + b, 0) / slowest.length;
+  console.log(`${name.padEnd(26)} ${f(quantile(xs, 0.5))}  ${f(quantile(xs, 0.9))}  ${f(quantile(xs, 0.99))}  ${f(mean)}`);
+}
