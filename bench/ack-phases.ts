@@ -8,6 +8,9 @@
  * - the wait for the WAL's sync (off the event loop, group-committed with the other writes);
  * - from the sync to the end of the answer.
  *
+ * With the bench's configuration a request makes one append (its batch goes straight to its
+ * pipeline); a request that made two (records waiting in the correlation log) is timed by its last.
+ *
  *   npm run bench:ack-phases -- [--rate=45] [--seconds=20] [--encoding=json|protobuf]
  *
  * A diagnosis tool, not a target: it wraps three methods of vigil's own classes from outside

@@ -821,9 +821,9 @@ export class SqliteStore implements StateStore {
   }
 
   /**
-   * One append with its receiver state, inside its savepoint of the group's transaction (a refused
-   * state write rolls back only it). The entries it wrote go to `added`, for the writer's backlog
-   * once the transaction committed.
+   * One append's writes with its receiver state, inside the group's transaction (in a savepoint of
+   * its own when the group runs isolated: appendGroup); `found` is what checkState read for that
+   * state. The entries it wrote go to `added`, for the writer's backlog once the transaction committed.
    */
   private appendOne(pipeline: string, events: AgentEvent[], state: EncodedNamespace[], found: StateFound[][], now: number, added: Appended[]): AppendResult {
     let appended = 0;
