@@ -1,6 +1,6 @@
 /** Runs the real `vigil` CLI as a child process for end-to-end tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,8 +18,25 @@ export function vigilArgv(bin: 'sources' | 'dist' = process.env.VIGIL_TEST_BIN =
   return bin === 'dist' ? [BIN] : ['--import', import.meta.resolve('tsx'), join(ROOT, 'src/cli/bin.ts')];
 }
 
+/** Temporary directories this process made: removed when it exits (each test file runs as a process of its own). */
+const madeDirs: string[] = [];
+
+/** A new directory in the system's temp dir, removed at this process's exit unless `VIGIL_KEEP_TEMP=1` (to look at a failed run). */
 export function tempDir(prefix = 'vigil-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (madeDirs.push(dir) === 1) process.once('exit', removeTempDirs);
+  return dir;
+}
+
+function removeTempDirs(): void {
+  if (process.env.VIGIL_KEEP_TEMP === '1') return;
+  for (const dir of madeDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // A directory still in use (a tmpfs a failed test left mounted) stays, as it did before.
+    }
+  }
 }
 
 /**
