@@ -20,17 +20,9 @@
  * waiting for the event loop).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { components } from '../src/components.ts';
-import { loadConfigText } from '../src/config/load.ts';
-import { createLogger } from '../src/logger.ts';
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
-import { Service } from '../src/service/service.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { freePort } from '../test/helpers/vigil-process.ts';
+import { load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
@@ -103,99 +95,12 @@ store.commitAppends = function (this: { appends: PendingAppend[] }) {
   }
 };
 
-const port = await freePort();
-const dir = mkdtempSync(join(tmpdir(), 'vigil-ack-phases-'));
-const config = loadConfigText(
-  `receivers:
-  otlp: { protocols: { http: { endpoint: 127.0.0.1:${port} } } }
-processors: { classify: {}, watchdog: {}, recurrence: {} }
-exporters:
-  file/work: { path: ${join(dir, 'work-events.jsonl')} }
-state:
-  sqlite: { path: ${join(dir, 'state.db')} }
-service:
-  correlation: { failure_wait: 0s }
-  pipelines:
-    traces: { receivers: [otlp], processors: [classify, watchdog, recurrence], exporters: [file/work] }
-`,
-  'ack-phases.yaml',
-  components(),
-);
-const service = new Service(config, components(), { logger: createLogger({ level: 'error' }) });
-await service.start();
-
+const vigil = await startVigil(encoding, 'sqlite', undefined);
 const payload = buildPayloads(512)[encoding];
 // The client: one request every 1/rate s (open loop), fresh random-looking trace ids per request (as bench:ingest).
-const client = new Worker(
-  `
-const { workerData, parentPort } = require('node:worker_threads');
-const { request, Agent } = require('node:http');
-const { template, offsets, binary, port, rate, seconds, warmupMs, contentType } = workerData;
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-function body(n) {
-  const b = Buffer.from(template);
-  for (const off of offsets) {
-    const next = binary ? b.readUInt32BE(off + 4) : parseInt(b.toString('latin1', off + 8, off + 16), 16);
-    let h = Math.imul(n ^ next, 0x9e3779b1);
-    h = Math.imul(h ^ (h >>> 15), 0x85ebca77);
-    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae3d);
-    const prefix = (h ^ (h >>> 16)) >>> 0;
-    if (binary) b.writeUInt32BE(prefix, off);
-    else b.write(prefix.toString(16).padStart(8, '0'), off, 'latin1');
-  }
-  return b;
-}
-const latencies = [];
-let sent = 0, outstanding = 0, failed = 0;
-const t0 = performance.now();
-function send() {
-  const b = body(sent++);
-  const s = performance.now();
-  outstanding++;
-  const req = request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent,
-    headers: { 'content-type': contentType, 'content-length': b.length } }, (res) => {
-    res.resume();
-    res.on('end', () => {
-      outstanding--;
-      if (res.statusCode !== 200) failed++;
-      else if (s - t0 >= warmupMs) latencies.push(performance.now() - s);
-    });
-  });
-  req.on('error', () => { outstanding--; failed++; });
-  req.end(b);
-}
-let next = t0;
-function tick() {
-  const now = performance.now();
-  while (next <= now) { send(); next += 1000 / rate; }
-  if (now - t0 < warmupMs + seconds * 1000) return setTimeout(tick, Math.max(0, next - performance.now()));
-  const drain = () => (outstanding ? setTimeout(drain, 20) : parentPort.postMessage({ latencies, failed }));
-  drain();
-}
-tick();
-`,
-  {
-    eval: true,
-    workerData: {
-      template: payload.template,
-      offsets: payload.offsets,
-      binary: encoding === 'protobuf',
-      contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json',
-      port,
-      rate,
-      seconds,
-      warmupMs: WARMUP_MS,
-    },
-  },
-);
 setTimeout(() => (measuring = true), WARMUP_MS);
-const result: { latencies: number[]; failed: number } = await new Promise((resolve, reject) => {
-  client.once('message', resolve);
-  client.once('error', reject);
-});
-await client.terminate();
-await service.shutdown();
-rmSync(dir, { recursive: true, force: true });
+const result = await load(loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'));
+await vigil.stop();
 
 const complete = requests.filter((r) => r.end !== undefined && r.synced !== undefined && r.commitEnd !== undefined && r.submitted !== undefined);
 const quantile = (xs: number[], q: number) => {
@@ -217,7 +122,7 @@ console.log(
   `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; Node.js ${process.version}`,
 );
 console.log(
-  `client: ${result.latencies.length} answered, ${result.failed} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,
+  `client: ${result.latencies.length} answered, ${result.failures} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,
 );
 console.log(`${'phase (ms)'.padEnd(26)}     p50      p90      p99   mean of the slowest 1% (${slowest.length} requests)`);
 for (const [name, of] of phases) {

@@ -1,0 +1,243 @@
+/**
+ * What the ingest benches share (bench/ingest.ts, bench/ack-phases.ts): the load generator, run in
+ * a worker thread, and vigil started in this process with the benches' pipeline.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { Payload } from './otlp-payloads.ts';
+
+export type Encoding = 'json' | 'protobuf' | 'grpc';
+export type TraceIds = 'random' | 'ordered';
+export type Setup = 'memory' | 'sqlite';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+export interface LoadSpec {
+  root: string;
+  /** http://host:port/v1/traces, or host:port for gRPC. */
+  target: string;
+  grpc: boolean;
+  contentType: string;
+  template: Uint8Array;
+  offsets: number[];
+  binary: boolean;
+  concurrency: number;
+  /** Requests per second for an open-loop run; 0 for back-to-back clients. */
+  rate: number;
+  warmupMs: number;
+  durationMs: number;
+  /** First request number (keeps trace ids unique across runs). */
+  firstRequest: number;
+  traceIds: TraceIds;
+}
+
+export interface LoadResult {
+  requests: number;
+  failures: number;
+  elapsedMs: number;
+  /** Request latencies in ms. */
+  latencies: number[];
+  /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
+  loopStallMs?: number;
+  /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
+  busyMs?: number;
+  /** CPU time the main thread ran during the slices and drains, in ms (Linux; NaN elsewhere). */
+  cpuMs?: number;
+  /** Bytes the process caused to be written to storage during the slices and drains (Linux; NaN elsewhere). */
+  diskBytes?: number;
+}
+
+/**
+ * The load generator, run in a worker thread (its own event loop, so the server under test has the
+ * main thread to itself). Plain JavaScript: Node 20 does not apply tsx's loader to workers.
+ */
+const LOAD_GENERATOR = `
+const { parentPort, workerData: spec } = require('node:worker_threads');
+const { request, Agent } = require('node:http');
+const requireFromRoot = require('node:module').createRequire(spec.root + '/');
+const template = Buffer.from(spec.template);
+let next = spec.firstRequest;
+const t0 = performance.now();
+const measureFrom = t0 + spec.warmupMs;
+const stopAt = measureFrom + spec.durationMs;
+const latencies = [];
+let failures = 0;
+function body(n) {
+  const b = Buffer.from(template);
+  for (const offset of spec.offsets) {
+    const prefix = traceIdPrefix(n, b, offset);
+    if (spec.binary) b.writeUInt32BE(prefix, offset);
+    else b.write(prefix.toString(16).padStart(8, '0'), offset, 'latin1');
+  }
+  return b;
+}
+// The first 4 bytes of a trace id in request n. Random-looking as an SDK's (a hash of n and the
+// id's next bytes, so every span of one trace gets the same), or the request number ('ordered':
+// the ids of a request, and of consecutive requests, then sit side by side in any index).
+function traceIdPrefix(n, b, offset) {
+  if (spec.traceIds === 'ordered') return n >>> 0;
+  const next = spec.binary ? b.readUInt32BE(offset + 4) : parseInt(b.toString('latin1', offset + 8, offset + 16), 16);
+  let h = Math.imul(n ^ next, 0x9e3779b1);
+  h = Math.imul(h ^ (h >>> 15), 0x85ebca77);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae3d);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+let send, close;
+if (spec.grpc) {
+  const grpc = requireFromRoot('@grpc/grpc-js');
+  const client = new grpc.Client(spec.target, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': 64 << 20 });
+  const id = (b) => b;
+  send = (payload) => new Promise((resolve) => client.makeUnaryRequest('/opentelemetry.proto.collector.trace.v1.TraceService/Export', id, id, payload, (err) => resolve(!err)));
+  close = () => client.close();
+} else {
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.rate > 0 ? 64 : spec.concurrency });
+  const url = new URL(spec.target);
+  send = (payload) => new Promise((resolve) => {
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
+      headers: { 'content-type': spec.contentType, 'content-length': payload.length } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+      res.on('error', () => resolve(false));
+    });
+    req.on('error', () => resolve(false));
+    req.end(payload);
+  });
+  close = () => agent.destroy();
+}
+function record(ok, latency, at) {
+  if (at < measureFrom) return;
+  if (ok) latencies.push(latency); else failures++;
+}
+async function client() {
+  while (performance.now() < stopAt) {
+    const payload = body(next++);
+    const start = performance.now();
+    const ok = await send(payload);
+    record(ok, performance.now() - start, start);
+  }
+}
+async function openLoop() {
+  // Requests leave on a fixed schedule whatever the answers; latency counts from the scheduled time.
+  const interval = 1000 / spec.rate;
+  const inFlight = new Set();
+  for (let i = 0; ; i++) {
+    const scheduled = t0 + i * interval;
+    if (scheduled >= stopAt) break;
+    const wait = scheduled - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const payload = body(next++);
+    const p = send(payload).then((ok) => { record(ok, performance.now() - scheduled, scheduled); inFlight.delete(p); });
+    inFlight.add(p);
+  }
+  await Promise.all(inFlight);
+}
+const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.concurrency }, client));
+run.then(() => {
+  const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
+  close();
+  parentPort.postMessage({ requests: latencies.length, failures, elapsedMs, latencies });
+});
+`;
+
+export function loadSpec(
+  encoding: Encoding,
+  target: string,
+  payload: Payload,
+  concurrency: number,
+  rate: number,
+  warmupMs: number,
+  durationMs: number,
+  firstRequest: number,
+  traceIds: TraceIds,
+): LoadSpec {
+  return {
+    root: ROOT,
+    target,
+    grpc: encoding === 'grpc',
+    contentType: encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+    template: payload.template,
+    offsets: payload.offsets,
+    binary: encoding !== 'json',
+    concurrency,
+    rate,
+    warmupMs,
+    durationMs,
+    firstRequest,
+    traceIds,
+  };
+}
+
+export function load(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(LOAD_GENERATOR, { eval: true, workerData: spec });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+}
+
+export interface Running {
+  /** The URL (HTTP) or host:port (gRPC) the clients send to. */
+  target: string;
+  stop(): Promise<void>;
+  summary?: () => Promise<string>;
+  /** Resolves once everything accepted so far has been processed (vigil's pipeline is idle). */
+  drained?: () => Promise<void>;
+}
+
+export async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined): Promise<Running> {
+  const { components } = await import('../src/components.ts');
+  const { loadConfigText } = await import('../src/config/load.ts');
+  const { createLogger } = await import('../src/logger.ts');
+  const { Service } = await import('../src/service/service.ts');
+  const { freePort } = await import('../test/helpers/vigil-process.ts');
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
+  const protocol = encoding === 'grpc' ? `grpc: { endpoint: 127.0.0.1:${port} }` : `http: { endpoint: 127.0.0.1:${port} }`;
+  const config = loadConfigText(
+    `receivers:
+  otlp:
+    protocols:
+      ${protocol}${decodeThreads === undefined ? '' : `\n    decode_threads: ${decodeThreads}`}
+processors:
+  classify: {}
+  watchdog: {}
+  recurrence: {}
+exporters:
+  file/work: { path: ${join(dir, 'work-events.jsonl')} }
+state:
+  ${setup === 'sqlite' ? `sqlite: { path: ${join(dir, 'state.db')} }` : 'memory: {}'}
+service:
+  # The failure wait is latency, not work: with it a slice's drain would time 5 s of idle waiting.
+  # Without it nothing waits in the correlation log, so a batch skips it (README, Ingest).
+  correlation: { failure_wait: 0s }
+  pipelines:
+    traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, watchdog, recurrence' : 'classify'}], exporters: [file/work] }
+`,
+    'bench.yaml',
+    components(),
+  );
+  const service = new Service(config, components(), { logger: createLogger({ level: 'error' }) });
+  await service.start();
+  return {
+    target: encoding === 'grpc' ? `127.0.0.1:${port}` : `http://127.0.0.1:${port}/v1/traces`,
+    stop: async () => {
+      await service.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    },
+    drained: async () => {
+      for (;;) {
+        const status = (await service.status()) as { store: { pipelines: Array<{ partitions: Array<{ pending: number }> }> } };
+        const pending = status.store.pipelines.flatMap((p) => p.partitions).reduce((n, p) => n + p.pending, 0);
+        if (pending === 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    summary: async () => {
+      const status = (await service.status()) as { receivers: { otlp: { traces: Record<string, number> } }; ingest: Record<string, number> };
+      const t = status.receivers.otlp.traces;
+      return `${t.requests} requests, ${t.accepted} spans accepted (${t.irrelevant} not relevant, checked but not built), ${status.ingest.appended} events (failures and activity markers) appended and processed`;
+    },
+  };
+}
