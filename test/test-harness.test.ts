@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { freePort, healthy, untilReady, type VigilChild } from './helpers/vigil-process.ts';
 
@@ -58,5 +60,34 @@ describe('freePort', () => {
   test('never hands the same port twice in a run, even when the kernel offers it again', async () => {
     const ports = await Promise.all(Array.from({ length: 50 }, () => freePort()));
     assert.equal(new Set(ports).size, ports.length);
+  });
+
+  test('hands ports the kernel never picks for a port-0 server or an outgoing socket (below its ephemeral range)', async (t) => {
+    let range: string;
+    try {
+      range = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
+    } catch {
+      return t.skip('no /proc/sys/net/ipv4/ip_local_port_range here');
+    }
+    const ephemeralLow = Number(range.trim().split(/\s+/)[0]);
+    const claimed = await Promise.all(Array.from({ length: 50 }, () => freePort()));
+    for (const port of claimed) assert.ok(port < ephemeralLow, `claimed port ${port} is in the ephemeral range (from ${ephemeralLow})`);
+    // What the kernel does hand out, to the servers the tests bind to port 0 while claims are pending.
+    const servers = await Promise.all(
+      Array.from(
+        { length: 100 },
+        () =>
+          new Promise<Server>((resolve) => {
+            const s = createServer();
+            s.listen(0, '127.0.0.1', () => resolve(s));
+          }),
+      ),
+    );
+    try {
+      const taken = servers.map((s) => (s.address() as AddressInfo).port).filter((p) => claimed.includes(p));
+      assert.deepEqual(taken, []);
+    } finally {
+      await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    }
   });
 });

@@ -1,6 +1,6 @@
 /** Runs the real `vigil` CLI as a child process for end-to-end tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -47,11 +47,17 @@ function removeTempDirs(): void {
  * while its own receivers refuse every connection (CI failed once so). A claim is a file named by
  * the port in a shared directory, created exclusively; a port claimed in the last PORT_CLAIM_MS is
  * skipped, an older claim (an earlier run) is taken over.
+ *
+ * The port comes from below the kernel's ephemeral range (ip_local_port_range), where the kernel never
+ * picks on its own: a server a test binds to port 0 (a capture server, the fake OpenAI) or a client's
+ * outgoing socket cannot take a port claimed here before its vigil binds it. Ports from the ephemeral
+ * range could: a fake OpenAI server once got the port another file had claimed for its vigil, and
+ * recorded that file's readiness probe as a request of its agent (CI failed once so).
  */
 export async function freePort(): Promise<number> {
   mkdirSync(PORT_CLAIMS, { recursive: true });
   for (let attempt = 0; ; attempt++) {
-    const port = await kernelFreePort();
+    const port = await unclaimedCandidate();
     const claim = join(PORT_CLAIMS, String(port));
     try {
       writeFileSync(claim, String(process.pid), { flag: 'wx' });
@@ -70,13 +76,42 @@ const PORT_CLAIMS = join(tmpdir(), 'vigil-test-ports');
 /** Longer than the suite runs (a few minutes): no two of its files get the same port. */
 const PORT_CLAIM_MS = 30 * 60_000;
 
-function kernelFreePort(): Promise<number> {
+/** Where claimed ports are drawn from: above the machine's services (PostgreSQL, Redis, RabbitMQ, NATS, ...), below the ephemeral range. */
+const CLAIM_RANGE_LOW = 20_000;
+
+/** The first port of the kernel's ephemeral range; undefined where it cannot be read (not Linux). */
+function ephemeralLow(): number | undefined {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const EPHEMERAL_LOW = ephemeralLow();
+
+/** A port free now: drawn from below the ephemeral range where there is room (at least 1,000 ports), else the kernel's choice. */
+async function unclaimedCandidate(): Promise<number> {
+  if (EPHEMERAL_LOW === undefined || EPHEMERAL_LOW - CLAIM_RANGE_LOW < 1000) return listenOnce(0);
+  for (;;) {
+    const port = CLAIM_RANGE_LOW + Math.floor(Math.random() * (EPHEMERAL_LOW - CLAIM_RANGE_LOW));
+    try {
+      return await listenOnce(port);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' && (err as NodeJS.ErrnoException).code !== 'EACCES') throw err;
+    }
+  }
+}
+
+/** Binds 127.0.0.1:`port` (0: the kernel picks), closes, and returns the port bound. */
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolvePort(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const bound = (srv.address() as { port: number }).port;
+      srv.close(() => resolvePort(bound));
     });
   });
 }
