@@ -11,7 +11,7 @@
  * With the bench's configuration a request makes one append (its batch goes straight to its
  * pipeline); a request that made two (records waiting in the correlation log) is timed by its last.
  *
- *   npm run bench:ack-phases -- [--rate=45] [--seconds=20] [--encoding=json|protobuf]
+ *   npm run bench:ack-phases -- [--rate=45] [--seconds=20] [--encoding=json|protobuf] [--decode-threads=N]
  *
  * A diagnosis tool, not a target: it wraps three methods of vigil's own classes from outside
  * (the HTTP receiver's request handler, the SQLite store's `append` and its group commit), so
@@ -20,6 +20,7 @@
  * waiting for the event loop).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { load, loadSpec, startVigil } from './harness.ts';
@@ -29,8 +30,15 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const rate = Number(args.rate ?? 45);
 const seconds = Number(args.seconds ?? 20);
 const encoding = args.encoding ?? 'json';
-if (!(rate > 0) || !(seconds > 0) || (encoding !== 'json' && encoding !== 'protobuf')) {
-  console.error('usage: bench/ack-phases.ts [--rate=45] [--seconds=20] [--encoding=json|protobuf]');
+// The receiver's decode_threads (unset: its default, decoding on the event loop).
+const decodeThreads = args['decode-threads'] === undefined ? undefined : Number(args['decode-threads']);
+if (
+  !(rate > 0) ||
+  !(seconds > 0) ||
+  (encoding !== 'json' && encoding !== 'protobuf') ||
+  (decodeThreads !== undefined && !(Number.isInteger(decodeThreads) && decodeThreads >= 0))
+) {
+  console.error('usage: bench/ack-phases.ts [--rate=45] [--seconds=20] [--encoding=json|protobuf] [--decode-threads=N]');
   process.exit(2);
 }
 const WARMUP_MS = 3000;
@@ -95,11 +103,17 @@ store.commitAppends = function (this: { appends: PendingAppend[] }) {
   }
 };
 
-const vigil = await startVigil(encoding, 'sqlite', undefined);
+const vigil = await startVigil(encoding, 'sqlite', decodeThreads);
 const payload = buildPayloads(512)[encoding];
 // The client: one request every 1/rate s (open loop), fresh random-looking trace ids per request (as bench:ingest).
-setTimeout(() => (measuring = true), WARMUP_MS);
+// How busy vigil's event loop is over the measured time: a request's wait for it is most of the tail.
+let busyFrom: EventLoopUtilization | undefined;
+setTimeout(() => {
+  measuring = true;
+  busyFrom = performance.eventLoopUtilization();
+}, WARMUP_MS);
 const result = await load(loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'));
+const busy = performance.eventLoopUtilization(busyFrom).utilization;
 await vigil.stop();
 
 const complete = requests.filter((r) => r.end !== undefined && r.synced !== undefined && r.commitEnd !== undefined && r.submitted !== undefined);
@@ -119,8 +133,9 @@ const totals = complete.map((r) => r.end! - r.start);
 const slowest = complete.filter((r) => r.end! - r.start >= quantile(totals, 0.99));
 const f = (n: number) => n.toFixed(2).padStart(7);
 console.log(
-  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; Node.js ${process.version}`,
+  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version}`,
 );
+console.log(`vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time`);
 console.log(
   `client: ${result.latencies.length} answered, ${result.failures} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,
 );
