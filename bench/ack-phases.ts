@@ -20,7 +20,7 @@
  * waiting for the event loop).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { performance, PerformanceObserver, type EventLoopUtilization } from 'node:perf_hooks';
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { load, loadSpec, startVigil } from './harness.ts';
@@ -108,12 +108,24 @@ const payload = buildPayloads(512)[encoding];
 // The client: one request every 1/rate s (open loop), fresh random-looking trace ids per request (as bench:ingest).
 // How busy vigil's event loop is over the measured time: a request's wait for it is most of the tail.
 let busyFrom: EventLoopUtilization | undefined;
+// And how much of it the garbage collector took (its pauses are on the same thread).
+let gcMs = 0;
+let gcCount = 0;
+const gc = new PerformanceObserver((list) => {
+  if (!measuring) return;
+  for (const e of list.getEntries()) {
+    gcMs += e.duration;
+    gcCount++;
+  }
+});
+gc.observe({ entryTypes: ['gc'] });
 setTimeout(() => {
   measuring = true;
   busyFrom = performance.eventLoopUtilization();
 }, WARMUP_MS);
 const result = await load(loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'));
 const busy = performance.eventLoopUtilization(busyFrom).utilization;
+gc.disconnect();
 await vigil.stop();
 
 const complete = requests.filter((r) => r.end !== undefined && r.synced !== undefined && r.commitEnd !== undefined && r.submitted !== undefined);
@@ -135,7 +147,9 @@ const f = (n: number) => n.toFixed(2).padStart(7);
 console.log(
   `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version}`,
 );
-console.log(`vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time`);
+console.log(
+  `vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time; garbage collection ${gcMs.toFixed(0)} ms in ${gcCount} pauses (${((gcMs / (seconds * 1000)) * 100).toFixed(1)}%)`,
+);
 console.log(
   `client: ${result.latencies.length} answered, ${result.failures} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,
 );
