@@ -116,6 +116,26 @@ describe('correlation log: SIGKILL while records wait', () => {
     await waitFor(async () => ((await waiting(s)) === 0 ? true : undefined), 'an empty correlation log');
   });
 
+  test("a trace's session told before a SIGKILL (the root, not kept) is known after the restart: its children go to it at once", async () => {
+    // A session wait longer than the test: a child released by its fallback instead would come too late.
+    const s = await setup('session_wait: 120s, failure_wait: 300ms');
+    const turn = openaiTurn(Date.UTC(2026, 2, 5), 'sess-told');
+    const first = await run(s, children);
+    await send(s, [turn.root]);
+    await kill(first);
+
+    await run(s, children);
+    await send(s, [turn.tool, turn.chat, turn.toolLog, turn.chatLog]);
+    const events = await workItems(s, 2);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.partition]),
+      [
+        ['dev.vigil.work.created', 'sess-told'],
+        ['dev.vigil.work.created', 'sess-told'],
+      ],
+    );
+  });
+
   test('SIGKILL within the failure wait, the root already acknowledged: after the restart the wait resumes and each failure is one work item', async () => {
     const s = await setup('session_wait: 60s, failure_wait: 2s');
     const turn = openaiTurn(Date.UTC(2026, 2, 2), 'sess-crash-2');
