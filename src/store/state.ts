@@ -62,11 +62,11 @@ export interface StateWrite {
   /** The namespace's entry bound (see the header); DEFAULT_STATE_MAX_ENTRIES when omitted. */
   maxEntries?: number;
   /**
-   * A fact the store may keep in memory: an unconditional write (no `version`) of a value (not
-   * null) with `ttlMs`, read back at once like any other entry. The SQLite store keeps such entries
-   * in memory and makes them durable as one sequential row per commit instead of a keyed row each
-   * (README, State: the correlation's trace → session facts); the other stores ignore it. A later
-   * plain write or delete of the key takes it over.
+   * An entry the store may keep in memory: a write of a value (not null) with `ttlMs`, conditional
+   * or not, read back at once like any other entry, with the same versions. The SQLite store keeps
+   * such entries in memory and makes them durable as one sequential row per commit instead of a
+   * keyed row each (README, State: the correlation's per-trace state); the other stores ignore it.
+   * A later plain write or delete of the key takes it over.
    */
   cached?: boolean;
 }
@@ -161,8 +161,7 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
     if (w.maxEntries !== undefined && !(Number.isSafeInteger(w.maxEntries) && w.maxEntries >= 1))
       throw invalid(`${named(where)}: maxEntries must be a positive integer`);
     const json = w.value === null || w.value === undefined ? null : toJson(w.value, where);
-    if (w.cached === true && (w.version !== undefined || json === null || w.ttlMs === undefined))
-      throw invalid(`${named(where)}: a cached write is unconditional (no version), has a value and a ttlMs`);
+    if (w.cached === true && (json === null || w.ttlMs === undefined)) throw invalid(`${named(where)}: a cached write has a value and a ttlMs`);
     if (!ns) byNs.set(w.namespace, (ns = { namespace: w.namespace, maxEntries: DEFAULT_STATE_MAX_ENTRIES, writes: [] }));
     if (w.maxEntries !== undefined) ns.maxEntries = w.maxEntries;
     // Built without spreads (a spread of a fresh object per write): the same keys, in the same order.

@@ -665,8 +665,19 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
             clock += 1;
             assert.deepEqual(await values(store, 'facts', ['t2', 't4']), {});
             assert.deepEqual(await store.listState('facts', 10), []);
-            // What a cached write may not be: conditional, a delete, or without a TTL.
-            for (const bad of [fact('x', 1, { version: 1 }), fact('x', null), fact('x', 1, { ttlMs: undefined })]) {
+            // Conditional cached writes, with long values (a store may keep those out of memory).
+            const long = (n: number) => ({ records: Array.from({ length: n }, (_, i) => `record ${i} of a failure, with its anchor and keys`) });
+            await store.append('logs', [], { state: [fact('v', long(1), { version: 1 }), fact('v', long(2), { version: 2 })] });
+            await assert.rejects(store.append('logs', [], { state: [fact('v', long(9), { version: 2 })] }), conflict);
+            await store.commit(stateCommit({ state: [fact('v', long(3), { version: 3 }), fact('w', long(4), { version: 1 })] }));
+            await assert.rejects(store.commit(stateCommit({ state: [fact('w', long(5), { version: 1 })] })), conflict);
+            assert.deepEqual(await values(store, 'facts', ['v', 'w']), { v: [long(3), 3], w: [long(4), 1] });
+            assert.deepEqual((await store.listState('facts', 10)).map((e) => [e.key, e.value, e.version]).sort(), [
+              ['v', long(3), 3],
+              ['w', long(4), 1],
+            ]);
+            // What a cached write may not be: a delete, or without a TTL.
+            for (const bad of [fact('x', null), fact('x', 1, { ttlMs: undefined })]) {
               await assert.rejects(
                 store.append('logs', [], { state: [bad] }),
                 (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID') && /cached write/.test(e.message),
@@ -903,7 +914,9 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
         await first.append('logs', [], { state: [put('receiver', '/var/log/a.jsonl', { offset: 4096 })] });
         const fact = (key: string, value: unknown) => put('facts', key, value, { ttlMs: 3_600_000, cached: true });
         await first.append('logs', [], { state: [fact('t1', 's1'), fact('t2', 's2'), fact('t3', 's3')] });
-        await first.append('logs', [], { state: [fact('t1', 's1b')] });
+        await first.append('logs', [], {
+          state: [fact('t1', 's1b'), put('facts', 'long', { text: 'x'.repeat(200) }, { ttlMs: 3_600_000, cached: true, version: 1 })],
+        });
         await first.commit(stateCommit({ state: [put('facts', 't2', null)] }));
         const [o1] = await first.readOutbox('logs', 'file', 1);
         await first.ackOutbox('logs', 'file', o1!.seq);
@@ -926,7 +939,11 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           assert.deepEqual(await second.append('logs', [event({ id: 'd1', time: 1, partition: 'D' })]), { appended: 0, duplicates: 1 }, 'dedupe survives');
           assert.deepEqual(await values(second, 'durable', ['ckpt']), { ckpt: [{ version: 1, attempts: [1] }, 1] });
           assert.deepEqual(await values(second, 'receiver', ['/var/log/a.jsonl']), { '/var/log/a.jsonl': [{ offset: 4096 }, 1] });
-          assert.deepEqual(await values(second, 'facts', ['t1', 't2', 't3']), { t1: ['s1b', 2], t3: ['s3', 1] }, 'cached facts, rewritten and deleted');
+          assert.deepEqual(
+            await values(second, 'facts', ['t1', 't2', 't3', 'long']),
+            { t1: ['s1b', 2], t3: ['s3', 1], long: [{ text: 'x'.repeat(200) }, 1] },
+            'cached facts, rewritten and deleted',
+          );
           const due = await second.dueTimers('logs', Date.UTC(2030, 0, 1), 10);
           assert.deepEqual(
             due.timers.map((t) => [t.id, t.partition, t.payload]),

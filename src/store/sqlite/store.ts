@@ -52,7 +52,7 @@ import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { LogRoom, type RoomStats } from './room.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
 import { WriterBacklog } from './backlog.ts';
-import { CachedState, type RowEntry } from './cached-state.ts';
+import { CachedState, type CachedEntry, type RowEntry } from './cached-state.ts';
 import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
@@ -1406,10 +1406,11 @@ export class SqliteStore implements StateStore {
     return this.run('load state', () => {
       const out = new Map<string, StateEntry>();
       if (!this.qs) return out;
+      const rows = new Map<number, RowEntry[]>();
       for (const k of keys) {
         const cached = this.cache.get(namespace, k, now);
         if (cached) {
-          out.set(k, this.entryOf({ value: cached.json, version: cached.version, expires: cached.expires }));
+          out.set(k, this.entryOf({ value: this.cachedJson(namespace, k, cached, rows), version: cached.version, expires: cached.expires }));
           continue;
         }
         const row = this.qs.load.get(namespace, k) as StateRow | undefined;
@@ -1423,13 +1424,30 @@ export class SqliteStore implements StateStore {
   async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
     const now = this.now();
     return this.run('list state', () => {
+      const rows = new Map<number, RowEntry[]>();
       const out: StateListEntry[] = this.cache
         .list(namespace, now, limit)
-        .map(([key, e]) => ({ key, ...this.entryOf({ value: e.json, version: e.version, expires: e.expires }) }));
+        .map(([key, e]) => ({ key, ...this.entryOf({ value: this.cachedJson(namespace, key, e, rows), version: e.version, expires: e.expires }) }));
       if (out.length >= limit || !this.qs) return out;
       for (const r of this.qs.list.all(namespace, now, limit - out.length) as Array<StateRow & { key: string }>) out.push({ key: r.key, ...this.entryOf(r) });
       return out;
     });
+  }
+
+  /** A cached entry's value: kept in memory when short, else read from its row (`rows`: the rows read by this call). */
+  private cachedJson(namespace: string, key: string, e: CachedEntry, rows: Map<number, RowEntry[]>): string {
+    if (e.json !== undefined) return e.json;
+    let row = rows.get(e.row);
+    if (!row) {
+      const text = (this.qc!.row.get(e.row) as { entries: string } | undefined)?.entries;
+      row = text === undefined ? [] : (parseStored(text, `SQLite database '${this.file}' cached state row ${e.row}`) as RowEntry[]);
+      rows.set(e.row, row);
+    }
+    // The key's write of that version: a row may hold two writes of one key (one commit wrote it twice).
+    const found = row.find((w) => w[0] === namespace && w[1] === key && w[3] === e.version && w[2] !== null);
+    if (!found)
+      throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${this.file}': cached state row ${e.row} lacks ${namespace}/${key} version ${e.version}`);
+    return found[2]!;
   }
 
   private entryOf(row: StateRow): StateEntry {
@@ -1731,6 +1749,7 @@ function prepareState(db: Db) {
 function prepareCache(db: Db) {
   return {
     all: db.prepare('SELECT seq, entries FROM state_cache ORDER BY seq'),
+    row: db.prepare('SELECT entries FROM state_cache WHERE seq = ?'),
     insert: db.prepare('INSERT INTO state_cache (entries) VALUES (?)'),
     delete: db.prepare('DELETE FROM state_cache WHERE seq = ?'),
   };
