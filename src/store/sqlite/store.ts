@@ -858,6 +858,19 @@ export class SqliteStore implements StateStore {
     return { appended, duplicates };
   }
 
+  /** Runs a write transaction (`fn`): its staged cached entries take effect if it commits, are dropped if it fails. */
+  private withCache<T>(fn: () => T): T {
+    let out: T;
+    try {
+      out = fn();
+    } catch (err) {
+      this.cache.rollback();
+      throw err;
+    }
+    this.cache.commit();
+    return out;
+  }
+
   /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
   private purge(now: number): void {
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
@@ -1055,7 +1068,7 @@ export class SqliteStore implements StateStore {
     let outboxFrom = 0;
     const added: Appended[] = [];
     let moved: { count: number; next: number | undefined } | undefined;
-    try {
+    this.withCache(() =>
       this.run('commit a page', (db) =>
         this.relaxed(db, syncOffLoop, () =>
           db
@@ -1129,12 +1142,8 @@ export class SqliteStore implements StateStore {
             })
             .immediate(),
         ),
-      );
-    } catch (err) {
-      this.cache.rollback();
-      throw err;
-    }
-    this.cache.commit();
+      ),
+    );
     // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
     if (c.cursor !== null) {
       this.untrimmed.set(`${c.pipeline}\u0000${c.partition}`, [c.pipeline, c.partition]);
