@@ -9,7 +9,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { isVigilError } from '../src/errors.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
-import { storeConformance } from './helpers/store-conformance.ts';
+import { commitOf, storeConformance } from './helpers/store-conformance.ts';
 import { CAN_MOUNT, mountTmpfs, NO_MOUNT_REASON, type Tmpfs } from './helpers/faults.ts';
 import { event } from './helpers/pages.ts';
 import { freePort, healthy, ROOT, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
@@ -380,17 +380,7 @@ describe('sqlite store: cached state (one row per commit, entries in memory)', (
     await store.open();
     try {
       await store.append('logs', [], { state: [fact('a'), fact('b')] });
-      await store.commit({
-        pipeline: 'logs',
-        partition: 'timers',
-        cursor: null,
-        groups: [],
-        turns: [],
-        revisions: [],
-        outbox: [],
-        failures: [],
-        state: [{ namespace: 'facts', key: 'a', value: null }],
-      });
+      await store.commit(commitOf('logs', 'timers', null, { state: [{ namespace: 'facts', key: 'a', value: null }] }));
       await store.append('logs', [], { state: [fact('c')] });
       await store.append('logs', [], {});
       // The tombstone's row is dead but an older row (b's) is live: all three rows stay.
