@@ -1,19 +1,22 @@
 /**
- * Cached state entries of the SQLite store (StateWrite `cached`, README State): facts written
- * unconditionally with a TTL — the correlation's trace → session facts, 32 a request on
- * `bench:ingest` — kept in memory by the writer and made durable as one row per commit in
+ * Cached state entries of the SQLite store (StateWrite `cached`, README State): entries written
+ * with a TTL, conditional or not — the correlation's per-trace state, 32 trace → session facts and
+ * 16 failure-record lists a request on `bench:ingest` — kept in memory by the writer (the file's
+ * only writer, so it checks versions there) and made durable as one row per commit in
  * `state_cache` (schema version 5), instead of a keyed row each in `state_entries`. A keyed row is a
- * random B-tree leaf: 32 facts dirtied about 55 database pages, each a 4 KiB WAL frame the ack's
- * sync waited for; one row of 32 dirties one or two.
+ * random B-tree leaf: those 48 entries dirtied about 80 database pages, each a 4 KiB WAL frame the
+ * ack's sync waited for; one row dirties one or two.
  *
  * The rows are a log, replayed in order at open: an entry replaces the key's earlier one, a
  * tombstone (an entry with no value) removes it — written when a plain write or a delete takes a
  * cached key over, so the key's row in `state_entries` is its truth from then on. In memory each
  * namespace keeps its entries in write order, at most its `maxEntries` (the oldest are evicted, as
  * `state_entries` evicts) and without the expired ones (swept from the oldest). Each row counts its
- * entries still in memory; a row with none left is deleted by a later commit. A row holding a
- * tombstone goes only when every older row has gone: an older row may still hold the entry the
- * tombstone removed, and replaying it without the tombstone would bring that entry back.
+ * entries still in memory; a row with none left is deleted by a later commit — but not before the
+ * rows whose entries it replaced or removed (`covers`): were it gone first, a replay would bring
+ * an older value back. An entry evicted while its row stays (for other entries) may come back at
+ * the next open, within the bound: what a cache of facts may do, never an older value than the
+ * newest written.
  *
  * A long value is not kept in memory: it is read from its row when asked for (INLINE_JSON_CHARS).
  * Writes are staged while their transaction runs (a later write of the same commit sees an earlier
@@ -47,15 +50,17 @@ interface Namespace {
 
 interface Row {
   live: number;
-  tombstones: boolean;
+  /** Rows holding entries this row's entries replaced or removed: it is deleted only after them. */
+  covers: number[];
 }
 
-/** A staged write: an entry, or a tombstone (`entry` undefined) for `key`. */
+/** A staged write: an entry, or a tombstone (`entry` undefined) for `key`, of row `row`. */
 interface Staged {
   namespace: string;
   key: string;
   entry: CachedEntry | undefined;
   maxEntries: number;
+  row: number;
 }
 
 /** What was staged up to a point (`mark`, `rollbackTo`). */
@@ -66,7 +71,7 @@ export interface StagedMark {
 
 /**
  * Values longer than this stay only in their row: 100,000 entries of one released failure record
- * (about 210 B of JSON each) took 46.7 MB of heap with their values, 18 MB without. A short value
+ * (about 210 B of JSON each) took 46.7 MB of heap with their values, 15.4 MB without. A short value
  * (a session id) is kept, so reading it costs no row read.
  */
 export const INLINE_JSON_CHARS = 64;
@@ -77,12 +82,12 @@ const DELETES_PER_COMMIT = 64;
 export class CachedState {
   private readonly namespaces = new Map<string, Namespace>();
   private readonly rows = new Map<number, Row>();
-  /** Rows with no entry left, deletable now or (with a tombstone) once older rows have gone. */
+  /** Rows with no entry left, deletable once the rows they cover have gone. */
   private readonly dead = new Set<number>();
   private staged: Staged[] = [];
   /** Staged entries by namespace and key: what a later write of the same transaction sees. */
   private readonly stagedByKey = new Map<string, Staged>();
-  private stagedRows: Array<{ seq: number; live: number; tombstones: boolean }> = [];
+  private stagedRows: Array<{ seq: number; live: number }> = [];
   private stagedDeletes: number[] = [];
 
   /** The live entry of `key` as the running transaction sees it (staged first); tombstoned, expired or absent: undefined. */
@@ -122,16 +127,14 @@ export class CachedState {
   /** Stages a row the running transaction inserted as `seq`, holding `entries` in order (a tombstone's value is null). */
   stage(seq: number, entries: readonly RowEntry[]): void {
     let live = 0;
-    let tombstones = false;
     for (const [namespace, key, json, version, expires, maxEntries] of entries) {
       const entry = json === null ? undefined : { json: json.length <= INLINE_JSON_CHARS ? json : undefined, version, expires, row: seq };
-      const s: Staged = { namespace, key, entry, maxEntries };
-      if (json === null) tombstones = true;
-      else live++;
+      const s: Staged = { namespace, key, entry, maxEntries, row: seq };
+      if (entry) live++;
       this.staged.push(s);
       this.stagedByKey.set(stagedKey(namespace, key), s);
     }
-    this.stagedRows.push({ seq, live, tombstones });
+    this.stagedRows.push({ seq, live });
   }
 
   mark(): StagedMark {
@@ -157,15 +160,11 @@ export class CachedState {
   /** Rows the running transaction may delete (at most DELETES_PER_COMMIT), forgotten once it commits. */
   deletable(): number[] {
     const out: number[] = [];
-    if (!this.dead.size) return out;
-    let oldest: number | undefined;
     for (const seq of this.dead) {
       if (out.length >= DELETES_PER_COMMIT) break;
-      // A tombstone's row waits for every older row (the header): it goes once it is the oldest.
-      if (this.rows.get(seq)?.tombstones) {
-        oldest ??= Math.min(...this.rows.keys());
-        if (seq !== oldest) continue;
-      }
+      const row = this.rows.get(seq);
+      // The rows it covers go first (the header), in an earlier commit or earlier in this one.
+      if (row && row.covers.some((c) => this.rows.has(c) && !out.includes(c))) continue;
       out.push(seq);
     }
     this.stagedDeletes = out;
@@ -178,7 +177,7 @@ export class CachedState {
       this.rows.delete(seq);
       this.dead.delete(seq);
     }
-    for (const r of this.stagedRows) this.rows.set(r.seq, { live: r.live, tombstones: r.tombstones });
+    for (const r of this.stagedRows) this.rows.set(r.seq, { live: r.live, covers: [] });
     const touched = new Set<Namespace>();
     for (const s of this.staged) touched.add(this.apply(s));
     for (const r of this.stagedRows) if (this.rows.get(r.seq)!.live === 0) this.dead.add(r.seq);
@@ -186,14 +185,17 @@ export class CachedState {
     this.rollback();
   }
 
-  /** Replays the rows of `state_cache` (at open, in sequence order), without the entries expired at `now`. */
+  /**
+   * Replays the rows of `state_cache` (at open, in sequence order), then drops the entries expired
+   * at `now` (after the replay: an expired entry still replaces an older one of its key).
+   */
   load(rows: Iterable<{ seq: number; entries: string }>, now: number): void {
     for (const { seq, entries } of rows) {
-      this.stage(
-        seq,
-        (JSON.parse(entries) as RowEntry[]).filter((e) => e[2] === null || e[4] > now),
-      );
+      this.stage(seq, JSON.parse(entries) as RowEntry[]);
       this.commit();
+    }
+    for (const ns of this.namespaces.values()) {
+      for (const [key, e] of ns.entries) if (e.expires <= now) this.drop(ns, key, e);
     }
   }
 
@@ -208,7 +210,10 @@ export class CachedState {
     let ns = this.namespaces.get(s.namespace);
     if (!ns) this.namespaces.set(s.namespace, (ns = { entries: new Map(), maxEntries: s.maxEntries, evicted: 0, head: undefined, rest: undefined }));
     const before = ns.entries.get(s.key);
-    if (before) this.drop(ns, s.key, before);
+    if (before) {
+      this.drop(ns, s.key, before);
+      if (before.row !== s.row) this.rows.get(s.row)?.covers.push(before.row);
+    }
     if (s.entry) {
       ns.entries.set(s.key, s.entry);
       ns.maxEntries = s.maxEntries;
