@@ -9,7 +9,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { isVigilError } from '../src/errors.ts';
 import { SqliteStore, type SqliteStoreConfig } from '../src/store/sqlite/store.ts';
 import type { StateStore } from '../src/store/types.ts';
-import { commitOf, storeConformance } from './helpers/store-conformance.ts';
+import { storeConformance } from './helpers/store-conformance.ts';
 import { CAN_MOUNT, mountTmpfs, NO_MOUNT_REASON, type Tmpfs } from './helpers/faults.ts';
 import { event } from './helpers/pages.ts';
 import { freePort, healthy, ROOT, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
@@ -276,13 +276,12 @@ describe('sqlite store: group commit of appends', () => {
         (e.payload as Record<string, unknown>).size = 10n; // JSON cannot hold a BigInt: the append throws at this record
         return e;
       };
-      const fact = (key: string) => ({ namespace: 'facts', key, value: key, ttlMs: 60_000, cached: true });
       // Alone: the group's one transaction is rolled back; its first record's id is not taken.
-      await assert.rejects(store.append('logs', [event({ id: 'x', time: 1 }), broken('bad-1')], { state: [fact('fx')] }));
+      await assert.rejects(store.append('logs', [event({ id: 'x', time: 1 }), broken('bad-1')]));
       // In a group: run again with a savepoint per append, so only the broken one fails.
       const outcomes = await Promise.allSettled([
-        store.append('logs', [event({ id: 'y', time: 2 })], { state: [fact('fy')] }),
-        store.append('logs', [event({ id: 'z', time: 3 }), broken('bad-2')], { state: [fact('fz')] }),
+        store.append('logs', [event({ id: 'y', time: 2 })]),
+        store.append('logs', [event({ id: 'z', time: 3 }), broken('bad-2')]),
         store.append('logs', [event({ id: 'w', time: 4 })], { state: [{ namespace: 'ns', key: 'k', value: 1, version: 2 }] }),
         store.append('logs', [event({ id: 'v', time: 5 })], { state: [{ namespace: 'ns', key: 'k', value: 1, version: 1 }] }),
       ]);
@@ -301,7 +300,6 @@ describe('sqlite store: group commit of appends', () => {
         ['y', 'v', 'x', 'z', 'w'],
       );
       assert.equal((await store.loadState('ns', ['k'])).get('k')?.version, 1);
-      assert.deepEqual([...(await store.loadState('facts', ['fx', 'fy', 'fz'])).keys()], ['fy'], 'the cached facts of the failed appends are gone with them');
     } finally {
       await store.close();
     }
@@ -318,130 +316,6 @@ describe('sqlite store: group commit of appends', () => {
     await reopened.open();
     assert.equal(await reopened.pendingCount('logs'), 1);
     await reopened.close();
-  });
-});
-
-describe('sqlite store: cached state (one row per commit, entries in memory)', () => {
-  const rows = (file: string): Array<{ seq: number; entries: string }> => {
-    const db = new Database(file, { readonly: true });
-    try {
-      return db.prepare('SELECT seq, entries FROM state_cache ORDER BY seq').all() as Array<{ seq: number; entries: string }>;
-    } finally {
-      db.close();
-    }
-  };
-  const fact = (key: string, value: unknown = key, extra: Record<string, unknown> = {}) => ({
-    namespace: 'facts',
-    key,
-    value,
-    ttlMs: 60_000,
-    cached: true,
-    ...extra,
-  });
-
-  test('rows whose entries were all rewritten, evicted or expired are deleted; a restart replays the rest', async () => {
-    let clock = Date.UTC(2026, 0, 1);
-    const file = join(tempDir(), 'state.db');
-    const store = new SqliteStore(config(file), undefined, () => clock);
-    await store.open();
-    try {
-      // 200 appends of 5 new facts each, bound 20: 4 rows' worth stay.
-      for (let i = 0; i < 200; i++) {
-        clock += 10;
-        await store.append('logs', [], { state: Array.from({ length: 5 }, (_, j) => fact(`t${i}-${j}`, i, { maxEntries: 20 })) });
-      }
-      assert.ok(rows(file).length <= 6, `rows left: ${rows(file).length}`);
-      assert.deepEqual(
-        (await store.status()).state.find((n) => n.namespace === 'facts'),
-        { namespace: 'facts', entries: 20, evicted: 980 },
-      );
-    } finally {
-      await store.close();
-    }
-    const reopened = new SqliteStore(config(file), undefined, () => clock);
-    await reopened.open();
-    try {
-      const keys = Array.from({ length: 200 }, (_, i) => Array.from({ length: 5 }, (_, j) => `t${i}-${j}`)).flat();
-      const live = [...(await reopened.loadState('facts', keys)).keys()];
-      assert.deepEqual(live, keys.slice(-20), 'the 20 newest, as before the restart');
-      // Everything expires: the sweep drops the entries, and the next appends delete their rows.
-      clock += 61_000;
-      for (let i = 0; i < 3; i++) await reopened.append('logs', [], {});
-      assert.deepEqual(rows(file), []);
-      assert.equal((await reopened.loadState('facts', keys)).size, 0);
-    } finally {
-      await reopened.close();
-    }
-  });
-
-  test('a tombstone (a delete of a cached key) stays until the row of the entry it removed has gone, so a restart never brings the entry back', async () => {
-    const file = join(tempDir(), 'state.db');
-    const store = new SqliteStore(config(file));
-    await store.open();
-    try {
-      await store.append('logs', [], { state: [fact('a'), fact('b')] });
-      await store.commit(commitOf('logs', 'timers', null, { state: [{ namespace: 'facts', key: 'a', value: null }] }));
-      await store.append('logs', [], { state: [fact('c')] });
-      await store.append('logs', [], {});
-      // The tombstone's row is dead but an older row (b's) is live: all three rows stay.
-      assert.equal(rows(file).length, 3);
-    } finally {
-      await store.close();
-    }
-    const reopened = new SqliteStore(config(file));
-    await reopened.open();
-    try {
-      assert.deepEqual([...(await reopened.loadState('facts', ['a', 'b', 'c'])).keys()], ['b', 'c']);
-      // b rewritten: its old row dies, then the tombstone's row is the oldest and goes too.
-      await reopened.append('logs', [], { state: [fact('b', 'b2')] });
-      await reopened.append('logs', [], {});
-      await reopened.append('logs', [], {});
-      assert.deepEqual(
-        rows(file).map((r) => JSON.parse(r.entries).map((e: unknown[]) => e[1])),
-        [['c'], ['b']],
-      );
-    } finally {
-      await reopened.close();
-    }
-  });
-  test('a row whose entry was evicted stays while an older row holds an older value of that key: a restart never brings the older value back', async () => {
-    const file = join(tempDir(), 'state.db');
-    const store = new SqliteStore(config(file));
-    await store.open();
-    const a = (key: string, value: unknown) => fact(key, value, { namespace: 'a', maxEntries: 2 });
-    try {
-      await store.append('logs', [], { state: [a('k', 'v1'), fact('keep')] });
-      await store.append('logs', [], { state: [a('k', 'v2')] });
-      // x and y push k (v2) out of the bound; its row has nothing left, but the first row (k's v1, and 'keep') is live.
-      await store.append('logs', [], { state: [a('x', 1), a('y', 2)] });
-      assert.equal((await store.loadState('a', ['k'])).size, 0);
-      await store.commit(
-        commitOf('logs', 'timers', null, {
-          state: [
-            { namespace: 'a', key: 'x', value: null },
-            { namespace: 'a', key: 'y', value: null },
-          ],
-        }),
-      );
-      for (let i = 0; i < 3; i++) await store.append('logs', [], {});
-      assert.deepEqual(
-        rows(file).map((r) => JSON.parse(r.entries).map((e: string[]) => `${e[0]}/${e[1]}=${e[2]}`)),
-        [['a/k="v1"', 'facts/keep="keep"'], ['a/k="v2"']],
-      );
-    } finally {
-      await store.close();
-    }
-    const reopened = new SqliteStore(config(file));
-    await reopened.open();
-    try {
-      // The evicted entry may come back within the bound; never as v1.
-      assert.deepEqual(
-        [...(await reopened.loadState('a', ['k']))].map(([k, e]) => [k, e.value, e.version]),
-        [['k', 'v2', 2]],
-      );
-    } finally {
-      await reopened.close();
-    }
   });
 });
 

@@ -61,14 +61,6 @@ export interface StateWrite {
   ttlMs?: number;
   /** The namespace's entry bound (see the header); DEFAULT_STATE_MAX_ENTRIES when omitted. */
   maxEntries?: number;
-  /**
-   * An entry the store may keep in memory: a write of a value (not null) with `ttlMs`, conditional
-   * or not, read back at once like any other entry, with the same versions. The SQLite store keeps
-   * such entries in memory and makes them durable as one sequential row per commit instead of a
-   * keyed row each (README, State: the correlation's per-trace state); the other stores ignore it.
-   * A later plain write or delete of the key takes it over.
-   */
-  cached?: boolean;
 }
 
 /** A stored entry as `loadState` returns it. */
@@ -139,7 +131,7 @@ export interface TimerStatus {
 export interface EncodedNamespace {
   namespace: string;
   maxEntries: number;
-  writes: Array<{ key: string; json: string | null; version?: number; ttlMs?: number; cached?: true }>;
+  writes: Array<{ key: string; json: string | null; version?: number; ttlMs?: number }>;
 }
 
 /** Checks a commit's state writes and serializes each value once; throws VIGIL_STATE_INVALID. */
@@ -161,14 +153,12 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
     if (w.maxEntries !== undefined && !(Number.isSafeInteger(w.maxEntries) && w.maxEntries >= 1))
       throw invalid(`${named(where)}: maxEntries must be a positive integer`);
     const json = w.value === null || w.value === undefined ? null : toJson(w.value, where);
-    if (w.cached === true && (json === null || w.ttlMs === undefined)) throw invalid(`${named(where)}: a cached write has a value and a ttlMs`);
     if (!ns) byNs.set(w.namespace, (ns = { namespace: w.namespace, maxEntries: DEFAULT_STATE_MAX_ENTRIES, writes: [] }));
     if (w.maxEntries !== undefined) ns.maxEntries = w.maxEntries;
     // Built without spreads (a spread of a fresh object per write): the same keys, in the same order.
     const encoded: EncodedNamespace['writes'][number] = { key: w.key, json };
     if (w.version !== undefined) encoded.version = w.version;
     if (w.ttlMs !== undefined) encoded.ttlMs = w.ttlMs;
-    if (w.cached === true) encoded.cached = true;
     ns.writes.push(encoded);
   }
   return [...byNs.values()];

@@ -14,8 +14,7 @@ function group(key: string, version: number, count = version): GroupState {
   return { groupKey: key, count, firstSeen: 0, lastSeen: count, lastDecision: 'BurstCoalesced', openWorkId: null, workGeneration: 0, version };
 }
 
-/** A page commit with nothing in it but what `extra` adds (`cursor` null: one that moves no cursor). */
-export function commitOf(pipeline: string, partition: string, cursor: string | null, extra: Partial<PageCommit> = {}): PageCommit {
+function commitOf(pipeline: string, partition: string, cursor: string | null, extra: Partial<PageCommit> = {}): PageCommit {
   return { pipeline, partition, cursor, groups: [], turns: [], revisions: [], outbox: [], failures: [], ...extra };
 }
 
@@ -628,69 +627,6 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
     );
 
     test(
-      'state: cached writes (facts) read back at once with their versions, expire, stay within their bound, and a plain write or a delete takes them over',
-      (() => {
-        let clock = Date.UTC(2026, 0, 1);
-        return withStore(
-          async (store) => {
-            const fact = (key: string, value: unknown, extra: Partial<StateWrite> = {}) =>
-              put('facts', key, value, { ttlMs: 1000, maxEntries: 3, cached: true, ...extra });
-            await store.append('logs', [event({ id: 'c1', time: 1 })], { state: [fact('t1', 's1'), fact('t2', 's2'), fact('t2', 's2b')] });
-            assert.deepEqual(await values(store, 'facts', ['t1', 't2', 't3']), { t1: ['s1', 1], t2: ['s2b', 2] }, 'a later write of one append sees the earlier');
-            assert.equal((await store.loadState('facts', ['t1'])).get('t1')!.expiresAt, clock + 1000);
-            // Two appends of one group commit (concurrent), the second rewriting the first's fact.
-            await Promise.all([store.append('logs', [], { state: [fact('t3', 'a')] }), store.append('logs', [], { state: [fact('t3', 'b')] })]);
-            assert.deepEqual(await values(store, 'facts', ['t3']), { t3: ['b', 2] });
-            // Over the bound of 3: the oldest written (t1) goes.
-            clock += 10;
-            await store.append('logs', [], { state: [fact('t4', 's4')] });
-            assert.deepEqual(Object.keys(await values(store, 'facts', ['t1', 't2', 't3', 't4'])).sort(), ['t2', 't3', 't4']);
-            assert.deepEqual(
-              (await store.status()).state.find((n) => n.namespace === 'facts'),
-              { namespace: 'facts', entries: 3, evicted: 1 },
-            );
-            assert.deepEqual((await store.listState('facts', 10)).map((e) => [e.key, e.value]).sort(), [
-              ['t2', 's2b'],
-              ['t3', 'b'],
-              ['t4', 's4'],
-            ]);
-            // A plain conditional write takes a cached entry over at the next version; a delete removes one.
-            await store.commit(stateCommit({ state: [put('facts', 't2', 'plain', { version: 3, maxEntries: 3 }), put('facts', 't3', null, { maxEntries: 3 })] }));
-            assert.deepEqual(await values(store, 'facts', ['t2', 't3', 't4']), { t2: ['plain', 3], t4: ['s4', 1] });
-            // ...and a cached write takes a plain entry over.
-            await store.append('logs', [], { state: [fact('t2', 'cached again')] });
-            assert.deepEqual(await values(store, 'facts', ['t2']), { t2: ['cached again', 4] });
-            // Expiry by the store clock: t2 and t4 (written at +10) live until +1010.
-            clock += 999;
-            assert.deepEqual(Object.keys(await values(store, 'facts', ['t2', 't4'])).sort(), ['t2', 't4']);
-            clock += 1;
-            assert.deepEqual(await values(store, 'facts', ['t2', 't4']), {});
-            assert.deepEqual(await store.listState('facts', 10), []);
-            // Conditional cached writes, with long values (a store may keep those out of memory).
-            const long = (n: number) => ({ records: Array.from({ length: n }, (_, i) => `record ${i} of a failure, with its anchor and keys`) });
-            await store.append('logs', [], { state: [fact('v', long(1), { version: 1 }), fact('v', long(2), { version: 2 })] });
-            await assert.rejects(store.append('logs', [], { state: [fact('v', long(9), { version: 2 })] }), conflict);
-            await store.commit(stateCommit({ state: [fact('v', long(3), { version: 3 }), fact('w', long(4), { version: 1 })] }));
-            await assert.rejects(store.commit(stateCommit({ state: [fact('w', long(5), { version: 1 })] })), conflict);
-            assert.deepEqual(await values(store, 'facts', ['v', 'w']), { v: [long(3), 3], w: [long(4), 1] });
-            assert.deepEqual((await store.listState('facts', 10)).map((e) => [e.key, e.value, e.version]).sort(), [
-              ['v', long(3), 3],
-              ['w', long(4), 1],
-            ]);
-            // What a cached write may not be: a delete, or without a TTL.
-            for (const bad of [fact('x', null), fact('x', 1, { ttlMs: undefined })]) {
-              await assert.rejects(
-                store.append('logs', [], { state: [bad] }),
-                (e: unknown) => isVigilError(e, 'VIGIL_STATE_INVALID') && /cached write/.test(e.message),
-              );
-            }
-          },
-          { now: () => clock },
-        );
-      })(),
-    );
-
-    test(
       'state: a value over the size bound, a bad namespace or key is VIGIL_STATE_INVALID naming it, and nothing is written',
       withStore(async (store) => {
         const big = 'x'.repeat(MAX_STATE_VALUE_BYTES);
@@ -913,12 +849,6 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           }),
         );
         await first.append('logs', [], { state: [put('receiver', '/var/log/a.jsonl', { offset: 4096 })] });
-        const fact = (key: string, value: unknown) => put('facts', key, value, { ttlMs: 3_600_000, cached: true });
-        await first.append('logs', [], { state: [fact('t1', 's1'), fact('t2', 's2'), fact('t3', 's3')] });
-        await first.append('logs', [], {
-          state: [fact('t1', 's1b'), put('facts', 'long', { text: 'x'.repeat(200) }, { ttlMs: 3_600_000, cached: true, version: 1 })],
-        });
-        await first.commit(stateCommit({ state: [put('facts', 't2', null)] }));
         const [o1] = await first.readOutbox('logs', 'file', 1);
         await first.ackOutbox('logs', 'file', o1!.seq);
         await first.close();
@@ -940,11 +870,6 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
           assert.deepEqual(await second.append('logs', [event({ id: 'd1', time: 1, partition: 'D' })]), { appended: 0, duplicates: 1 }, 'dedupe survives');
           assert.deepEqual(await values(second, 'durable', ['ckpt']), { ckpt: [{ version: 1, attempts: [1] }, 1] });
           assert.deepEqual(await values(second, 'receiver', ['/var/log/a.jsonl']), { '/var/log/a.jsonl': [{ offset: 4096 }, 1] });
-          assert.deepEqual(
-            await values(second, 'facts', ['t1', 't2', 't3', 'long']),
-            { t1: ['s1b', 2], t3: ['s3', 1], long: [{ text: 'x'.repeat(200) }, 1] },
-            'cached facts, rewritten and deleted',
-          );
           const due = await second.dueTimers('logs', Date.UTC(2030, 0, 1), 10);
           assert.deepEqual(
             due.timers.map((t) => [t.id, t.partition, t.payload]),

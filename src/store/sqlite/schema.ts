@@ -4,7 +4,7 @@
  * reused after trimming: a partition cursor compares sequence numbers, and a reused one could hide
  * a new entry behind an old cursor.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 4;
 
 const V1 = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -189,22 +189,8 @@ DROP TABLE ingest_log;
 CREATE VIEW ingest_log AS ${slots.map((t) => `SELECT seq, pipeline, partition, event FROM ${t}`).join(' UNION ALL ')};
 `;
 
-/**
- * Version 5: cached state entries (StateWrite `cached`, cached-state.ts). Each row holds the cached
- * writes of one commit, as a JSON array of `[namespace, key, value JSON or null, version, expires,
- * maxEntries]`; the writer keeps the entries in memory and replays the rows at open. Appended in
- * sequence: one row per commit dirties a page or two, where a keyed row per entry dirtied a random
- * leaf each.
- */
-const V5 = `
-CREATE TABLE IF NOT EXISTS state_cache (
-  seq INTEGER PRIMARY KEY,
-  entries TEXT NOT NULL
-);
-`;
-
 /** A new file gets every table at once. */
-export const SCHEMA = V1 + V2 + V3 + V4 + V5;
+export const SCHEMA = V1 + V2 + V3 + V4;
 
 /** `MIGRATIONS[n]` takes a file of version n to n + 1 (run in one transaction with the version bump). */
-export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3, 3: V4, 4: V5 };
+export const MIGRATIONS: Readonly<Record<number, string>> = { 1: V2, 2: V3, 3: V4 };

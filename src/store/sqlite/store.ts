@@ -52,7 +52,6 @@ import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { LogRoom, type RoomStats } from './room.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
 import { WriterBacklog } from './backlog.ts';
-import { CachedState, type CachedEntry, type RowEntry } from './cached-state.ts';
 import { LOG_SLOTS, logSlot, MIGRATIONS, SCHEMA, SCHEMA_VERSION } from './schema.ts';
 
 export interface SqliteStoreConfig {
@@ -201,10 +200,6 @@ export class SqliteStore implements StateStore {
   private q!: ReturnType<typeof prepare>;
   /** Statements over the version-2 tables; absent when a read-only open found an older file. */
   private qs: ReturnType<typeof prepareState> | undefined;
-  /** The cached state's rows (schema version 5). */
-  private qc: ReturnType<typeof prepareCache> | undefined;
-  /** Cached state entries (StateWrite `cached`), replayed from `state_cache` at open. */
-  private cache = new CachedState();
   /** The writer's backlog per pipeline (readers count in the file). */
   private readonly backlogs = new WriterBacklog();
   private lastPurge = 0;
@@ -351,9 +346,6 @@ export class SqliteStore implements StateStore {
       const layout = version >= 4 ? CURRENT_LAYOUT : OLD_LAYOUT;
       this.q = prepare(db, this.rowChunks, layout);
       this.qs = version >= 2 ? prepareState(db) : undefined;
-      this.qc = version >= 5 ? prepareCache(db) : undefined;
-      this.cache = new CachedState();
-      if (this.qc) this.cache.load(this.qc.all.iterate() as Iterable<{ seq: number; entries: string }>, this.now());
       this.qg = version >= 3 ? prepareGroupLog(db, this.rowChunks, layout) : undefined;
       // Empty after the fold at open; read anyway (the numbers only ever grow).
       if (!opts.readOnly) this.groupLogSeq = (db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM group_log').get() as { n: number }).n;
@@ -628,11 +620,9 @@ export class SqliteStore implements StateStore {
         });
       });
     } catch (err) {
-      this.cache.rollback();
       for (const a of batch) a.reject(err);
       return;
     }
-    this.cache.commit();
     this.wrote(syncOffLoop);
     this.noteAppended(added);
     const answer = () =>
@@ -665,9 +655,6 @@ export class SqliteStore implements StateStore {
     outcomes.length = 0;
     added.length = 0;
     db.transaction(() => {
-      this.cache.rollback();
-      // Cached state rows with no entry left: deleted in sequence with the appends (a page or two).
-      for (const seq of this.qc ? this.cache.deletable() : []) this.qc!.delete.run(seq);
       for (const a of batch) {
         let found: StateFound[][];
         try {
@@ -682,12 +669,10 @@ export class SqliteStore implements StateStore {
           continue;
         }
         const mark = added.length;
-        const staged = this.cache.mark();
         try {
           outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, found, now, added))());
         } catch (err) {
           added.length = mark;
-          this.cache.rollbackTo(staged);
           // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
           if (!db.inTransaction) throw err;
           outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
@@ -858,24 +843,10 @@ export class SqliteStore implements StateStore {
     return { appended, duplicates };
   }
 
-  /** Runs a write transaction (`fn`): its staged cached entries take effect if it commits, are dropped if it fails. */
-  private withCache<T>(fn: () => T): T {
-    let out: T;
-    try {
-      out = fn();
-    } catch (err) {
-      this.cache.rollback();
-      throw err;
-    }
-    this.cache.commit();
-    return out;
-  }
-
   /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
   private purge(now: number): void {
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
-    this.cache.sweep(now);
     this.run('purge expired entries', () => {
       const until = performance.now() + PURGE_BUDGET_MS;
       for (const stmt of [this.q.purgeSeen, this.q.purgeTurns, this.q.purgeRevisions]) {
@@ -1068,80 +1039,77 @@ export class SqliteStore implements StateStore {
     let outboxFrom = 0;
     const added: Appended[] = [];
     let moved: { count: number; next: number | undefined } | undefined;
-    this.withCache(() =>
-      this.run('commit a page', (db) =>
-        this.relaxed(db, syncOffLoop, () =>
-          db
-            .transaction(() => {
-              this.cache.rollback();
-              const q = this.q;
-              // Validate everything before writing anything: the transaction is all or nothing anyway,
-              // but a conflict should not even start writing.
-              let at = 0;
-              if (c.cursor !== null) {
-                const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-                if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
-                  throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
-                }
-                at = stored?.cursor ?? 0;
-                if (cursor <= at || (base !== undefined && base !== String(at))) {
-                  throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
-                    transient: true,
-                  });
-                }
+    this.run('commit a page', (db) =>
+      this.relaxed(db, syncOffLoop, () =>
+        db
+          .transaction(() => {
+            const q = this.q;
+            // Validate everything before writing anything: the transaction is all or nothing anyway,
+            // but a conflict should not even start writing.
+            let at = 0;
+            if (c.cursor !== null) {
+              const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+              if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
+                throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
               }
-              const found = this.checkState(state, now);
-              this.checkTimers(c.pipeline, timers);
-              // A group in the group log has its newest state there (this writer's copy), else in `groups`.
-              const versions = new Map<string, number>();
-              const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
-              if (stored.length) {
-                for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
-                  versions.set(r.group_key, r.version);
-                }
+              at = stored?.cursor ?? 0;
+              if (cursor <= at || (base !== undefined && base !== String(at))) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
+                  transient: true,
+                });
               }
-              for (const g of c.groups) {
-                const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
-                if (v !== g.version - 1) {
-                  throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
-                    transient: true,
-                  });
-                }
+            }
+            const found = this.checkState(state, now);
+            this.checkTimers(c.pipeline, timers);
+            // A group in the group log has its newest state there (this writer's copy), else in `groups`.
+            const versions = new Map<string, number>();
+            const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
+            if (stored.length) {
+              for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
+                versions.set(r.group_key, r.version);
               }
-              for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], [], now, added);
-              // Appended in sequence (a few database pages), not updated in place (a page per group);
-              // numbered here (a rolled-back commit leaves a gap, never a number used twice).
-              if (c.groups.length) {
-                const rows: unknown[] = [];
-                c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
-                this.qg!.append[this.groupLog]!.run(rows);
+            }
+            for (const g of c.groups) {
+              const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
+              if (v !== g.version - 1) {
+                throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
+                  transient: true,
+                });
               }
-              this.applyState(state, found, now);
-              this.applyTimers(c.pipeline, timers);
-              const keep = now + this.cfg.dedupe_window;
-              for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
-              for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
-              if (c.outbox.length) {
-                let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
-                outboxFrom = seq + 1;
-                const rows: unknown[] = [];
-                for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
-                q.outboxInsert.run(rows);
-                q.outboxHeadPut.run(c.pipeline, seq);
-              }
-              if (c.failures.length) {
-                // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
-                const rows: unknown[] = [];
-                for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
-                q.failureInsert.run(rows);
-                q.failureTrim.run(RECENT_FAILURES_MAX);
-              }
-              if (c.cursor === null) return;
-              q.cursorPut.run(c.pipeline, c.partition, cursor);
-              if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
-            })
-            .immediate(),
-        ),
+            }
+            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], [], now, added);
+            // Appended in sequence (a few database pages), not updated in place (a page per group);
+            // numbered here (a rolled-back commit leaves a gap, never a number used twice).
+            if (c.groups.length) {
+              const rows: unknown[] = [];
+              c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
+              this.qg!.append[this.groupLog]!.run(rows);
+            }
+            this.applyState(state, found, now);
+            this.applyTimers(c.pipeline, timers);
+            const keep = now + this.cfg.dedupe_window;
+            for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
+            for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
+            if (c.outbox.length) {
+              let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+              outboxFrom = seq + 1;
+              const rows: unknown[] = [];
+              for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
+              q.outboxInsert.run(rows);
+              q.outboxHeadPut.run(c.pipeline, seq);
+            }
+            if (c.failures.length) {
+              // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+              const rows: unknown[] = [];
+              for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
+              q.failureInsert.run(rows);
+              q.failureTrim.run(RECENT_FAILURES_MAX);
+            }
+            if (c.cursor === null) return;
+            q.cursorPut.run(c.pipeline, c.partition, cursor);
+            if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
+          })
+          .immediate(),
       ),
     );
     // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
@@ -1303,71 +1271,39 @@ export class SqliteStore implements StateStore {
     const qs = this.state();
     return state.map((ns) => {
       const pending = new Map<string, StateFound>();
-      // A namespace of cached writes with no row in the table (its count is of every row, expired
-      // ones included) needs no read per key: one read of the count instead of one per fact.
-      const noRows = ns.writes.every((w) => w.cached) && !((qs.nsGet.get(ns.namespace) as { entries: number } | undefined)?.entries ?? 0);
       return ns.writes.map((w) => {
         let found = pending.get(w.key);
         if (!found) {
-          // A live cached entry is the key's truth (a cached write deletes the key's row).
-          const cached = this.cache.peek(ns.namespace, w.key, now);
-          if (cached) found = { row: false, version: cached.version, cached: true };
-          else if (noRows) found = { row: false, version: 0, cached: false };
-          else {
-            const row = qs.get.get(ns.namespace, w.key) as { version: number; expires: number | null } | undefined;
-            found = { row: row !== undefined, version: row && (row.expires === null || row.expires > now) ? row.version : 0, cached: false };
-          }
+          const row = qs.get.get(ns.namespace, w.key) as { version: number; expires: number | null } | undefined;
+          found = { row: row !== undefined, version: row && (row.expires === null || row.expires > now) ? row.version : 0 };
         }
         if (w.version !== undefined && w.version !== found.version + 1) throw stateConflict(ns.namespace, w.key, found.version, w.version);
-        pending.set(w.key, w.json === null ? { row: false, version: 0, cached: false } : { row: !w.cached, version: found.version + 1, cached: w.cached === true });
+        pending.set(w.key, w.json === null ? { row: false, version: 0 } : { row: true, version: found.version + 1 });
         return found;
       });
     });
   }
 
-  /**
-   * Writes checked state (`found`: checkState's answer for the same writes). Cached writes go to one
-   * `state_cache` row (cached-state.ts), in memory once the transaction commits; a plain write or a
-   * delete of a key cached now adds a tombstone to that row.
-   */
+  /** Writes checked state (`found`: checkState's answer for the same writes). */
   private applyState(state: EncodedNamespace[], found: StateFound[][], now: number): void {
     if (!state.length) return;
     const qs = this.state();
-    let cacheRow: RowEntry[] | undefined;
     state.forEach((ns, j) => {
       const name = ns.namespace;
-      // Read only when a write goes to the table: a namespace of cached writes alone never touches it.
-      let meta: { entries: number; evicted: number; last_written: number } | undefined;
-      const table = () =>
-        (meta ??= {
-          ...((qs.nsGet.get(name) as { entries: number; evicted: number; last_written: number } | undefined) ?? { entries: 0, evicted: 0, last_written: 0 }),
-        });
+      const meta = (qs.nsGet.get(name) as { entries: number; evicted: number; last_written: number } | undefined) ?? { entries: 0, evicted: 0, last_written: 0 };
+      let { entries, evicted, last_written: written } = meta;
       ns.writes.forEach((w, i) => {
-        const { row, version, cached } = found[j]![i]!;
-        if (w.cached) {
-          if (row) {
-            qs.delete.run(name, w.key);
-            table().entries--;
-          }
-          (cacheRow ??= []).push([name, w.key, w.json!, version + 1, now + w.ttlMs!, ns.maxEntries]);
-          return;
-        }
-        if (cached) (cacheRow ??= []).push([name, w.key, null, 0, 0, ns.maxEntries]);
+        const { row, version } = found[j]![i]!;
         if (w.json === null) {
           if (row) {
             qs.delete.run(name, w.key);
-            table().entries--;
+            entries--;
           }
           return;
         }
-        const m = table();
-        if (!row) m.entries++;
-        qs.put.run(name, w.key, w.json, version + 1, ++m.last_written, w.ttlMs !== undefined ? now + w.ttlMs : null);
+        if (!row) entries++;
+        qs.put.run(name, w.key, w.json, version + 1, ++written, w.ttlMs !== undefined ? now + w.ttlMs : null);
       });
-      if (meta === undefined) return;
-      // Assigned in the closure above: the type checker cannot see it.
-      const counts = meta as { entries: number; evicted: number; last_written: number };
-      let { entries, evicted } = counts;
       // The DELETE builds a temporary table even when nothing is due (~60 µs); the index seek is a few.
       if (qs.purgeDue.get(name, now)) entries -= qs.purge.run(name, name, now, 2 * ns.writes.length + STATE_PURGE_CHUNK).changes;
       if (entries > ns.maxEntries) {
@@ -1378,12 +1314,8 @@ export class SqliteStore implements StateStore {
           evicted += gone;
         }
       }
-      qs.nsPut.run(name, entries, evicted, counts.last_written);
+      qs.nsPut.run(name, entries, evicted, written);
     });
-    if (cacheRow) {
-      const seq = Number(this.qc!.insert.run(JSON.stringify(cacheRow)).lastInsertRowid);
-      this.cache.stage(seq, cacheRow);
-    }
   }
 
   private checkTimers(pipeline: string, t: EncodedTimers): void {
@@ -1415,13 +1347,7 @@ export class SqliteStore implements StateStore {
     return this.run('load state', () => {
       const out = new Map<string, StateEntry>();
       if (!this.qs) return out;
-      const rows = new Map<number, RowEntry[]>();
       for (const k of keys) {
-        const cached = this.cache.get(namespace, k, now);
-        if (cached) {
-          out.set(k, this.entryOf({ value: this.cachedJson(namespace, k, cached, rows), version: cached.version, expires: cached.expires }));
-          continue;
-        }
         const row = this.qs.load.get(namespace, k) as StateRow | undefined;
         if (row && (row.expires === null || row.expires > now)) out.set(k, this.entryOf(row));
       }
@@ -1429,34 +1355,11 @@ export class SqliteStore implements StateStore {
     });
   }
 
-  /** The cached entries first (newest first: they are the newest writes of their namespace), then the table's, newest written first. */
   async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
     const now = this.now();
-    return this.run('list state', () => {
-      const rows = new Map<number, RowEntry[]>();
-      const out: StateListEntry[] = this.cache
-        .list(namespace, now, limit)
-        .map(([key, e]) => ({ key, ...this.entryOf({ value: this.cachedJson(namespace, key, e, rows), version: e.version, expires: e.expires }) }));
-      if (out.length >= limit || !this.qs) return out;
-      for (const r of this.qs.list.all(namespace, now, limit - out.length) as Array<StateRow & { key: string }>) out.push({ key: r.key, ...this.entryOf(r) });
-      return out;
-    });
-  }
-
-  /** A cached entry's value: kept in memory when short, else read from its row (`rows`: the rows read by this call). */
-  private cachedJson(namespace: string, key: string, e: CachedEntry, rows: Map<number, RowEntry[]>): string {
-    if (e.json !== undefined) return e.json;
-    let row = rows.get(e.row);
-    if (!row) {
-      const text = (this.qc!.row.get(e.row) as { entries: string } | undefined)?.entries;
-      row = text === undefined ? [] : (parseStored(text, `SQLite database '${this.file}' cached state row ${e.row}`) as RowEntry[]);
-      rows.set(e.row, row);
-    }
-    // The key's write of that version: a row may hold two writes of one key (one commit wrote it twice).
-    const found = row.find((w) => w[0] === namespace && w[1] === key && w[3] === e.version && w[2] !== null);
-    if (!found)
-      throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${this.file}': cached state row ${e.row} lacks ${namespace}/${key} version ${e.version}`);
-    return found[2]!;
+    return this.run('list state', () =>
+      ((this.qs?.list.all(namespace, now, limit) ?? []) as Array<StateRow & { key: string }>).map((r) => ({ key: r.key, ...this.entryOf(r) })),
+    );
   }
 
   private entryOf(row: StateRow): StateEntry {
@@ -1476,21 +1379,13 @@ export class SqliteStore implements StateStore {
     });
   }
 
-  /** The table's counts with the cached entries added (their evictions counted since the store opened). */
   private namespaceStatus(now: number): NamespaceStatus[] {
     if (!this.qs) return [];
-    const byName = new Map<string, NamespaceStatus>();
-    for (const r of this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>) {
-      byName.set(r.namespace, { namespace: r.namespace, entries: r.entries, evicted: r.evicted });
-    }
-    for (const c of this.cache.status(now)) {
-      const r = byName.get(c.namespace);
-      if (r) {
-        r.entries += c.entries;
-        r.evicted += c.evicted;
-      } else byName.set(c.namespace, { ...c });
-    }
-    return [...byName.values()].sort((a, b) => (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0));
+    return (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>).map((r) => ({
+      namespace: r.namespace,
+      entries: r.entries,
+      evicted: r.evicted,
+    }));
   }
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
@@ -1701,11 +1596,9 @@ interface PendingAppend {
 }
 
 /** What a state write found in its namespace: a row (live or expired) and the live version (0: none). */
-/** What a state write found for its key: a row in `state_entries` (live or expired), a live cached entry, and the live version of either (0: none). */
 interface StateFound {
   row: boolean;
   version: number;
-  cached: boolean;
 }
 
 interface StateRow {
@@ -1752,15 +1645,6 @@ function prepareState(db: Db) {
     timerNext: p('SELECT due FROM timers WHERE pipeline = ? ORDER BY due, version LIMIT 1 OFFSET ?'),
     timerStatus: p('SELECT COUNT(*) AS pending, MIN(due) AS nextDue FROM timers WHERE pipeline = ?'),
     timerPipelines: p('SELECT DISTINCT pipeline FROM timers'),
-  };
-}
-
-function prepareCache(db: Db) {
-  return {
-    all: db.prepare('SELECT seq, entries FROM state_cache ORDER BY seq'),
-    row: db.prepare('SELECT entries FROM state_cache WHERE seq = ?'),
-    insert: db.prepare('INSERT INTO state_cache (entries) VALUES (?)'),
-    delete: db.prepare('DELETE FROM state_cache WHERE seq = ?'),
   };
 }
 
