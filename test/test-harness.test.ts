@@ -4,11 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { freePort, healthy, untilReady, type VigilChild } from './helpers/vigil-process.ts';
+import { ephemeralLow, freePort, healthy, untilReady, type VigilChild } from './helpers/vigil-process.ts';
 
 /** A child that stands in for vigil: `script` runs in a plain node process. */
 function child(script: string): VigilChild {
@@ -63,15 +62,10 @@ describe('freePort', () => {
   });
 
   test('hands ports the kernel never picks for a port-0 server or an outgoing socket (below its ephemeral range)', async (t) => {
-    let range: string;
-    try {
-      range = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
-    } catch {
-      return t.skip('no /proc/sys/net/ipv4/ip_local_port_range here');
-    }
-    const ephemeralLow = Number(range.trim().split(/\s+/)[0]);
+    const low = ephemeralLow();
+    if (low === undefined) return t.skip('no /proc/sys/net/ipv4/ip_local_port_range here');
     const claimed = await Promise.all(Array.from({ length: 50 }, () => freePort()));
-    for (const port of claimed) assert.ok(port < ephemeralLow, `claimed port ${port} is in the ephemeral range (from ${ephemeralLow})`);
+    for (const port of claimed) assert.ok(port < low, `claimed port ${port} is in the ephemeral range (from ${low})`);
     // What the kernel does hand out, to the servers the tests bind to port 0 while claims are pending.
     const servers = await Promise.all(
       Array.from(

@@ -80,7 +80,7 @@ const PORT_CLAIM_MS = 30 * 60_000;
 const CLAIM_RANGE_LOW = 20_000;
 
 /** The first port of the kernel's ephemeral range; undefined where it cannot be read (not Linux). */
-function ephemeralLow(): number | undefined {
+export function ephemeralLow(): number | undefined {
   try {
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
     return Number.isInteger(low) ? low : undefined;
@@ -99,7 +99,8 @@ async function unclaimedCandidate(): Promise<number> {
     try {
       return await listenOnce(port);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' && (err as NodeJS.ErrnoException).code !== 'EACCES') throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
     }
   }
 }
