@@ -7,21 +7,21 @@
  * (re-inserted keys come again at the end, in order) and skips deleted ones, so what it yields
  * next is always the oldest entry left.
  */
-export class OldestFirst<K> {
-  private keys: Iterator<K> | undefined;
+export class OldestFirst<K, V = unknown> {
+  private entries: Iterator<[K, V]> | undefined;
 
-  constructor(private readonly map: Map<K, unknown>) {}
+  constructor(private readonly map: Map<K, V>) {}
 
-  /** Deletes the oldest entry; returns its key (undefined when the map is empty). */
-  deleteOldest(): K | undefined {
-    let next = this.keys?.next();
+  /** Deletes the oldest entry; returns it (undefined when the map is empty). */
+  deleteOldest(): [K, V] | undefined {
+    let next = this.entries?.next();
     // A finished iterator stays finished: start again (the map was emptied meanwhile, or never read).
     if (next === undefined || next.done === true) {
-      this.keys = this.map.keys();
-      next = this.keys.next();
+      this.entries = this.map.entries();
+      next = this.entries.next();
       if (next.done === true) return undefined;
     }
-    this.map.delete(next.value);
+    this.map.delete(next.value[0]);
     return next.value;
   }
 }

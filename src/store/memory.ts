@@ -8,7 +8,8 @@ import { s, type Infer } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
-import { BoundedMap, OldestFirst } from './bounded-map.ts';
+import { BoundedMap } from './bounded-map.ts';
+import { KeyedState, type HeldEntry } from './keyed-state.ts';
 import { PageBases } from './page-bases.ts';
 import { RecentFailures } from './recent-failures.ts';
 import {
@@ -16,8 +17,6 @@ import {
   encodeTimers,
   MAX_TIMERS_PER_PIPELINE,
   parseStored,
-  STATE_PURGE_CHUNK,
-  stateConflict,
   timerGone,
   timersFull,
   type DueTimers,
@@ -59,13 +58,6 @@ interface Outbox {
   cursors: Map<string, number>;
 }
 
-/** A state entry; the value is kept as JSON so it round-trips as in the durable stores. */
-interface KvEntry {
-  json: string;
-  version: number;
-  expiresAt?: number;
-}
-
 interface StoredTimer {
   id: string;
   owner: string;
@@ -87,17 +79,8 @@ export class MemoryStore implements StateStore {
   private readonly recent = new RecentFailures();
   private readonly dead = new Map<string, DeadLetter[]>();
   private readonly bases = new PageBases();
-  /** Namespace → key → entry; a Map's order is write order (a write re-inserts), oldest first. */
-  private readonly kv = new Map<string, Map<string, KvEntry>>();
-  /**
-   * Per namespace, a time before which none of its entries expires (a lower bound of their
-   * expiry times), so that a write to a namespace where nothing has expired purges nothing without
-   * looking at its entries.
-   */
-  private readonly earliestExpiry = new Map<string, number>();
-  private readonly evicted = new Map<string, number>();
-  /** Per namespace map, where its evictions resume (see OldestFirst); dropped with the map. */
-  private readonly oldest = new WeakMap<Map<string, KvEntry>, OldestFirst<string>>();
+  /** Processor state: the same class holds the SQLite store's namespaces kept in memory. */
+  private readonly kv = new KeyedState();
   private readonly timers = new Map<string, Map<string, StoredTimer>>();
   private timerSeq = 0;
   private closed = false;
@@ -259,85 +242,13 @@ export class MemoryStore implements StateStore {
     log.cursor = cursor;
   }
 
-  private live(e: KvEntry | undefined, now: number): KvEntry | undefined {
-    return e && (e.expiresAt === undefined || e.expiresAt > now) ? e : undefined;
-  }
-
   /** Version checks of a commit's state writes, in order (a later write sees an earlier one). */
   private checkState(state: EncodedNamespace[], now: number): void {
-    for (const ns of state) {
-      // Unversioned writes (session facts, most of an append's) cannot conflict: nothing to check.
-      if (!ns.writes.some((w) => w.version !== undefined)) continue;
-      const map = this.kv.get(ns.namespace);
-      const pending = new Map<string, number>();
-      for (const w of ns.writes) {
-        const cur = pending.get(w.key) ?? this.live(map?.get(w.key), now)?.version ?? 0;
-        if (w.version !== undefined && w.version !== cur + 1) throw stateConflict(ns.namespace, w.key, cur, w.version);
-        pending.set(w.key, w.json === null ? 0 : cur + 1);
-      }
-    }
+    for (const ns of state) this.kv.check(ns, now);
   }
 
   private applyState(state: EncodedNamespace[], now: number): void {
-    for (const ns of state) {
-      let map = this.kv.get(ns.namespace);
-      if (!map) this.kv.set(ns.namespace, (map = new Map<string, KvEntry>()));
-      // The earliest expiry the writes set, noted once per namespace rather than per write.
-      let earliest = Infinity;
-      for (const w of ns.writes) {
-        const cur = this.live(map.get(w.key), now)?.version ?? 0;
-        map.delete(w.key);
-        if (w.json === null) continue;
-        if (w.ttlMs === undefined) map.set(w.key, { json: w.json, version: cur + 1 });
-        else {
-          map.set(w.key, { json: w.json, version: cur + 1, expiresAt: now + w.ttlMs });
-          earliest = Math.min(earliest, now + w.ttlMs);
-        }
-      }
-      if (earliest !== Infinity) this.earliestExpiry.set(ns.namespace, Math.min(this.earliestExpiry.get(ns.namespace) ?? Infinity, earliest));
-      this.purge(ns.namespace, map, now, 2 * ns.writes.length + STATE_PURGE_CHUNK);
-      if (map.size > ns.maxEntries) {
-        this.purge(ns.namespace, map, now, map.size - ns.maxEntries);
-        let evict = map.size - ns.maxEntries;
-        if (evict > 0) this.evicted.set(ns.namespace, (this.evicted.get(ns.namespace) ?? 0) + evict);
-        const oldest = this.oldestOf(map);
-        while (evict-- > 0) oldest.deleteOldest();
-      }
-      if (map.size === 0) {
-        this.kv.delete(ns.namespace);
-        this.earliestExpiry.delete(ns.namespace);
-      }
-    }
-  }
-
-  private oldestOf(map: Map<string, KvEntry>): OldestFirst<string> {
-    let o = this.oldest.get(map);
-    if (!o) this.oldest.set(map, (o = new OldestFirst(map)));
-    return o;
-  }
-
-  /**
-   * Deletes up to `max` expired entries. Looks at none while nothing can have expired; a look at
-   * every entry learns when the next one expires.
-   */
-  private purge(namespace: string, map: Map<string, KvEntry>, now: number, max: number): void {
-    if (now < (this.earliestExpiry.get(namespace) ?? Infinity)) return;
-    let next = Infinity;
-    for (const [key, e] of map) {
-      if (e.expiresAt === undefined) continue;
-      if (e.expiresAt > now) {
-        next = Math.min(next, e.expiresAt);
-        continue;
-      }
-      if (max <= 0) {
-        // More have expired than this purge may delete: the next one looks again.
-        next = now;
-        break;
-      }
-      map.delete(key);
-      max--;
-    }
-    this.earliestExpiry.set(namespace, next);
+    for (const ns of state) this.kv.apply(ns, now);
   }
 
   private checkTimers(pipeline: string, t: EncodedTimers): void {
@@ -367,10 +278,9 @@ export class MemoryStore implements StateStore {
   async loadState(namespace: string, keys: readonly string[]): Promise<Map<string, StateEntry>> {
     this.check();
     const now = this.now();
-    const map = this.kv.get(namespace);
     const out = new Map<string, StateEntry>();
     for (const k of keys) {
-      const e = this.live(map?.get(k), now);
+      const e = this.kv.get(namespace, k, now);
       if (e) out.set(k, entryOf(e));
     }
     return out;
@@ -378,13 +288,7 @@ export class MemoryStore implements StateStore {
 
   async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
     this.check();
-    const now = this.now();
-    const out: StateListEntry[] = [];
-    for (const [key, e] of [...(this.kv.get(namespace) ?? [])].reverse()) {
-      if (out.length >= limit) break;
-      if (this.live(e, now)) out.push({ key, ...entryOf(e) });
-    }
-    return out;
+    return this.kv.list(namespace, limit, this.now()).map(([key, e]) => ({ key, ...entryOf(e) }));
   }
 
   async dueTimers(pipeline: string, now: number, limit: number): Promise<DueTimers> {
@@ -398,24 +302,8 @@ export class MemoryStore implements StateStore {
     return { timers, next: sorted[timers.length]?.due ?? null };
   }
 
-  /** Live entries of a namespace: all of them while none can have expired (no look at each). */
-  private liveCount(namespace: string, now: number): number {
-    const map = this.kv.get(namespace);
-    if (!map) return 0;
-    if (now < (this.earliestExpiry.get(namespace) ?? Infinity)) return map.size;
-    let n = 0;
-    for (const e of map.values()) if (this.live(e, now)) n++;
-    return n;
-  }
-
   private namespaceStatus(): NamespaceStatus[] {
-    const now = this.now();
-    const names = new Set([...this.kv.keys(), ...this.evicted.keys()]);
-    return [...names].sort().map((namespace) => ({
-      namespace,
-      entries: this.liveCount(namespace, now),
-      evicted: this.evicted.get(namespace) ?? 0,
-    }));
+    return this.kv.status(this.now());
   }
 
   private outbox(pipeline: string): Outbox {
@@ -515,7 +403,7 @@ export class MemoryStore implements StateStore {
   }
 }
 
-function entryOf(e: KvEntry): StateEntry {
+function entryOf(e: HeldEntry): StateEntry {
   return { value: parseStored(e.json, 'memory state entry'), version: e.version, ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}) };
 }
 
