@@ -403,7 +403,7 @@ describe('correlation at ingest', () => {
     const facts = new Map([['t1', 's1']]);
     const first = written.writes(facts, 0);
     assert.deepEqual(first, [
-      { namespace: TRACE_SESSION_NAMESPACE, key: 't1', value: 's1', ttlMs: DEFAULT_CORRELATION.traceTtl, maxEntries: DEFAULT_CORRELATION.maxTraces },
+      { namespace: TRACE_SESSION_NAMESPACE, key: 't1', value: 's1', ttlMs: DEFAULT_CORRELATION.traceTtl, maxEntries: DEFAULT_CORRELATION.maxTraces, cached: true },
     ]);
     written.note(first, 0);
     assert.deepEqual(written.writes(facts, 1000), []);

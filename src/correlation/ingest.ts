@@ -145,7 +145,14 @@ export class WrittenFacts {
     for (const [traceId, session] of facts) {
       const w = this.written.get(traceId);
       if (w && w.session === session && now - w.at < this.settings.traceTtl / 2) continue;
-      out.push({ namespace: TRACE_SESSION_NAMESPACE, key: traceId, value: session, ttlMs: this.settings.traceTtl, maxEntries: this.settings.maxTraces });
+      out.push({
+        namespace: TRACE_SESSION_NAMESPACE,
+        key: traceId,
+        value: session,
+        ttlMs: this.settings.traceTtl,
+        maxEntries: this.settings.maxTraces,
+        cached: true,
+      });
     }
     return out;
   }

@@ -300,6 +300,7 @@ export class CorrelationRunner {
         version: (versions.get(traceId) ?? 0) + 1,
         ttlMs: settings.traceTtl,
         maxEntries: settings.maxTraces,
+        cached: true,
       });
       // Noted before the write lands (or fails): a trace noted without cause costs only a read.
       this.failureTraces.set(traceId, true);

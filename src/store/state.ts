@@ -61,6 +61,14 @@ export interface StateWrite {
   ttlMs?: number;
   /** The namespace's entry bound (see the header); DEFAULT_STATE_MAX_ENTRIES when omitted. */
   maxEntries?: number;
+  /**
+   * Keep this write's namespace in memory: the SQLite store then holds every entry of the
+   * namespace in memory (from this write on, its earlier entries too; the same semantics as
+   * any other namespace) and makes each durable as a row keyed by write order instead of by key
+   * (README, State: the correlation's per-trace state, written at every ingest). A hint about
+   * cost: the other stores ignore it.
+   */
+  cached?: boolean;
 }
 
 /** A stored entry as `loadState` returns it. */
@@ -131,6 +139,8 @@ export interface TimerStatus {
 export interface EncodedNamespace {
   namespace: string;
   maxEntries: number;
+  /** A write asked for the namespace to be kept in memory (StateWrite `cached`). */
+  cached?: true;
   writes: Array<{ key: string; json: string | null; version?: number; ttlMs?: number }>;
 }
 
@@ -155,6 +165,7 @@ export function encodeStateWrites(writes: readonly StateWrite[] | undefined): En
     const json = w.value === null || w.value === undefined ? null : toJson(w.value, where);
     if (!ns) byNs.set(w.namespace, (ns = { namespace: w.namespace, maxEntries: DEFAULT_STATE_MAX_ENTRIES, writes: [] }));
     if (w.maxEntries !== undefined) ns.maxEntries = w.maxEntries;
+    if (w.cached === true) ns.cached = true;
     // Built without spreads (a spread of a fresh object per write): the same keys, in the same order.
     const encoded: EncodedNamespace['writes'][number] = { key: w.key, json };
     if (w.version !== undefined) encoded.version = w.version;

@@ -14,7 +14,8 @@ function group(key: string, version: number, count = version): GroupState {
   return { groupKey: key, count, firstSeen: 0, lastSeen: count, lastDecision: 'BurstCoalesced', openWorkId: null, workGeneration: 0, version };
 }
 
-function commitOf(pipeline: string, partition: string, cursor: string | null, extra: Partial<PageCommit> = {}): PageCommit {
+/** A page commit with nothing in it but what `extra` adds (`cursor` null: one that moves no cursor). */
+export function commitOf(pipeline: string, partition: string, cursor: string | null, extra: Partial<PageCommit> = {}): PageCommit {
   return { pipeline, partition, cursor, groups: [], turns: [], revisions: [], outbox: [], failures: [], ...extra };
 }
 

@@ -14,6 +14,7 @@ import { VigilError, errorMessage } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
+import { KeyedState, type HeldEntry } from '../keyed-state.ts';
 import { PageBases } from '../page-bases.ts';
 import { newestFailures, RECENT_FAILURES_MAX } from '../recent-failures.ts';
 import {
@@ -200,6 +201,12 @@ export class SqliteStore implements StateStore {
   private q!: ReturnType<typeof prepare>;
   /** Statements over the version-2 tables; absent when a read-only open found an older file. */
   private qs: ReturnType<typeof prepareState> | undefined;
+  /**
+   * The namespaces kept in memory (StateWrite `cached`; schema version 5), each entry mirrored as a
+   * `state_log` row by the writer. A namespace's entries are either all here or all in `state_entries`.
+   */
+  private held = new KeyedState();
+  private qh: ReturnType<typeof prepareHeld> | undefined;
   /** The writer's backlog per pipeline (readers count in the file). */
   private readonly backlogs = new WriterBacklog();
   private lastPurge = 0;
@@ -346,6 +353,8 @@ export class SqliteStore implements StateStore {
       const layout = version >= 4 ? CURRENT_LAYOUT : OLD_LAYOUT;
       this.q = prepare(db, this.rowChunks, layout);
       this.qs = version >= 2 ? prepareState(db) : undefined;
+      this.qh = version >= 5 ? prepareHeld(db) : undefined;
+      this.held = this.loadHeld(opts.readOnly === true);
       this.qg = version >= 3 ? prepareGroupLog(db, this.rowChunks, layout) : undefined;
       // Empty after the fold at open; read anyway (the numbers only ever grow).
       if (!opts.readOnly) this.groupLogSeq = (db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM group_log').get() as { n: number }).n;
@@ -495,6 +504,48 @@ export class SqliteStore implements StateStore {
   }
 
   /** Read-only: the file's version (older ones are read as far as their tables go). */
+  /** The namespaces kept in memory, from their rows (in write order) and their evictions. */
+  private loadHeld(readOnly: boolean): KeyedState {
+    const qh = this.qh;
+    if (!qh) return new KeyedState();
+    const held = new KeyedState(
+      readOnly
+        ? undefined
+        : {
+            put: (namespace, key, e) => qh.put.run(e.seq, namespace, key, e.json, e.version, e.expiresAt ?? null),
+            drop: (e) => qh.drop.run(e.seq),
+          },
+    );
+    for (const r of qh.all.iterate() as Iterable<{ seq: number; namespace: string; key: string; value: string; version: number; expires: number | null }>) {
+      const entry: HeldEntry = { json: r.value, version: r.version, seq: r.seq };
+      if (r.expires !== null) entry.expiresAt = r.expires;
+      held.load(r.namespace, r.key, entry);
+    }
+    for (const r of qh.evicted.all() as Array<{ namespace: string; evicted: number }>) if (held.has(r.namespace)) held.loadEvicted(r.namespace, r.evicted);
+    held.seqAbove((qh.maxSeq.get() as { n: number }).n);
+    return held;
+  }
+
+  /**
+   * Takes a namespace into memory (its first write asking for it, StateWrite `cached`): its
+   * entries move from `state_entries` to `state_log`, in the order they were written, inside the
+   * running transaction.
+   */
+  private holdNamespace(name: string): void {
+    const qs = this.state();
+    const qh = this.qh!;
+    for (const r of qh.tableRows.all(name) as Array<{ key: string; value: string; version: number; expires: number | null }>) {
+      const entry: HeldEntry = { json: r.value, version: r.version, seq: 0 };
+      if (r.expires !== null) entry.expiresAt = r.expires;
+      this.held.load(name, r.key, entry, true);
+    }
+    qh.tableDrop.run(name);
+    const evicted = (qs.nsGet.get(name) as { evicted: number } | undefined)?.evicted ?? 0;
+    this.held.loadEvicted(name, evicted);
+    // The namespace's row counts no table entries now; it keeps its evictions (status).
+    qs.nsPut.run(name, 0, evicted, 0);
+  }
+
   private checkVersion(db: Db): number {
     const v = this.storedVersion(db) ?? SCHEMA_VERSION;
     this.checkKnown(v);
@@ -654,31 +705,50 @@ export class SqliteStore implements StateStore {
   private appendGroup(db: Db, batch: PendingAppend[], now: number, isolate: boolean, outcomes: Array<AppendResult | Error>, added: Appended[]): void {
     outcomes.length = 0;
     added.length = 0;
-    db.transaction(() => {
-      for (const a of batch) {
-        let found: StateFound[][];
-        try {
-          found = this.checkState(a.state, now);
-        } catch (err) {
-          if (!db.inTransaction) throw err;
-          outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
-          continue;
-        }
-        if (!isolate) {
-          outcomes.push(this.appendOne(a.pipeline, a.events, a.state, found, now, added));
-          continue;
-        }
-        const mark = added.length;
-        try {
-          outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, found, now, added))());
-        } catch (err) {
-          added.length = mark;
-          // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
-          if (!db.inTransaction) throw err;
-          outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
-        }
-      }
-    }).immediate();
+    this.heldTransaction(() =>
+      db
+        .transaction(() => {
+          for (const a of batch) {
+            let found: StateFound[][];
+            try {
+              found = this.checkState(a.state, now);
+            } catch (err) {
+              if (!db.inTransaction) throw err;
+              outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+              continue;
+            }
+            if (!isolate) {
+              outcomes.push(this.appendOne(a.pipeline, a.events, a.state, found, now, added));
+              continue;
+            }
+            const mark = added.length;
+            const held = this.held.mark();
+            try {
+              outcomes.push(db.transaction(() => this.appendOne(a.pipeline, a.events, a.state, found, now, added))());
+            } catch (err) {
+              added.length = mark;
+              this.held.rollbackTo(held);
+              // An error SQLite answers by rolling back the whole transaction (disk full, I/O) fails the group.
+              if (!db.inTransaction) throw err;
+              outcomes.push(sqliteError(err, this.file, 'append to the ingest log', this.cfg.busy_timeout));
+            }
+          }
+        })
+        .immediate(),
+    );
+  }
+
+  /** Runs a transaction (`fn`) with the namespaces kept in memory following it: their changes stand if it commits, and are undone if it throws. */
+  private heldTransaction<T>(fn: () => T): T {
+    this.held.begin();
+    try {
+      const out = fn();
+      this.held.end();
+      return out;
+    } catch (err) {
+      this.held.rollback();
+      throw err;
+    }
   }
 
   /** Whether a write now commits without its fsync, made durable by a sync of the WAL off the event loop (`synchronous: full` until a sync failed). */
@@ -1041,75 +1111,77 @@ export class SqliteStore implements StateStore {
     let moved: { count: number; next: number | undefined } | undefined;
     this.run('commit a page', (db) =>
       this.relaxed(db, syncOffLoop, () =>
-        db
-          .transaction(() => {
-            const q = this.q;
-            // Validate everything before writing anything: the transaction is all or nothing anyway,
-            // but a conflict should not even start writing.
-            let at = 0;
-            if (c.cursor !== null) {
-              const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
-              if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
-                throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+        this.heldTransaction(() =>
+          db
+            .transaction(() => {
+              const q = this.q;
+              // Validate everything before writing anything: the transaction is all or nothing anyway,
+              // but a conflict should not even start writing.
+              let at = 0;
+              if (c.cursor !== null) {
+                const stored = q.cursorGet.get(c.pipeline, c.partition) as { cursor: number } | undefined;
+                if (!stored && !q.logAny.get({ pipeline: c.pipeline, partition: c.partition })) {
+                  throw new VigilError('VIGIL_STORE_CORRUPT', `commit for unknown partition '${c.partition}' of pipeline '${c.pipeline}'`);
+                }
+                at = stored?.cursor ?? 0;
+                if (cursor <= at || (base !== undefined && base !== String(at))) {
+                  throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
+                    transient: true,
+                  });
+                }
               }
-              at = stored?.cursor ?? 0;
-              if (cursor <= at || (base !== undefined && base !== String(at))) {
-                throw new VigilError('VIGIL_STORE_CONFLICT', `partition '${c.partition}' was committed by another writer since the page was read (cursor ${at})`, {
-                  transient: true,
-                });
+              const found = this.checkState(state, now);
+              this.checkTimers(c.pipeline, timers);
+              // A group in the group log has its newest state there (this writer's copy), else in `groups`.
+              const versions = new Map<string, number>();
+              const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
+              if (stored.length) {
+                for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
+                  versions.set(r.group_key, r.version);
+                }
               }
-            }
-            const found = this.checkState(state, now);
-            this.checkTimers(c.pipeline, timers);
-            // A group in the group log has its newest state there (this writer's copy), else in `groups`.
-            const versions = new Map<string, number>();
-            const stored = c.groups.filter((g) => !this.unfolded.has(g.groupKey)).map((g) => g.groupKey);
-            if (stored.length) {
-              for (const r of q.groupVersions.all(JSON.stringify(stored)) as Array<{ group_key: string; version: number }>) {
-                versions.set(r.group_key, r.version);
+              for (const g of c.groups) {
+                const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
+                if (v !== g.version - 1) {
+                  throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
+                    transient: true,
+                  });
+                }
               }
-            }
-            for (const g of c.groups) {
-              const v = this.unfolded.get(g.groupKey)?.version ?? versions.get(g.groupKey) ?? 0;
-              if (v !== g.version - 1) {
-                throw new VigilError('VIGIL_STORE_CONFLICT', `group ${g.groupKey} changed concurrently (version ${v}, expected ${g.version - 1})`, {
-                  transient: true,
-                });
+              for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], [], now, added);
+              // Appended in sequence (a few database pages), not updated in place (a page per group);
+              // numbered here (a rolled-back commit leaves a gap, never a number used twice).
+              if (c.groups.length) {
+                const rows: unknown[] = [];
+                c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
+                this.qg!.append[this.groupLog]!.run(rows);
               }
-            }
-            for (const a of c.appends ?? []) this.appendOne(a.pipeline, a.events, [], [], now, added);
-            // Appended in sequence (a few database pages), not updated in place (a page per group);
-            // numbered here (a rolled-back commit leaves a gap, never a number used twice).
-            if (c.groups.length) {
-              const rows: unknown[] = [];
-              c.groups.forEach((g, i) => rows.push((groupSeqs[i] = ++this.groupLogSeq), g.groupKey, g.version, g.openWorkId ? 1 : 0, groupStates[i]));
-              this.qg!.append[this.groupLog]!.run(rows);
-            }
-            this.applyState(state, found, now);
-            this.applyTimers(c.pipeline, timers);
-            const keep = now + this.cfg.dedupe_window;
-            for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
-            for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
-            if (c.outbox.length) {
-              let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
-              outboxFrom = seq + 1;
-              const rows: unknown[] = [];
-              for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
-              q.outboxInsert.run(rows);
-              q.outboxHeadPut.run(c.pipeline, seq);
-            }
-            if (c.failures.length) {
-              // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
-              const rows: unknown[] = [];
-              for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
-              q.failureInsert.run(rows);
-              q.failureTrim.run(RECENT_FAILURES_MAX);
-            }
-            if (c.cursor === null) return;
-            q.cursorPut.run(c.pipeline, c.partition, cursor);
-            if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
-          })
-          .immediate(),
+              this.applyState(state, found, now);
+              this.applyTimers(c.pipeline, timers);
+              const keep = now + this.cfg.dedupe_window;
+              for (const t of c.turns) q.turnAdd.run(c.pipeline, t.turnId, t.created, keep);
+              for (const r of c.revisions) q.revisionPut.run(r.executionId, r.revision, keep);
+              if (c.outbox.length) {
+                let seq = (q.outboxHead.get(c.pipeline) as { last_seq: number } | undefined)?.last_seq ?? 0;
+                outboxFrom = seq + 1;
+                const rows: unknown[] = [];
+                for (const o of c.outbox) rows.push(c.pipeline, ++seq, JSON.stringify(o));
+                q.outboxInsert.run(rows);
+                q.outboxHeadPut.run(c.pipeline, seq);
+              }
+              if (c.failures.length) {
+                // Only those that can stay: a page of hundreds of failures keeps at most the newest few.
+                const rows: unknown[] = [];
+                for (const f of newestFailures(c.failures)) rows.push(f.time, JSON.stringify(f));
+                q.failureInsert.run(rows);
+                q.failureTrim.run(RECENT_FAILURES_MAX);
+              }
+              if (c.cursor === null) return;
+              q.cursorPut.run(c.pipeline, c.partition, cursor);
+              if (this.ql && this.backlogs.has(c.pipeline)) moved = this.passed(c.pipeline, c.partition, at, cursor);
+            })
+            .immediate(),
+        ),
       ),
     );
     // Only once the commit stands: a refused one leaves the set as it was. The processed entries go in batches (LOG_TRIM_EVERY).
@@ -1270,6 +1342,11 @@ export class SqliteStore implements StateStore {
     if (!state.length) return [];
     const qs = this.state();
     return state.map((ns) => {
+      if (ns.cached && this.qh && !this.held.has(ns.namespace)) this.holdNamespace(ns.namespace);
+      if (this.held.has(ns.namespace)) {
+        this.held.check(ns, now);
+        return [];
+      }
       const pending = new Map<string, StateFound>();
       return ns.writes.map((w) => {
         let found = pending.get(w.key);
@@ -1290,6 +1367,10 @@ export class SqliteStore implements StateStore {
     const qs = this.state();
     state.forEach((ns, j) => {
       const name = ns.namespace;
+      if (this.held.has(name) || (ns.cached && this.qh)) {
+        if (this.held.apply(ns, now)) qs.nsPut.run(name, 0, this.held.evicted(name), 0);
+        return;
+      }
       const meta = (qs.nsGet.get(name) as { entries: number; evicted: number; last_written: number } | undefined) ?? { entries: 0, evicted: 0, last_written: 0 };
       let { entries, evicted, last_written: written } = meta;
       ns.writes.forEach((w, i) => {
@@ -1347,6 +1428,13 @@ export class SqliteStore implements StateStore {
     return this.run('load state', () => {
       const out = new Map<string, StateEntry>();
       if (!this.qs) return out;
+      if (this.held.has(namespace)) {
+        for (const k of keys) {
+          const e = this.held.get(namespace, k, now);
+          if (e) out.set(k, heldEntryOf(e, this.file));
+        }
+        return out;
+      }
       for (const k of keys) {
         const row = this.qs.load.get(namespace, k) as StateRow | undefined;
         if (row && (row.expires === null || row.expires > now)) out.set(k, this.entryOf(row));
@@ -1357,6 +1445,7 @@ export class SqliteStore implements StateStore {
 
   async listState(namespace: string, limit: number): Promise<StateListEntry[]> {
     const now = this.now();
+    if (this.db && this.held.has(namespace)) return this.held.list(namespace, limit, now).map(([key, e]) => ({ key, ...heldEntryOf(e, this.file) }));
     return this.run('list state', () =>
       ((this.qs?.list.all(namespace, now, limit) ?? []) as Array<StateRow & { key: string }>).map((r) => ({ key: r.key, ...this.entryOf(r) })),
     );
@@ -1381,11 +1470,10 @@ export class SqliteStore implements StateStore {
 
   private namespaceStatus(now: number): NamespaceStatus[] {
     if (!this.qs) return [];
-    return (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>).map((r) => ({
-      namespace: r.namespace,
-      entries: r.entries,
-      evicted: r.evicted,
-    }));
+    const table = (this.qs.nsStatus.all(now) as Array<{ namespace: string; entries: number; evicted: number }>)
+      .filter((r) => !this.held.has(r.namespace))
+      .map((r) => ({ namespace: r.namespace, entries: r.entries, evicted: r.evicted }));
+    return [...table, ...this.held.status(now)].sort((a, b) => (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0));
   }
 
   async registerExporter(pipeline: string, exporter: string): Promise<void> {
@@ -1605,6 +1693,29 @@ interface StateRow {
   value: string;
   version: number;
   expires: number | null;
+}
+
+/** An entry of a namespace kept in memory, as loadState returns it. */
+function heldEntryOf(e: HeldEntry, file: string): StateEntry {
+  return {
+    value: parseStored(e.json, `SQLite database '${file}' state entry`),
+    version: e.version,
+    ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}),
+  };
+}
+
+/** The statements over `state_log` (version 5): the rows of the namespaces kept in memory. */
+function prepareHeld(db: Db) {
+  const p = (sql: string): Stmt => db.prepare(sql);
+  return {
+    all: p('SELECT seq, namespace, key, value, version, expires FROM state_log ORDER BY seq'),
+    maxSeq: p('SELECT COALESCE(MAX(seq), 0) AS n FROM state_log'),
+    evicted: p('SELECT namespace, evicted FROM state_namespaces WHERE evicted > 0'),
+    put: p('INSERT INTO state_log (seq, namespace, key, value, version, expires) VALUES (?, ?, ?, ?, ?, ?)'),
+    drop: p('DELETE FROM state_log WHERE seq = ?'),
+    tableRows: p('SELECT key, value, version, expires FROM state_entries WHERE namespace = ? ORDER BY written'),
+    tableDrop: p('DELETE FROM state_entries WHERE namespace = ?'),
+  };
 }
 
 /** The statements over the version-2 tables (processor state and timers). */
