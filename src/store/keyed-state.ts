@@ -18,7 +18,8 @@ import { STATE_PURGE_CHUNK, stateConflict, type EncodedNamespace, type Namespace
 
 /** An entry; the value is kept as JSON so it round-trips as in the durable stores. */
 export interface HeldEntry {
-  json: string;
+  /** The value's JSON; undefined: kept only in the store's row (the SQLite store's long values). */
+  json: string | undefined;
   version: number;
   expiresAt?: number;
   /** Write order (and the SQLite row's key). */
@@ -27,7 +28,8 @@ export interface HeldEntry {
 
 /** Where each change is mirrored (the SQLite store's `state_log` rows). */
 export interface HeldRows {
-  put(namespace: string, key: string, entry: HeldEntry): void;
+  /** A new entry (its `json` set); the sink may then drop `json` from it, to read it from the row when asked for. */
+  put(namespace: string, key: string, entry: HeldEntry & { json: string }): void;
   drop(entry: HeldEntry): void;
 }
 
@@ -261,7 +263,7 @@ export class KeyedState {
   private add(name: string, map: Map<string, HeldEntry>, key: string, entry: HeldEntry, mirror = true): void {
     this.journal?.push({ map, key, prev: undefined });
     map.set(key, entry);
-    if (mirror) this.rows?.put(name, key, entry);
+    if (mirror && entry.json !== undefined) this.rows?.put(name, key, entry as HeldEntry & { json: string });
   }
 
   private remove(map: Map<string, HeldEntry>, key: string, entry: HeldEntry): void {

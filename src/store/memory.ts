@@ -404,7 +404,8 @@ export class MemoryStore implements StateStore {
 }
 
 function entryOf(e: HeldEntry): StateEntry {
-  return { value: parseStored(e.json, 'memory state entry'), version: e.version, ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}) };
+  // Always set here: only the SQLite store keeps a value in its row alone.
+  return { value: parseStored(e.json!, 'memory state entry'), version: e.version, ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}) };
 }
 
 export const memoryStoreFactory: StoreFactory<MemoryStoreConfig> = {
