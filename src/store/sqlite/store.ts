@@ -521,7 +521,8 @@ export class SqliteStore implements StateStore {
     for (const r of qh.all.iterate() as Iterable<{ seq: number; namespace: string; key: string; value: string; version: number; expires: number | null }>) {
       const entry: HeldEntry = { json: r.value, version: r.version, seq: r.seq };
       if (r.expires !== null) entry.expiresAt = r.expires;
-      inlineOrRow(entry);
+      // A reader keeps every value: its rows may go after it read them.
+      if (!readOnly) inlineOrRow(entry);
       held.load(r.namespace, r.key, entry);
     }
     for (const r of qh.evicted.all() as Array<{ namespace: string; evicted: number }>) if (held.has(r.namespace)) held.loadEvicted(r.namespace, r.evicted);
