@@ -61,6 +61,16 @@ describe('freePort', () => {
     assert.equal(new Set(ports).size, ports.length);
   });
 
+  test('a pair for a Redis Cluster node (its port and port + 10,000, the cluster bus): both below the ephemeral range, neither handed again', async (t) => {
+    const low = ephemeralLow();
+    if (low === undefined) return t.skip('no /proc/sys/net/ipv4/ip_local_port_range here');
+    const pairs = await Promise.all(Array.from({ length: 20 }, () => freePort({ alsoFree: 10_000 })));
+    const singles = await Promise.all(Array.from({ length: 50 }, () => freePort()));
+    for (const port of pairs) assert.ok(port + 10_000 < low, `the bus port ${port + 10_000} of ${port} is in the ephemeral range (from ${low})`);
+    const all = [...pairs, ...pairs.map((p) => p + 10_000), ...singles];
+    assert.equal(new Set(all).size, all.length, 'a port handed twice');
+  });
+
   test('hands ports the kernel never picks for a port-0 server or an outgoing socket (below its ephemeral range)', async (t) => {
     const low = ephemeralLow();
     if (low === undefined) return t.skip('no /proc/sys/net/ipv4/ip_local_port_range here');

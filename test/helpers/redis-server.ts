@@ -38,7 +38,9 @@ export class RedisServer {
   ) {}
 
   static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
-    const server = new RedisServer(opts.port ?? (await freePort()), opts.dir ?? tempDir('vigil-redis-'), opts);
+    // A cluster node also listens on its port + 10,000 (the cluster bus): both free and claimed.
+    const port = opts.port ?? (await freePort(opts.cluster ? { alsoFree: 10_000 } : {}));
+    const server = new RedisServer(port, opts.dir ?? tempDir('vigil-redis-'), opts);
     await server.start();
     return server;
   }

@@ -54,21 +54,31 @@ function removeTempDirs(): void {
  * range could: a fake OpenAI server once got the port another file had claimed for its vigil, and
  * recorded that file's readiness probe as a request of its agent (CI failed once so).
  */
-export async function freePort(): Promise<number> {
+export async function freePort(opts: { alsoFree?: number } = {}): Promise<number> {
   mkdirSync(PORT_CLAIMS, { recursive: true });
+  const offset = opts.alsoFree;
   for (let attempt = 0; ; attempt++) {
-    const port = await unclaimedCandidate();
-    const claim = join(PORT_CLAIMS, String(port));
-    try {
-      writeFileSync(claim, String(process.pid), { flag: 'wx' });
-      return port;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (Date.now() - statSync(claim).mtimeMs > PORT_CLAIM_MS || attempt >= 100) {
-        writeFileSync(claim, String(process.pid));
-        return port;
-      }
+    const port = await unclaimedCandidate(offset);
+    // The second port is claimed first: a port in it is never a candidate of freePort() alone
+    // (below the ephemeral range by `offset`), only of another caller asking for a pair.
+    if (offset !== undefined && !claim(port + offset, attempt)) continue;
+    if (claim(port, attempt)) return port;
+  }
+}
+
+/** Claims `port` for this run; false when another file claimed it lately (taken over after 100 attempts). */
+function claim(port: number, attempt: number): boolean {
+  const file = join(PORT_CLAIMS, String(port));
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if (Date.now() - statSync(file).mtimeMs > PORT_CLAIM_MS || attempt >= 100) {
+      writeFileSync(file, String(process.pid));
+      return true;
     }
+    return false;
   }
 }
 
@@ -91,16 +101,22 @@ export function ephemeralLow(): number | undefined {
 
 const EPHEMERAL_LOW = ephemeralLow();
 
-/** A port free now: drawn from below the ephemeral range where there is room (at least 1,000 ports), else the kernel's choice. */
-async function unclaimedCandidate(): Promise<number> {
-  if (EPHEMERAL_LOW === undefined || EPHEMERAL_LOW - CLAIM_RANGE_LOW < 1000) return listenOnce(0);
+/**
+ * A port free now: drawn from below the ephemeral range where there is room (at least 1,000 ports),
+ * else the kernel's choice. With `offset`, `port + offset` is free too and also below the range (a
+ * Redis Cluster node listens on its port + 10,000 for its cluster bus).
+ */
+async function unclaimedCandidate(offset?: number): Promise<number> {
+  const high = EPHEMERAL_LOW === undefined ? undefined : EPHEMERAL_LOW - (offset ?? 0);
   for (;;) {
-    const port = CLAIM_RANGE_LOW + Math.floor(Math.random() * (EPHEMERAL_LOW - CLAIM_RANGE_LOW));
+    const port = high === undefined || high - CLAIM_RANGE_LOW < 1000 ? await listenOnce(0) : CLAIM_RANGE_LOW + Math.floor(Math.random() * (high - CLAIM_RANGE_LOW));
     try {
-      return await listenOnce(port);
+      await listenOnce(port);
+      if (offset !== undefined) await listenOnce(port + offset);
+      return port;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+      if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'ERR_SOCKET_BAD_PORT') throw err;
     }
   }
 }
