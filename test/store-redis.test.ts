@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { isVigilError, type VigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { GroupState, OutboxItem } from '../src/model/work.ts';
+import { keySpace } from '../src/store/redis/keys.ts';
 import { RedisStore, type RedisStoreConfig } from '../src/store/redis/store.ts';
 import type { PageCommit, StateStore } from '../src/store/types.ts';
 import { event } from './helpers/pages.ts';
@@ -405,4 +406,22 @@ describe('redis store: round trips, faults and connections', () => {
       await server.stop();
     }
   });
+});
+
+test('an event id an earlier vigil added to a dedupe set alone (no time) still drops its redelivery until it expires', async () => {
+  const cfg = config(REDIS_URL, uniquePrefix('legacy-seen'));
+  prefixes.push(cfg.key_prefix);
+  let clock = 1_000_000;
+  const store = make(cfg, () => clock);
+  await store.open();
+  const raw = new Redis(REDIS_URL);
+  try {
+    await raw.zadd(keySpace(cfg.key_prefix).partition('logs', 'session-1').seen, clock + 1000, 'old');
+    assert.deepEqual(await store.append('logs', [event({ id: 'old', time: 5 })]), { appended: 0, duplicates: 1 });
+    clock += 1001;
+    assert.deepEqual(await store.append('logs', [event({ id: 'old', time: 5 })]), { appended: 1, duplicates: 0 });
+  } finally {
+    raw.disconnect();
+    await store.close();
+  }
 });

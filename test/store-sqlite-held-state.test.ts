@@ -128,4 +128,30 @@ describe('sqlite store: namespaces kept in memory', () => {
       await store.close();
     }
   });
+
+  test('dedupe ids an earlier vigil kept by id alone (seen_events) still drop redeliveries until they expire, then the table is no longer read', async () => {
+    const file = join(tempDir(), 'state.db');
+    let clock = 1_000_000;
+    let store = await reopened(file, () => clock);
+    await store.close();
+    const db = new Database(file);
+    db.prepare('INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?)').run('logs', 'old', clock + 1000);
+    db.close();
+    store = await reopened(file, () => clock);
+    try {
+      assert.deepEqual(await store.append('logs', [event({ id: 'old', time: 5 })]), { appended: 0, duplicates: 1 });
+      clock += 2000; // past its expiry, and past the purge interval
+      assert.deepEqual(await store.append('logs', [event({ id: 'old', time: 5 })]), { appended: 1, duplicates: 0 });
+      assert.deepEqual(await store.append('logs', [event({ id: 'old', time: 5 })]), { appended: 0, duplicates: 1 });
+    } finally {
+      await store.close();
+    }
+    const check = new Database(file, { readonly: true });
+    try {
+      assert.deepEqual(check.prepare('SELECT COUNT(*) AS n FROM seen_events').get(), { n: 0 });
+      assert.deepEqual(check.prepare('SELECT time, event_id FROM seen_ids').all(), [{ time: 5, event_id: 'old' }]);
+    } finally {
+      check.close();
+    }
+  });
 });

@@ -119,7 +119,8 @@ export class MemoryStore implements StateStore {
     let appended = 0;
     let duplicates = 0;
     for (const event of events) {
-      const seenKey = `${pipeline}\u0000${event.eventId}`;
+      // A record is known by its id and its own time (a redelivery has both again), as in the SQLite store.
+      const seenKey = `${pipeline}\u0000${event.time}\u0000${event.eventId}`;
       const expires = this.seen.get(seenKey);
       if (expires !== undefined && expires > now) {
         duplicates++;

@@ -121,6 +121,16 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
     );
 
     test(
+      'a record is known by its event id and its own time: the same id at another time is another record',
+      withStore(async (store) => {
+        await store.append('logs', [event({ id: 'x', time: 1 })]);
+        assert.deepEqual(await store.append('logs', [event({ id: 'x', time: 2 })]), { appended: 1, duplicates: 0 });
+        assert.deepEqual(await store.append('logs', [event({ id: 'x', time: 1 }), event({ id: 'x', time: 2 })]), { appended: 0, duplicates: 2 });
+        assert.equal(await store.pendingCount('logs'), 2);
+      }),
+    );
+
+    test(
       'a commit is all or nothing: a stale group version refuses the whole commit',
       withStore(async (store) => {
         await store.append('logs', [event({ id: 'e1', time: 1, partition: 'P' }), event({ id: 'e2', time: 2, partition: 'P' })]);

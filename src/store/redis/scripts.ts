@@ -167,7 +167,7 @@ end
 `;
 
 /**
- * Appends one partition's events, dropping event ids seen within the dedupe window. The seen-set
+ * Appends one partition's events, dropping records (time and event id) seen within the dedupe window. The seen-set
  * and the log share the partition's slot, so "seen" and "appended" can never disagree.
  */
 const APPEND_PART = `
@@ -177,7 +177,8 @@ local function append_part(log, cursor, seen, now, window, a, n)
   for j = 1, n do
     local id, ev = ARGV[a], ARGV[a + 1]
     a = a + 2
-    if redis.call('ZSCORE', seen, id) then
+    -- id is '<time>:<event id>'; an earlier vigil added the event id alone (until it expires).
+    if redis.call('ZSCORE', seen, id) or redis.call('ZSCORE', seen, string.sub(id, (string.find(id, ':', 1, true) or 0) + 1)) then
       dups = dups + 1
     else
       redis.call('ZADD', seen, now + window, id)

@@ -246,7 +246,7 @@ export class RedisStore implements StateStore {
           const k = this.keys.partition(pipeline, partition);
           keys.push(k.log, k.cursor, k.seen);
           data.push(partition, list.length);
-          for (const e of list) data.push(e.eventId, JSON.stringify(e));
+          for (const e of list) data.push(seenMember(e), JSON.stringify(e));
         }
         const args = [pipeline, now, window, byPartition.size, 7 + data.length, keys.length + 1, ...data, ...section.args];
         keys.push(...section.keys);
@@ -266,7 +266,7 @@ export class RedisStore implements StateStore {
           [...byPartition].map(([partition, list]) => {
             const k = this.keys.partition(pipeline, partition);
             const args: Array<string | number> = [now, window, list.length];
-            for (const e of list) args.push(e.eventId, JSON.stringify(e));
+            for (const e of list) args.push(seenMember(e), JSON.stringify(e));
             return c.vigilAppendOne(3, k.log, k.cursor, k.seen, ...args);
           }),
         ),
@@ -694,4 +694,13 @@ function parseJson<T>(text: string, what: string): T {
   } catch (err) {
     throw new VigilError('VIGIL_STORE_CORRUPT', `redis holds an unreadable ${what}`, { cause: err });
   }
+}
+
+/**
+ * A record's member of its partition's dedupe set: its own time and its event id (a redelivery has
+ * both again), as the other stores key it. The script also checks the id alone, as an earlier
+ * vigil added it, until such members expire.
+ */
+function seenMember(e: AgentEvent): string {
+  return `${e.time}:${e.eventId}`;
 }

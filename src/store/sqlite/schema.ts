@@ -197,8 +197,22 @@ CREATE VIEW ingest_log AS ${slots.map((t) => `SELECT seq, pipeline, partition, e
  * by sequence are appended side by side and deleted oldest first: the 48 per-trace entries of a
  * `bench:ingest` request dirty a few pages here, where a `state_entries` row each dirtied a random
  * B-tree leaf (about 80 pages, each a WAL frame the ack's sync waits for).
+ *
+ * And `seen_ids`: the dedupe ids keyed by (pipeline, record time, event id). A record redelivered
+ * has its own time again, so it is found; records arrive about in time order, so their ids go in
+ * side by side near the newest end of the tree, where `seen_events`, keyed by the (random) id
+ * alone, took a random leaf per id (64 a request). `seen_events` stays until the ids an earlier
+ * vigil put there have expired (they are still checked).
  */
 const V5 = `
+CREATE TABLE IF NOT EXISTS seen_ids (
+  pipeline TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  event_id TEXT NOT NULL,
+  expires INTEGER NOT NULL,
+  PRIMARY KEY (pipeline, time, event_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS seen_ids_by_expiry ON seen_ids (expires);
 CREATE TABLE IF NOT EXISTS state_log (
   seq INTEGER PRIMARY KEY,
   namespace TEXT NOT NULL,

@@ -207,6 +207,11 @@ export class SqliteStore implements StateStore {
    */
   private held = new KeyedState();
   private qh: ReturnType<typeof prepareHeld> | undefined;
+  /**
+   * Whether `seen_events` still holds ids an earlier vigil claimed by id alone (before schema
+   * version 5): until they expire, an append checks them too.
+   */
+  private legacySeen = false;
   /** The writer's backlog per pipeline (readers count in the file). */
   private readonly backlogs = new WriterBacklog();
   private lastPurge = 0;
@@ -355,6 +360,7 @@ export class SqliteStore implements StateStore {
       this.qs = version >= 2 ? prepareState(db) : undefined;
       this.qh = version >= 5 ? prepareHeld(db) : undefined;
       this.held = this.loadHeld(opts.readOnly === true);
+      this.legacySeen = !opts.readOnly && !!this.qh?.legacyAny.get();
       this.qg = version >= 3 ? prepareGroupLog(db, this.rowChunks, layout) : undefined;
       // Empty after the fold at open; read anyway (the numbers only ever grow).
       if (!opts.readOnly) this.groupLogSeq = (db.prepare('SELECT COALESCE(MAX(seq), 0) AS n FROM group_log').get() as { n: number }).n;
@@ -904,8 +910,12 @@ export class SqliteStore implements StateStore {
     let appended = 0;
     let duplicates = 0;
     for (const event of events) {
-      // One B-tree visit: claims the id, or finds it claimed and live (then nothing changes).
-      if (this.q.seenClaim.run(pipeline, event.eventId, now + this.cfg.dedupe_window, now).changes === 0) {
+      // One B-tree visit: claims the record's (time, id), or finds it claimed and live (then nothing
+      // changes). Ids an earlier vigil claimed by id alone count until they expire (legacySeen).
+      if (
+        (this.legacySeen && this.qh!.legacySeen.get(pipeline, event.eventId, now)) ||
+        this.qh!.seenClaim.run(pipeline, event.time, event.eventId, now + this.cfg.dedupe_window, now).changes === 0
+      ) {
         duplicates++;
         continue;
       }
@@ -924,9 +934,11 @@ export class SqliteStore implements StateStore {
     this.lastPurge = now;
     this.run('purge expired entries', () => {
       const until = performance.now() + PURGE_BUDGET_MS;
-      for (const stmt of [this.q.purgeSeen, this.q.purgeTurns, this.q.purgeRevisions]) {
+      const seen = this.legacySeen ? [this.qh!.purgeSeen, this.q.purgeSeen] : [this.qh!.purgeSeen];
+      for (const stmt of [...seen, this.q.purgeTurns, this.q.purgeRevisions]) {
         while (stmt.run(now, PURGE_CHUNK).changes === PURGE_CHUNK && performance.now() < until);
       }
+      if (this.legacySeen && !this.qh!.legacyAny.get()) this.legacySeen = false;
       if (now - this.lastVacuum >= VACUUM_EVERY_MS) {
         this.lastVacuum = now;
         this.db?.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
@@ -1729,10 +1741,17 @@ function heldEntryOf(e: HeldEntry, json: string, file: string): StateEntry {
   };
 }
 
-/** The statements over `state_log` (version 5): the rows of the namespaces kept in memory. */
+/** The statements over the version-5 tables: `state_log` (the rows of the namespaces kept in memory) and `seen_ids`. */
 function prepareHeld(db: Db) {
   const p = (sql: string): Stmt => db.prepare(sql);
   return {
+    seenClaim: p(
+      `INSERT INTO seen_ids (pipeline, time, event_id, expires) VALUES (?, ?, ?, ?)
+       ON CONFLICT (pipeline, time, event_id) DO UPDATE SET expires = excluded.expires WHERE seen_ids.expires <= ?`,
+    ),
+    purgeSeen: p('DELETE FROM seen_ids WHERE (pipeline, time, event_id) IN (SELECT pipeline, time, event_id FROM seen_ids WHERE expires <= ? LIMIT ?)'),
+    legacySeen: p('SELECT 1 FROM seen_events WHERE pipeline = ? AND event_id = ? AND expires > ?'),
+    legacyAny: p('SELECT 1 FROM seen_events LIMIT 1'),
     all: p('SELECT seq, namespace, key, value, version, expires FROM state_log ORDER BY seq'),
     maxSeq: p('SELECT COALESCE(MAX(seq), 0) AS n FROM state_log'),
     evicted: p('SELECT namespace, evicted FROM state_namespaces WHERE evicted > 0'),
@@ -1879,10 +1898,6 @@ function prepare(db: Db, chunks: readonly number[], layout: Layout) {
     )
     .join(', ');
   return {
-    seenClaim: p(
-      `INSERT INTO seen_events (pipeline, event_id, expires) VALUES (?, ?, ?)
-       ON CONFLICT (pipeline, event_id) DO UPDATE SET expires = excluded.expires WHERE seen_events.expires <= ?`,
-    ),
     logNextProcessed: p(
       `SELECT MIN(m) AS m FROM (${arms(
         logs,
