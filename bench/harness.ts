@@ -6,10 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Payload } from './otlp-payloads.ts';
+import { TIME_BASE_NANOS, type Payload } from './otlp-payloads.ts';
 
 export type Encoding = 'json' | 'protobuf' | 'grpc';
 export type TraceIds = 'random' | 'ordered';
+/** Timestamps of a request: shifted to the time it is sent ('now', as an SDK's export), or the template's ('fixed', every request the same). */
+export type Times = 'now' | 'fixed';
 export type Setup = 'memory' | 'sqlite';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -22,6 +24,10 @@ export interface LoadSpec {
   contentType: string;
   template: Uint8Array;
   offsets: number[];
+  /** The template's timestamps (offset, ns as text) and where they start: shifted per request unless `times` is 'fixed'. */
+  timeFields: Array<[number, string]>;
+  timeBase: string;
+  times: Times;
   binary: boolean;
   concurrency: number;
   /** Requests per second for an open-loop run; 0 for back-to-back clients. */
@@ -64,12 +70,21 @@ const measureFrom = t0 + spec.warmupMs;
 const stopAt = measureFrom + spec.durationMs;
 const latencies = [];
 let failures = 0;
+const timeFields = spec.timeFields.map(([at, ns]) => [at, BigInt(ns)]);
 function body(n) {
   const b = Buffer.from(template);
   for (const offset of spec.offsets) {
     const prefix = traceIdPrefix(n, b, offset);
     if (spec.binary) b.writeUInt32BE(prefix, offset);
     else b.write(prefix.toString(16).padStart(8, '0'), offset, 'latin1');
+  }
+  if (spec.times === 'now') {
+    // The template's first span starts now (its last ends about a second later): same digit count, written in place.
+    const shift = BigInt(Date.now()) * 1000000n - BigInt(spec.timeBase);
+    for (const [at, ns] of timeFields) {
+      if (spec.binary) b.writeBigUInt64LE(ns + shift, at);
+      else b.write(String(ns + shift), at, 'latin1');
+    }
   }
   return b;
 }
@@ -151,6 +166,7 @@ export function loadSpec(
   durationMs: number,
   firstRequest: number,
   traceIds: TraceIds,
+  times: Times = 'now',
 ): LoadSpec {
   return {
     root: ROOT,
@@ -159,6 +175,9 @@ export function loadSpec(
     contentType: encoding === 'json' ? 'application/json' : 'application/x-protobuf',
     template: payload.template,
     offsets: payload.offsets,
+    timeFields: payload.times,
+    timeBase: String(TIME_BASE_NANOS),
+    times,
     binary: encoding !== 'json',
     concurrency,
     rate,

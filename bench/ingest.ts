@@ -40,7 +40,9 @@
  * Options: --duration=SECONDS per server and phase (6), --rounds=N slices (3), --warmup=SECONDS (1),
  * --concurrency=N (8), --spans=N (512), --trace-ids=random|ordered (random: as SDKs make them; ordered: the
  * request number in their first 4 bytes, as this bench had them up to round 8 — the ids of a request
- * then sit side by side in every index keyed by them, which spares a store most of its page writes), --only=json,protobuf,grpc, --setups=memory,sqlite,
+ * then sit side by side in every index keyed by them, which spares a store most of its page writes),
+ * --times=now|fixed (now: every timestamp shifted to the moment its request is sent, as an SDK's export;
+ * fixed: the same times in every request, as this bench had them up to round 15), --only=json,protobuf,grpc, --setups=memory,sqlite,
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
  * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
@@ -58,7 +60,7 @@ import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
-import { load, loadSpec, startVigil, type Encoding, type LoadResult, type LoadSpec, type Running, type Setup, type TraceIds } from './harness.ts';
+import { load, loadSpec, startVigil, type Encoding, type LoadResult, type LoadSpec, type Running, type Setup, type Times, type TraceIds } from './harness.ts';
 
 type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
 
@@ -109,6 +111,9 @@ async function main(): Promise<void> {
   const traceIdsArg = args['trace-ids'] ?? 'random';
   if (traceIdsArg !== 'random' && traceIdsArg !== 'ordered') throw new Error(`--trace-ids must be random or ordered, got '${traceIdsArg}'`);
   const traceIds: TraceIds = traceIdsArg;
+  const timesArg = args.times ?? 'now';
+  if (timesArg !== 'now' && timesArg !== 'fixed') throw new Error(`--times must be now or fixed, got '${timesArg}'`);
+  const times: Times = timesArg;
   const setups = (args.setups ?? 'memory,sqlite').split(',').filter((s) => s !== '') as Setup[];
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
   const withBare = !('no-bare' in args);
@@ -122,7 +127,7 @@ async function main(): Promise<void> {
   const payloads = buildPayloads(spans);
   const load0 = loadavg()[0]!;
   console.log(
-    `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
+    `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}; times ${times === 'now' ? 'of the moment each request is sent' : 'the same in every request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
       `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
@@ -140,7 +145,7 @@ async function main(): Promise<void> {
     if (withBare && setups.includes('sqlite') && encoding !== 'grpc') servers.set('bare/fsync', await startBareDurable(encoding));
     for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup, decodeThreads));
     const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
-      const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest, traceIds);
+      const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest, traceIds, times);
       firstRequest += 1_000_000;
       return s;
     };

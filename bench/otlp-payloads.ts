@@ -3,7 +3,8 @@
  * calls, tool calls, agent turns with GenAI attributes; one span in 32 failed, with an exception
  * event and a Python traceback), encoded as OTLP/JSON and as OTLP/protobuf by the independent codec
  * (the 0.214.0 otlp-transformer's generated protobufjs root), with the offsets of a per-request
- * trace id prefix so every request can carry fresh trace ids.
+ * trace id prefix so every request can carry fresh trace ids, and of every timestamp so every
+ * request can carry current times (as an SDK's export does: records arrive about in time order).
  */
 import { randomBytes } from 'node:crypto';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
@@ -15,7 +16,12 @@ export interface Payload {
   template: Uint8Array;
   /** Where the 8-hex-digit (JSON) or 4-byte (protobuf) per-request trace id prefix goes. */
   offsets: number[];
+  /** Every timestamp: its offset and its value in the template (ns since the epoch, as text), 19 decimal digits (JSON) or a fixed64 (protobuf). */
+  times: Array<[offset: number, nanos: string]>;
 }
+
+/** The template's times start here (ns since the epoch); a request shifts them all by the same amount. */
+export const TIME_BASE_NANOS = BigInt(Date.UTC(2026, 10, 30, 12)) * 1_000_000n;
 
 /** One request body per encoding, with the offsets of the per-request trace id prefixes. */
 export function buildPayloads(spans: number): { json: Payload; protobuf: Payload; errorSpans: number } {
@@ -23,7 +29,8 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
   const TraceRequest = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 
   const hexId = (bytes: number) => randomBytes(bytes).toString('hex');
-  const now = BigInt(Date.UTC(2026, 10, 30, 12)) * 1_000_000n;
+  const now = TIME_BASE_NANOS;
+  const times = new Set<bigint>();
   const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
   const int = (key: string, value: number) => ({ key, value: { intValue: value } });
   const traceback = [
@@ -51,6 +58,8 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
     const failed = i % 32 === 21;
     const start = now + BigInt(i) * 1_000_000n;
     const end = start + 850_000_000n;
+    times.add(start).add(end);
+    if (i % 32 === 21) times.add(end - 1000n);
     let name: string;
     let attributes: object[];
     const session = [str('session.id', 'sess-7f3a2c'), str('gen_ai.conversation.id', 'conv-7f3a2c')];
@@ -131,10 +140,28 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
   const json = Buffer.from(JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: jsonSpans }] }] }));
   const protobuf = Buffer.from(TraceRequest.encode(TraceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: protoSpans }] }] })).finish());
   return {
-    json: { template: json, offsets: offsetsOf(json, Buffer.from(TRACE_MARKER, 'latin1')) },
-    protobuf: { template: protobuf, offsets: offsetsOf(protobuf, Buffer.from(TRACE_MARKER, 'hex')) },
+    json: { template: json, offsets: offsetsOf(json, Buffer.from(TRACE_MARKER, 'latin1')), times: jsonTimes(json, times) },
+    protobuf: { template: protobuf, offsets: offsetsOf(protobuf, Buffer.from(TRACE_MARKER, 'hex')), times: protobufTimes(protobuf, times) },
     errorSpans,
   };
+}
+
+/** The times of a JSON body: each a quoted 19-digit decimal. */
+function jsonTimes(body: Buffer, times: ReadonlySet<bigint>): Array<[number, string]> {
+  const out: Array<[number, string]> = [];
+  for (const t of times) for (const at of offsetsOf(body, Buffer.from(`"${t}"`, 'latin1'))) out.push([at + 1, String(t)]);
+  return out;
+}
+
+/** The times of a protobuf body: each a fixed64 after its field's tag (span start 7, end 8; event time 1). */
+function protobufTimes(body: Buffer, times: ReadonlySet<bigint>): Array<[number, string]> {
+  const out: Array<[number, string]> = [];
+  for (const t of times) {
+    const le = Buffer.alloc(8);
+    le.writeBigUInt64LE(t);
+    for (const at of offsetsOf(body, le)) if ([0x39, 0x41, 0x09].includes(body[at - 1]!)) out.push([at, String(t)]);
+  }
+  return out;
 }
 
 function offsetsOf(haystack: Buffer, needle: Buffer): number[] {
