@@ -21,6 +21,12 @@ describe('jsonl receiver', () => {
     assert.ok(ok.ok);
     assert.equal(ok.ok && ok.event.time, Date.parse('2026-01-01T00:00:00Z'));
     assert.equal(ok.ok && ok.event.partition, 's1');
+    assert.equal(ok.ok && ok.event.clockTime, undefined);
+    // A line without a time takes the receiver's clock, marked: the dedupe then knows it by its id alone.
+    const untimed = parseReferenceLine(line({ kind: 'execution.completed', payload: {}, event_id: 'e' }), { source: 'f', lineNo: 2 }, () => 1234);
+    assert.ok(untimed.ok);
+    assert.equal(untimed.ok && untimed.event.time, 1234);
+    assert.equal(untimed.ok && untimed.event.clockTime, true);
     const cases: Array<[string, RegExp]> = [
       ['{nope', /not valid JSON/],
       ['[1,2]', /expected a JSON object/],

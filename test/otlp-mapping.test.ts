@@ -788,3 +788,40 @@ describe('OTLP mapping: the Vercel AI SDK', () => {
     }
   });
 });
+
+describe('OTLP mapping: records without a time of their own', () => {
+  test('take the receiver clock, marked clockTime (the dedupe knows them by their id alone); records with a time are not marked', () => {
+    const now = () => 42_000;
+    const untimed = { startTimeUnixNano: '0', startTimeMs: undefined, endTimeUnixNano: '0', endTimeMs: undefined };
+    const spans = mapTraces(
+      tracesOf([span({ status: { code: 2, message: 'x' }, ...untimed }), span({ spanId: 'aaaaaaaaaaaaaaaa', status: { code: 2, message: 'x' } })]),
+      {
+        now,
+      },
+    ).events;
+    assert.deepEqual(
+      spans.map((e) => [e.time, e.clockTime]),
+      [
+        [42_000, true],
+        [T0 + 1500, undefined],
+      ],
+    );
+    const logs = mapLogs(
+      logsOf([log({ severityNumber: 17, body: TRACEBACK, timeUnixNano: '0', timeMs: undefined }), log({ severityNumber: 17, body: TRACEBACK })]),
+      { now },
+    ).events;
+    assert.deepEqual(
+      logs.map((e) => [e.time, e.clockTime]),
+      [
+        [42_000, true],
+        [T0, undefined],
+      ],
+    );
+    // Forwarded only (irrelevant to vigil, kept for a pipeline that forwards): the same.
+    const forwarded = mapTraces(tracesOf([span(untimed)]), { now, forward: true }).events;
+    assert.deepEqual(
+      forwarded.map((e) => [e.time, e.clockTime, e.forwardOnly]),
+      [[42_000, true, true]],
+    );
+  });
+});

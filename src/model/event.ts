@@ -12,8 +12,13 @@ export interface AgentEvent {
   payload: Record<string, unknown>;
   /** The session the record belongs to; the ingest log is ordered per partition. */
   partition: string;
-  /** Event time in milliseconds since the epoch: the record's own timestamp, never the wall clock. */
+  /**
+   * Event time in milliseconds since the epoch: the record's own timestamp. Only a record that has
+   * none gets the receiver's clock, and `clockTime`.
+   */
   time: number;
+  /** `time` is the receiver's clock (the record had no timestamp): the dedupe knows the record by its id alone (dedupeTime). */
+  clockTime?: true;
   /** The observed service (`service.name`), the default grouping scope. */
   service: string;
   /** Revision of the observed code, when the record or its resource names one. */
@@ -164,4 +169,13 @@ export interface ReferenceIdentity {
 /** Classes whose events become occurrences (they name a failure that happened). */
 export function isFailure(d: Diagnosis): boolean {
   return (d.classification === 'ExecutionFailure' || d.classification === 'RecoveredError') && !!d.signature;
+}
+
+/**
+ * The time a store's dedupe knows a record by, with its event id: its own time (a redelivered
+ * record has it again), or 0 for a record that had none (its `time` is a receiver's clock, which a
+ * redelivery would not repeat).
+ */
+export function dedupeTime(e: AgentEvent): number {
+  return e.clockTime === true ? 0 : e.time;
 }

@@ -6,7 +6,7 @@
 import type { StoreFactory } from '../component.ts';
 import { s, type Infer } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
-import type { AgentEvent } from '../model/event.ts';
+import { dedupeTime, type AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
 import { KeyedState, type HeldEntry } from './keyed-state.ts';
@@ -120,7 +120,7 @@ export class MemoryStore implements StateStore {
     let duplicates = 0;
     for (const event of events) {
       // A record is known by its id and its own time (a redelivery has both again), as in the SQLite store.
-      const seenKey = `${pipeline}\u0000${event.time}\u0000${event.eventId}`;
+      const seenKey = `${pipeline}\u0000${dedupeTime(event)}\u0000${event.eventId}`;
       const expires = this.seen.get(seenKey);
       if (expires !== undefined && expires > now) {
         duplicates++;

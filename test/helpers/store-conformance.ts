@@ -131,6 +131,15 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
     );
 
     test(
+      'a record that had no time of its own (clockTime: its time is the receiver clock) is known by its event id alone',
+      withStore(async (store) => {
+        await store.append('logs', [{ ...event({ id: 'c', time: 100 }), clockTime: true }]);
+        assert.deepEqual(await store.append('logs', [{ ...event({ id: 'c', time: 250 }), clockTime: true }]), { appended: 0, duplicates: 1 });
+        assert.equal(await store.pendingCount('logs'), 1);
+      }),
+    );
+
+    test(
       'a commit is all or nothing: a stale group version refuses the whole commit',
       withStore(async (store) => {
         await store.append('logs', [event({ id: 'e1', time: 1, partition: 'P' }), event({ id: 'e2', time: 2, partition: 'P' })]);

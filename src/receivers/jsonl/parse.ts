@@ -40,6 +40,7 @@ export function parseReferenceLine(line: string, where: { source: string; lineNo
     service: str('service') ?? 'unknown_service',
     source: 'jsonl',
   };
+  if (time === undefined) event.clockTime = true;
   const optional: Array<[keyof AgentEvent, string | undefined]> = [
     ['revision', str('revision')],
     ['executionId', str('execution_id') ?? (typeof payload.execution_id === 'string' ? payload.execution_id : undefined)],

@@ -98,7 +98,7 @@ export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptio
       if (!mapped) return;
       if (record)
         mapped.forwardOnly = () =>
-          forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs ?? now(), 'otlp.traces', record);
+          forwardOnly(`${span.traceId}:${span.spanId}`, span.attributes, group.resource, span.endTimeMs ?? span.startTimeMs, now, 'otlp.traces', record);
       attachForward(mapped, record);
       records.push(mapped);
     });
@@ -141,7 +141,8 @@ export function mapLogs(groups: readonly NormalizedLogs[], options: MapOptions =
             text(log.attributes['log.record.uid']) ?? logContentHash(log, group.resource),
             log.attributes,
             group.resource,
-            log.timeMs ?? log.observedTimeMs ?? now(),
+            log.timeMs ?? log.observedTimeMs,
+            now,
             'otlp.logs',
             record,
           );
@@ -208,7 +209,27 @@ function finish(result: MapResult, records: MappedRecord[], markers: boolean): M
 }
 
 /** A record kept only to be forwarded: the chain classifies it as normal output. */
-function forwardOnly(eventId: string, attrs: Attributes, resource: Attributes, timeMs: number, source: EventSource, record: ForwardRecord): AgentEvent {
+function forwardOnly(
+  eventId: string,
+  attrs: Attributes,
+  resource: Attributes,
+  timeMs: number | undefined,
+  now: () => number,
+  source: EventSource,
+  record: ForwardRecord,
+): AgentEvent {
   const { partition, service } = contextOf(attrs, resource);
-  return { eventId, kind: 'otlp.record', payload: {}, partition, service, time: Math.floor(timeMs), source, forward: record, forwardOnly: true };
+  const event: AgentEvent = {
+    eventId,
+    kind: 'otlp.record',
+    payload: {},
+    partition,
+    service,
+    time: Math.floor(timeMs ?? now()),
+    source,
+    forward: record,
+    forwardOnly: true,
+  };
+  if (timeMs === undefined) event.clockTime = true;
+  return event;
 }

@@ -31,7 +31,7 @@
  */
 import { VigilError, errorMessage, isVigilError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import type { AgentEvent } from '../../model/event.ts';
+import { dedupeTime, type AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
 import { PageBases } from '../page-bases.ts';
 import { newestFailures, RECENT_FAILURES_MAX } from '../recent-failures.ts';
@@ -702,5 +702,5 @@ function parseJson<T>(text: string, what: string): T {
  * vigil added it, until such members expire.
  */
 function seenMember(e: AgentEvent): string {
-  return `${e.time}:${e.eventId}`;
+  return `${dedupeTime(e)}:${e.eventId}`;
 }

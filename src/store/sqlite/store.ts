@@ -12,7 +12,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VigilError, errorMessage } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import type { AgentEvent } from '../../model/event.ts';
+import { dedupeTime, type AgentEvent } from '../../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../../model/work.ts';
 import { KeyedState, type HeldEntry } from '../keyed-state.ts';
 import { PageBases } from '../page-bases.ts';
@@ -914,7 +914,7 @@ export class SqliteStore implements StateStore {
       // changes). Ids an earlier vigil claimed by id alone count until they expire (legacySeen).
       if (
         (this.legacySeen && this.qh!.legacySeen.get(pipeline, event.eventId, now)) ||
-        this.qh!.seenClaim.run(pipeline, event.time, event.eventId, now + this.cfg.dedupe_window, now).changes === 0
+        this.qh!.seenClaim.run(pipeline, dedupeTime(event), event.eventId, now + this.cfg.dedupe_window, now).changes === 0
       ) {
         duplicates++;
         continue;

@@ -36,6 +36,7 @@ export function mapLog(log: NormalizedLog, group: NormalizedLogs, now: () => num
     eventId: text(attrs['log.record.uid']) ?? logContentHash(log, group.resource),
     ...contextOf(attrs, group.resource, log.traceId),
     time: Math.floor(log.timeMs ?? log.observedTimeMs ?? now()),
+    clockTime: log.timeMs === undefined && log.observedTimeMs === undefined ? true : undefined,
     operation: eventName ?? text(attrs['gen_ai.tool.name']),
     traceId: log.traceId,
     spanId: log.spanId,

@@ -119,6 +119,7 @@ export function makeMarker(p: PendingMarker): AgentEvent {
     source: 'otlp.traces',
   };
   if (revision !== undefined) event.revision = revision;
+  if (p.mark.endTimeMs === undefined && p.mark.startTimeMs === undefined) event.clockTime = true;
   // A marker of a span that names no session takes its trace's session, as failures do (DESIGN 3.3).
   if (awaitsSession) event.awaitsSession = true;
   if (p.mark.name === '') delete event.operation;
@@ -351,6 +352,7 @@ function spanBase(mark: SpanMark, resource: Attributes, now: () => number, id?: 
     eventId: id ?? `${mark.traceId}:${mark.spanId}`,
     ...contextOf(mark.attributes, resource, mark.traceId),
     time: Math.floor(mark.endTimeMs ?? mark.startTimeMs ?? now()),
+    clockTime: mark.endTimeMs === undefined && mark.startTimeMs === undefined ? true : undefined,
     operation: mark.name,
     traceId: mark.traceId,
     spanId: mark.spanId,

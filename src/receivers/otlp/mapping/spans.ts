@@ -61,6 +61,7 @@ export function mapSpan(span: NormalizedSpan, group: NormalizedTraces, now: () =
     eventId: `${span.traceId}:${span.spanId}`,
     ...contextOf(span.attributes, group.resource, span.traceId),
     time: Math.floor(span.endTimeMs ?? span.startTimeMs ?? now()),
+    clockTime: span.endTimeMs === undefined && span.startTimeMs === undefined ? true : undefined,
     operation: operationNameOf(span),
     traceId: span.traceId,
     spanId: span.spanId,
