@@ -24,6 +24,12 @@ export interface StateClientOptions {
   owner: string;
   /** The namespace's entry bound, carried by every write (see state.ts); the store default when absent. */
   maxEntries?: number;
+  /**
+   * Keep the namespace in memory (StateWrite `cached`, carried by every write): for a namespace
+   * written at most pages under random keys, where a SQLite row per key costs a random page each.
+   * Its entries then take memory up to the bound.
+   */
+  cached?: boolean;
 }
 
 export interface StateClient {
@@ -47,11 +53,11 @@ export interface StateClient {
   /** The fired timers of a timer page that this component owns. */
   ownTimers(page: WorkPage): FiredTimer[];
   /** A client of another namespace with the same owner (shared state such as the trace → session map). */
-  withNamespace(name: string, opts?: { maxEntries?: number }): StateClient;
+  withNamespace(name: string, opts?: { maxEntries?: number; cached?: boolean }): StateClient;
 }
 
 export function stateClient(store: StateStore, namespace: string, opts: StateClientOptions): StateClient {
-  const bound = opts.maxEntries !== undefined ? { maxEntries: opts.maxEntries } : {};
+  const bound = { ...(opts.maxEntries !== undefined ? { maxEntries: opts.maxEntries } : {}), ...(opts.cached ? { cached: true } : {}) };
   const checked = (w: StateWrite): StateWrite => {
     encodeStateWrites([w]);
     return w;

@@ -28,7 +28,9 @@ export type WatchdogConfig = Infer<typeof schema>;
 /** The watchdog's three namespaces, as clients of the processor's state. */
 export function watchdogClients(state: StateClient): Record<WatchdogNamespace, StateClient> {
   return {
-    facts: state.withNamespace(state.namespace, { maxEntries: FACTS_MAX_ENTRIES }),
+    // Written at most pages, a judged run per failure under its random run id: kept in memory
+    // (README, State: namespaces kept in memory), as the correlation's per-trace state is.
+    facts: state.withNamespace(state.namespace, { maxEntries: FACTS_MAX_ENTRIES, cached: true }),
     checkpoints: state.withNamespace(`${state.namespace}/checkpoints`, { maxEntries: CHECKPOINTS_MAX_ENTRIES }),
     reports: state.withNamespace(`${state.namespace}/reports`, { maxEntries: 16 }),
   };
