@@ -522,9 +522,9 @@ describe('evicting the oldest through one iterator kept across evictions', () =>
             map.delete(key);
             model.delete(key);
           } else {
-            const first = model.entries().next();
-            if (!first.done) model.delete(first.value[0]);
-            assert.deepEqual(oldest.deleteOldest(), first.done ? undefined : first.value);
+            const first = model.keys().next();
+            if (!first.done) model.delete(first.value);
+            assert.equal(oldest.deleteOldest(), first.done ? undefined : first.value);
           }
           assert.deepEqual([...map], [...model]);
         });

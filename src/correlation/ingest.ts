@@ -132,7 +132,7 @@ export function sessionFacts(events: readonly AgentEvent[], traceSessions: Reado
  */
 export class WrittenFacts {
   private readonly written = new Map<string, { session: string; at: number }>();
-  private readonly oldest = new OldestFirst(this.written);
+  private readonly oldest = new OldestFirst<string>(this.written);
 
   constructor(
     private readonly settings: CorrelationSettings,

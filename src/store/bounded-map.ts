@@ -7,21 +7,21 @@
  * (re-inserted keys come again at the end, in order) and skips deleted ones, so what it yields
  * next is always the oldest entry left.
  */
-export class OldestFirst<K, V = unknown> {
-  private entries: Iterator<[K, V]> | undefined;
+export class OldestFirst<K> {
+  private keys: Iterator<K> | undefined;
 
-  constructor(private readonly map: Map<K, V>) {}
+  constructor(private readonly map: Map<K, unknown>) {}
 
-  /** Deletes the oldest entry; returns it (undefined when the map is empty). */
-  deleteOldest(): [K, V] | undefined {
-    let next = this.entries?.next();
+  /** Deletes the oldest entry; returns its key (undefined when the map is empty). */
+  deleteOldest(): K | undefined {
+    let next = this.keys?.next();
     // A finished iterator stays finished: start again (the map was emptied meanwhile, or never read).
     if (next === undefined || next.done === true) {
-      this.entries = this.map.entries();
-      next = this.entries.next();
+      this.keys = this.map.keys();
+      next = this.keys.next();
       if (next.done === true) return undefined;
     }
-    this.map.delete(next.value[0]);
+    this.map.delete(next.value);
     return next.value;
   }
 }

@@ -13,7 +13,6 @@
  * `rollback()` (or `rollbackTo` a `mark()`, for a savepoint) puts the entries back. A namespace's
  * entries are kept in write order, which is `seq` order; a rollback restores that order by `seq`.
  */
-import { OldestFirst } from './bounded-map.ts';
 import { STATE_PURGE_CHUNK, stateConflict, type EncodedNamespace, type NamespaceStatus } from './state.ts';
 
 /** An entry; the value is kept as JSON so it round-trips as in the durable stores. */
@@ -63,11 +62,9 @@ export class KeyedState {
    */
   private readonly earliestExpiry = new Map<string, number>();
   private readonly evictedCounts = new Map<string, number>();
-  /** Per namespace map, where its evictions resume (see OldestFirst); dropped with the map. */
-  private oldest = new WeakMap<Map<string, HeldEntry>, OldestFirst<string, HeldEntry>>();
   /** Per namespace map, whether its expiry times rise in write order (see purge); dropped with the map. */
   private readonly order = new WeakMap<Map<string, HeldEntry>, { last: number; unordered: boolean }>();
-  /** Per namespace map, its oldest entry and an iterator past it (see firstOf); dropped with the map. */
+  /** Per namespace map, its oldest entry and an iterator past it (see firstOf), for purges and evictions; dropped with the map. */
   private heads = new WeakMap<Map<string, HeldEntry>, { head?: [string, HeldEntry]; rest?: Iterator<[string, HeldEntry]> }>();
   private seq = 0;
   /** The running transaction's changes (undefined: none is running). */
@@ -125,11 +122,7 @@ export class KeyedState {
         evicting = true;
         this.evictedCounts.set(name, (this.evictedCounts.get(name) ?? 0) + evict);
       }
-      const oldest = this.oldestOf(map);
-      while (evict-- > 0) {
-        const first = oldest.deleteOldest();
-        if (first) this.removed(map, first[0], first[1]);
-      }
+      for (let first = this.firstOf(map); first && evict-- > 0; first = this.firstOf(map)) this.remove(map, first[0], first[1]);
     }
     if (map.size === 0) {
       this.kv.delete(name);
@@ -243,7 +236,6 @@ export class KeyedState {
       const entries = [...map].sort((a, b) => a[1].seq - b[1].seq);
       map.clear();
       for (const [k, e] of entries) map.set(k, e);
-      this.oldest.delete(map);
       this.heads.delete(map);
     }
   }
@@ -287,12 +279,6 @@ export class KeyedState {
     this.rows?.drop(entry);
   }
 
-  private oldestOf(map: Map<string, HeldEntry>): OldestFirst<string, HeldEntry> {
-    let o = this.oldest.get(map);
-    if (!o) this.oldest.set(map, (o = new OldestFirst(map)));
-    return o;
-  }
-
   /**
    * Deletes up to `max` expired entries. Looks at none while nothing can have expired; a look at
    * every entry learns when the next one expires.
@@ -332,7 +318,8 @@ export class KeyedState {
 
   /**
    * The oldest entry of a map, and an iterator past it kept for the next call: a fresh iterator
-   * would walk over every entry deleted from the front since the map last rehashed (OldestFirst).
+   * would walk over every entry deleted from the front since the map last rehashed (as OldestFirst
+   * in bounded-map.ts, which cannot tell a re-inserted key by its value).
    */
   private firstOf(map: Map<string, HeldEntry>): [string, HeldEntry] | undefined {
     let h = this.heads.get(map);

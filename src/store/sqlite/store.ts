@@ -524,9 +524,8 @@ export class SqliteStore implements StateStore {
             drop: (e) => qh.drop.run(e.seq),
           },
     );
-    for (const r of qh.all.iterate() as Iterable<{ seq: number; namespace: string; key: string; value: string; version: number; expires: number | null }>) {
-      const entry: HeldEntry = { json: r.value, version: r.version, seq: r.seq };
-      if (r.expires !== null) entry.expiresAt = r.expires;
+    for (const r of qh.all.iterate() as Iterable<StateRow & { seq: number; namespace: string; key: string }>) {
+      const entry = heldOf(r, r.seq);
       // A reader keeps every value: its rows may go after it read them.
       if (!readOnly) inlineOrRow(entry);
       held.load(r.namespace, r.key, entry);
@@ -544,11 +543,7 @@ export class SqliteStore implements StateStore {
   private holdNamespace(name: string): void {
     const qs = this.state();
     const qh = this.qh!;
-    for (const r of qh.tableRows.all(name) as Array<{ key: string; value: string; version: number; expires: number | null }>) {
-      const entry: HeldEntry = { json: r.value, version: r.version, seq: 0 };
-      if (r.expires !== null) entry.expiresAt = r.expires;
-      this.held.load(name, r.key, entry, true);
-    }
+    for (const r of qh.tableRows.all(name) as Array<StateRow & { key: string }>) this.held.load(name, r.key, heldOf(r, 0), true);
     qh.tableDrop.run(name);
     const evicted = (qs.nsGet.get(name) as { evicted: number } | undefined)?.evicted ?? 0;
     this.held.loadEvicted(name, evicted);
@@ -1473,7 +1468,7 @@ export class SqliteStore implements StateStore {
   private heldEntryOf(e: HeldEntry): StateEntry {
     const json = e.json ?? (this.qh!.value.get(e.seq) as string | undefined);
     if (json === undefined) throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${this.file}' lost the state_log row ${e.seq} of a live entry`);
-    return heldEntryOf(e, json, this.file);
+    return this.entryOf({ value: json, version: e.version, expires: e.expiresAt ?? null });
   }
 
   private entryOf(row: StateRow): StateEntry {
@@ -1732,13 +1727,11 @@ function inlineOrRow(e: HeldEntry): void {
   if (e.json !== undefined && e.json.length > INLINE_JSON_CHARS) e.json = undefined;
 }
 
-/** An entry of a namespace kept in memory, as loadState returns it. */
-function heldEntryOf(e: HeldEntry, json: string, file: string): StateEntry {
-  return {
-    value: parseStored(json, `SQLite database '${file}' state entry`),
-    version: e.version,
-    ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}),
-  };
+/** A stored row as a held entry (its `seq`: the row's, or 0 for one that gets its own). */
+function heldOf(r: StateRow, seq: number): HeldEntry {
+  const entry: HeldEntry = { json: r.value, version: r.version, seq };
+  if (r.expires !== null) entry.expiresAt = r.expires;
+  return entry;
 }
 
 /** The statements over the version-5 tables: `state_log` (the rows of the namespaces kept in memory) and `seen_ids`. */
