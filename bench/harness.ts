@@ -40,7 +40,10 @@ export interface LoadSpec {
 }
 
 export interface LoadResult {
+  /** Requests answered and timed (after the warm-up). */
   requests: number;
+  /** Requests answered during the warm-up, not timed. */
+  warmupRequests?: number;
   failures: number;
   elapsedMs: number;
   /** Request latencies in ms. */
@@ -70,6 +73,8 @@ const measureFrom = t0 + spec.warmupMs;
 const stopAt = measureFrom + spec.durationMs;
 const latencies = [];
 let failures = 0;
+// Requests answered in the warm-up (not timed): the per-request figures of a slice count them too.
+let warmupRequests = 0;
 const timeFields = spec.timeFields.map(([at, ns]) => [at, BigInt(ns)]);
 function body(n) {
   const b = Buffer.from(template);
@@ -122,7 +127,7 @@ if (spec.grpc) {
   close = () => agent.destroy();
 }
 function record(ok, latency, at) {
-  if (at < measureFrom) return;
+  if (at < measureFrom) return void (warmupRequests += ok ? 1 : 0);
   if (ok) latencies.push(latency); else failures++;
 }
 async function client() {
@@ -152,7 +157,7 @@ const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.c
 run.then(() => {
   const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
   close();
-  parentPort.postMessage({ requests: latencies.length, failures, elapsedMs, latencies });
+  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies });
 });
 `;
 

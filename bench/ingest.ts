@@ -45,6 +45,9 @@
  * fixed: the same times in every request, as this bench had them up to round 15), --only=json,protobuf,grpc, --setups=memory,sqlite,
  * --half-rate=REQUESTS_PER_SECOND (the open-loop phase at this one rate for every server, to compare
  * latency at equal load; by default each server's half rate is half of its own full rate),
+ * --half-warmup=SECONDS (0.5: each half-rate slice first sends at its rate this long, untimed; without it a
+ * slice's first requests time the client's start — a new worker thread, new connections, its code not yet
+ * compiled — and not the server: 20–45 ms on bare and vigil alike, several of the ~400 latencies a p99 reads),
  * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
  * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
   const durationMs = Number(args.duration ?? 6) * 1000;
   const rounds = Number(args.rounds ?? 3);
   const warmupMs = Number(args.warmup ?? 1) * 1000;
+  const halfWarmupMs = Number(args['half-warmup'] ?? 0.5) * 1000;
   const concurrency = Number(args.concurrency ?? 8);
   const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
@@ -128,7 +132,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}; times ${times === 'now' ? 'of the moment each request is sent' : 'the same in every request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
-      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}; ` +
+      `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}, each slice after ${halfWarmupMs / 1000} s untimed at its rate; ` +
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
   );
   console.log(
@@ -160,7 +164,7 @@ async function main(): Promise<void> {
       const half = await alternate(
         servers,
         rounds,
-        (server, name) => spec(server, halfRate(name), 0, durationMs / rounds),
+        (server, name) => spec(server, halfRate(name), halfWarmupMs, durationMs / rounds),
         stalls && { recorder: stalls, encoding },
       );
       for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
@@ -232,6 +236,7 @@ async function alternate(
       result.diskBytes = diskWriteBytes() - disk0;
       const total = totals.get(name)!;
       total.requests += result.requests;
+      total.warmupRequests = (total.warmupRequests ?? 0) + (result.warmupRequests ?? 0);
       total.failures += result.failures;
       total.elapsedMs += result.elapsedMs;
       total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
@@ -271,8 +276,9 @@ function emptyResult(): LoadResult {
   return { requests: 0, failures: 0, elapsedMs: 0, latencies: [] };
 }
 
+/** A slice's measure (taken over its warm-up too) per request answered in it. */
 function perRequest(ms: number | undefined, r: LoadResult): number {
-  return (ms ?? NaN) / r.requests;
+  return (ms ?? NaN) / (r.requests + (r.warmupRequests ?? 0));
 }
 
 function rateOf(r: LoadResult): number {
