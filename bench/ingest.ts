@@ -109,6 +109,8 @@ async function main(): Promise<void> {
   const rounds = Number(args.rounds ?? 3);
   const warmupMs = Number(args.warmup ?? 1) * 1000;
   const halfWarmupMs = Number(args['half-warmup'] ?? 0.5) * 1000;
+  // NaN would never end an open-loop slice (its schedule compares against it).
+  if (!(halfWarmupMs >= 0 && Number.isFinite(halfWarmupMs))) throw new Error(`--half-warmup must be a number of seconds >= 0, got '${args['half-warmup']}'`);
   const concurrency = Number(args.concurrency ?? 8);
   const fixedHalfRate = args['half-rate'] !== undefined ? Number(args['half-rate']) : undefined;
   const spans = Number(args.spans ?? 512);
