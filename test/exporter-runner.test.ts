@@ -83,6 +83,30 @@ describe('exporter runner', () => {
     assert.equal(r.stats.exported, 2);
   });
 
+  test('a delivery round with nothing after the cursor reads no outbox; one with entries reads them', async () => {
+    const store = await storeWith(['a']);
+    const { exporter, calls } = scripted([() => {}, () => {}]);
+    const r = runner(store, exporter, fakeClock(), delivery());
+    let reads = 0;
+    const readOutbox = store.readOutbox.bind(store);
+    store.readOutbox = (...a) => {
+      reads++;
+      return readOutbox(...a);
+    };
+    assert.equal(await r.deliverBatch(), 'delivered');
+    assert.equal(reads, 1);
+    // What wakes an exporter after each page commit at low rates: the round that finds the outbox empty.
+    assert.equal(await r.deliverBatch(), 'empty');
+    assert.equal(reads, 1, 'the empty round asked only for the lag');
+    await store.append('logs', [event({ id: 'f', time: 1 })]);
+    const [e] = await store.readPage('logs', 'session-1', 1);
+    await store.commit({ pipeline: 'logs', partition: 'session-1', cursor: e!.id, groups: [], turns: [], revisions: [], failures: [], outbox: [item('b')] });
+    reads = 0;
+    assert.equal(await r.deliverBatch(), 'delivered');
+    assert.equal(reads, 1);
+    assert.deepEqual(calls, [['a'], ['b']]);
+  });
+
   test("the receiver's Retry-After is honoured instead of the backoff", async () => {
     const store = await storeWith(['a']);
     const { exporter } = scripted([

@@ -141,7 +141,8 @@ export class ExporterRunner {
     const { store, pipeline, exporterId, exporter, logger } = this.opts;
     let entries: OutboxEntry[];
     try {
-      await this.enforceQueueBound();
+      // Nothing after the cursor (the lag counts what is committed, synced or not): no read.
+      if ((await this.enforceQueueBound()) === 0) return 'empty';
       entries = await store.readOutbox(pipeline, exporterId, this.delivery.sending_queue.batch_size);
     } catch (err) {
       logger.warn('cannot read the outbox; retrying', { pipeline, exporter: exporterId, error: errorMessage(err) });
@@ -275,14 +276,15 @@ export class ExporterRunner {
     return this.stats.lag > this.delivery.sending_queue.queue_size;
   }
 
-  private async enforceQueueBound(): Promise<void> {
+  /** Returns the lag left: the entries after this exporter's cursor. */
+  private async enforceQueueBound(): Promise<number> {
     const { store, pipeline, exporterId, logger } = this.opts;
     const queueSize = this.delivery.sending_queue.queue_size;
     this.committedSinceCheck = false;
     const lag = await store.outboxLag(pipeline, exporterId);
     this.stats.lag = lag;
     let excess = lag - queueSize;
-    if (excess <= 0) return;
+    if (excess <= 0) return lag;
     let removed = 0;
     logger.error('sending queue full; the oldest entries move to the dead letters', { pipeline, exporter: exporterId, excess, queue_size: queueSize });
     const reason = `sending_queue full (queue_size ${queueSize}); not delivered`;
@@ -294,5 +296,6 @@ export class ExporterRunner {
       excess -= oldest.length;
     }
     this.stats.lag = lag - removed;
+    return this.stats.lag;
   }
 }
