@@ -55,6 +55,11 @@ export class WriterBacklog {
     else if (next !== undefined) e.first = next;
   }
 
+  /** Whether a partition has entries after its cursor (undefined: the pipeline's counts are not loaded). */
+  holds(pipeline: string, partition: string): boolean | undefined {
+    return this.pipelines.get(pipeline)?.partitions.has(partition);
+  }
+
   total(pipeline: string): number {
     return this.pipelines.get(pipeline)?.total ?? 0;
   }

@@ -984,6 +984,12 @@ export class SqliteStore implements StateStore {
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
+    // The writer knows which partitions hold entries after their cursor: a look at one that holds
+    // none (the correlation log, woken by every append, mostly) costs no statement.
+    if (this.ql && this.backlogs.holds(pipeline, partition) === false) {
+      if (!this.db) throw this.closedError();
+      return [];
+    }
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
       const page = this.logRows(pipeline, partition, base, limit).map((r) => ({
