@@ -7,12 +7,12 @@
  * work item, and every work item names the session of its trace.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runAgent, type AgentPlan, type AgentRun } from './helpers/agents.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
 import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 type WorkEvent = { id: string; type: string; data: Record<string, any> };
 
@@ -57,11 +57,7 @@ service:
 }
 
 function readWork(file: string): WorkEvent[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as WorkEvent);
+  return writtenJsonLines<WorkEvent>(file);
 }
 
 /** Waits for `n` work items, then until nothing waits or is undelivered, then a little more: nothing else may come. */

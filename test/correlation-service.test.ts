@@ -6,13 +6,13 @@
  * the session of its trace. And two pipelines that take the same receiver count each record once.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { Service } from '../src/service/service.ts';
 import { aiSdkTurn, logsBody, openaiTurn, tracesBody, type AgentRecord } from './helpers/agent-records.ts';
 import { startService } from './helpers/in-process.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 type WorkEvent = { id: string; type: string; data: Record<string, any> };
 
@@ -56,11 +56,7 @@ async function send(base: string, records: readonly AgentRecord[]): Promise<void
 }
 
 function readWork(file: string): WorkEvent[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as WorkEvent);
+  return writtenJsonLines<WorkEvent>(file);
 }
 
 /** Waits until `n` work.created events are delivered and the correlation log and pipelines are idle; then a little longer, to see nothing more comes. */

@@ -7,7 +7,6 @@
  * session still goes through the log, behind it.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
@@ -26,6 +25,7 @@ import { aiSdkTurn, logsBody, openaiTurn, tracesBody, type AgentRecord } from '.
 import { checkProperty } from './helpers/random.ts';
 import { startService } from './helpers/in-process.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 type WorkEvent = { id: string; type: string; data: Record<string, any> };
 
@@ -54,11 +54,7 @@ async function send(base: string, spans: readonly AgentRecord[]): Promise<void> 
 }
 
 function readWork(file: string): WorkEvent[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as WorkEvent);
+  return writtenJsonLines<WorkEvent>(file);
 }
 
 async function delivered(file: string, n: number): Promise<WorkEvent[]> {

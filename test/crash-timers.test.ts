@@ -6,12 +6,12 @@
  * remaining delay, not a fresh 8 s), and never again after further restarts.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { RedisServer, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, ROOT, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 const DELAY_MS = 8_000;
 const RESTART_AFTER_MS = 4_000;
@@ -65,14 +65,7 @@ service:
   const timers = async () => (await logsStatus())?.timers.pending;
   /** Entries the exporter has not confirmed to the store yet. */
   const unconfirmed = async () => (await logsStatus())?.outbox.exporters.reduce((n, e) => n + e.lag, 0);
-  const firedEvents = (): Fired[] =>
-    existsSync(work)
-      ? readFileSync(work, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as Fired)
-          .filter((e) => e.type === 'dev.vigil.provider.retry')
-      : [];
+  const firedEvents = (): Fired[] => writtenJsonLines<Fired>(work).filter((e) => e.type === 'dev.vigil.provider.retry');
   const kill = async (v: VigilChild) => {
     v.child.kill('SIGKILL');
     await v.exited;

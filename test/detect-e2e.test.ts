@@ -6,7 +6,6 @@
  * occurrence, not two.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { compactEvidence } from '../src/processors/classify/error-kind.ts';
@@ -14,6 +13,7 @@ import { runAgent } from './helpers/agents.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
 import { referenceCase, startJournalWriter } from './helpers/journal.ts';
 import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 type Any = any;
 
@@ -65,7 +65,7 @@ service:
     journal,
     events: () => {
       const byId = new Map<string, Any>();
-      for (const f of files) if (existsSync(f)) for (const l of readFileSync(f, 'utf8').split('\n').filter(Boolean)) byId.set(JSON.parse(l).id, JSON.parse(l));
+      for (const f of files) for (const e of writtenJsonLines<Any>(f)) byId.set(e.id, e);
       return [...byId.values()];
     },
     stop: async () => {

@@ -3,12 +3,12 @@
  * file out — the README demo as a test.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 const TRACEBACK = [
   'Traceback (most recent call last):',
@@ -61,11 +61,7 @@ ${extra}`,
 }
 
 function readWorkEvents(file: string): Array<Record<string, any>> {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
+  return writtenJsonLines(file);
 }
 
 const post = postLogs;

@@ -7,7 +7,6 @@
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { SeverityNumber } from '@opentelemetry/api-logs';
@@ -31,6 +30,7 @@ import { createLogger } from '../src/logger.ts';
 import type { OtlpReceiverStats } from '../src/receivers/otlp/ingest.ts';
 import { Service } from '../src/service/service.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 type Protocol = 'http-json' | 'http-protobuf' | 'grpc';
 const PROTOCOLS: Protocol[] = ['http-json', 'http-protobuf', 'grpc'];
@@ -138,11 +138,7 @@ function exportWith<T>(exporter: { export(items: T[], done: (r: ExportResult) =>
 }
 
 function readWorkEvents(file: string): Array<Record<string, any>> {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
+  return writtenJsonLines(file);
 }
 
 describe('the OpenTelemetry JS SDK exporters against a running vigil', () => {

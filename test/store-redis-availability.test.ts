@@ -4,12 +4,12 @@
  * until Redis comes, then processes normally. `vigil status` reads the same Redis.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { RedisServer, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 const children: VigilChild[] = [];
 const servers: RedisServer[] = [];
@@ -70,8 +70,8 @@ service:
     assert.equal(res.status, 200, await res.text());
   }
   const events = await waitFor(() => {
-    const lines = existsSync(workFile) ? readFileSync(workFile, 'utf8').split('\n').filter(Boolean) : [];
-    return lines.length ? lines.map((l) => JSON.parse(l)) : undefined;
+    const events = writtenJsonLines(workFile);
+    return events.length ? events : undefined;
   }, 'the work event');
   assert.deepEqual(
     events.map((e) => [e.type, e.data.count]),

@@ -4,12 +4,12 @@
  * outputs there is exactly one work.created, and later occurrences are work.updated of that work.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { deletePrefix, REDIS_URL, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, spawnVigil, tempDir, waitFor, writeConfig, type VigilChild } from './helpers/vigil-process.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 const prefix = uniquePrefix('sidecars');
 const children: VigilChild[] = [];
@@ -81,13 +81,7 @@ test('two vigil processes on one Redis: one work item between them, later occurr
     const lag = st.store.pipelines.flatMap((p: any) => p.outbox.exporters).reduce((n: number, e: any) => n + e.lag, 0);
     return pending === 0 && lag === 0 ? st.store : undefined;
   };
-  const read = (file: string) =>
-    existsSync(file)
-      ? readFileSync(file, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l))
-      : [];
+  const read = (file: string) => writtenJsonLines(file);
   const store = await waitFor(async () => {
     const st = await drained(a.health);
     // Both sidecars' outputs together hold the final count (8 occurrences) once everything is delivered.

@@ -1,13 +1,17 @@
 /**
  * The test harness's own helpers (test/helpers/vigil-process.ts): the readiness wait that every
- * end-to-end test uses, with real child processes, and the cross-process port claims.
+ * end-to-end test uses, with real child processes, the cross-process port claims, and the reader
+ * of a work-events file that a running exporter is writing (test/helpers/work-file.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
-import { ephemeralLow, freePort, healthy, untilReady, type VigilChild } from './helpers/vigil-process.ts';
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ephemeralLow, freePort, healthy, tempDir, untilReady, type VigilChild } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 /** A child that stands in for vigil: `script` runs in a plain node process. */
 function child(script: string): VigilChild {
@@ -93,5 +97,18 @@ describe('freePort', () => {
     } finally {
       await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     }
+  });
+});
+
+describe('writtenJsonLines', () => {
+  test('leaves a line still being written for the next read, and throws on a whole line that does not parse', () => {
+    const file = join(tempDir(), 'work.jsonl');
+    assert.deepEqual(writtenJsonLines(file), [], 'no file yet');
+    writeFileSync(file, '{"id":"a"}\n{"id":"b","da');
+    assert.deepEqual(writtenJsonLines(file), [{ id: 'a' }]);
+    appendFileSync(file, 'ta":1}\n');
+    assert.deepEqual(writtenJsonLines(file), [{ id: 'a' }, { id: 'b', data: 1 }]);
+    appendFileSync(file, '{"id":"c"\n');
+    assert.throws(() => writtenJsonLines(file), /work\.jsonl:3 is not a whole JSON line/);
   });
 });

@@ -10,7 +10,6 @@
  * follows. Every expected retry and report comes out exactly once on each exporter.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ProviderEventData } from '../src/model/work.ts';
@@ -18,6 +17,7 @@ import { runAgent, type AgentPlan, type AgentRun } from './helpers/agents.ts';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './helpers/fake-openai.ts';
 import { accepting, freePort, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 interface Delivered {
   id: string;
@@ -67,13 +67,7 @@ after(async () => {
   await openai?.close();
 });
 
-const fromFile = (): Delivered[] =>
-  existsSync(work)
-    ? readFileSync(work, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Delivered)
-    : [];
+const fromFile = (): Delivered[] => writtenJsonLines<Delivered>(work);
 const fromHook = (): Delivered[] => hook.received.filter((r) => r.path === '/hook').map((r) => JSON.parse(r.body.toString('utf8')) as Delivered);
 const provider = (events: Delivered[]) => events.filter((e) => e.type.startsWith('dev.vigil.provider.'));
 

@@ -14,7 +14,7 @@
  *   down is reported once after the restart; nothing is reported twice across restarts.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { components } from '../src/components.ts';
@@ -23,6 +23,7 @@ import { memoryLogger } from '../src/logger.ts';
 import type { ProviderEventData } from '../src/model/work.ts';
 import { RedisServer, uniquePrefix } from './helpers/redis-server.ts';
 import { freePort, healthy, spawnVigil, tempDir, untilReady, type VigilChild, waitFor, writeConfig } from './helpers/vigil-process.ts';
+import { writtenJsonLines } from './helpers/work-file.ts';
 
 const RETRY_AFTER_MS = 6_000;
 
@@ -139,19 +140,13 @@ service:
   };
   // Delivery is at least once with stable ids: a SIGKILL between writing an event and moving the
   // exporter's cursor delivers it again after the restart, with the same id. Counted by id.
-  const provided = (): Provided[] =>
-    existsSync(work)
-      ? [
-          ...new Map(
-            readFileSync(work, 'utf8')
-              .split('\n')
-              .filter(Boolean)
-              .map((l) => JSON.parse(l) as { id: string; type: string; time: string; data: ProviderEventData })
-              .filter((e) => e.type.startsWith('dev.vigil.provider.'))
-              .map((e) => [e.id, { ...e.data, type: e.type, time: e.time }] as const),
-          ).values(),
-        ]
-      : [];
+  const provided = (): Provided[] => [
+    ...new Map(
+      writtenJsonLines<{ id: string; type: string; time: string; data: ProviderEventData }>(work)
+        .filter((e) => e.type.startsWith('dev.vigil.provider.'))
+        .map((e) => [e.id, { ...e.data, type: e.type, time: e.time }] as const),
+    ).values(),
+  ];
   const ids = () =>
     provided()
       .map((e) => e.request_id)
