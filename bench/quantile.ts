@@ -2,9 +2,9 @@
  * How far a sample's quantile can be trusted: a distribution-free confidence interval for the
  * q-quantile from the order statistics of n observations. The number of observations at or below
  * the true quantile is Binomial(n, q), so the true quantile lies between the r-th and the s-th
- * smallest observation with probability P(r <= B < s). With the ~400 latencies of a half-rate
- * slice a p99 is the fourth-largest latency, and 0.99^400 = 1.8% of the time all 400 are below the
- * true p99: at 95% the data then give no upper bound at all.
+ * smallest observation with probability P(r <= B < s). With the ~360 latencies of a half-rate
+ * slice a p99 is the fourth-largest latency, and all 360 lie below the true p99 0.99^360 = 2.7% of
+ * the time, more than the 2.5% a 95% interval's upper tail allows: those data give no upper bound.
  */
 
 export interface QuantileInterval {

@@ -11,6 +11,7 @@ import type { StateStore } from '../../src/store/types.ts';
 import { otlpLogs } from './otlp-logs.ts';
 import { event } from './pages.ts';
 import { tempDir } from './vigil-process.ts';
+import { parseJsonLines } from './work-file.ts';
 
 /** Whether this process may mount file systems (the tmpfs tests need root). */
 export const CAN_MOUNT = typeof process.getuid === 'function' && process.getuid() === 0 && spawnSync('mount', ['--version']).status === 0;
@@ -114,16 +115,7 @@ export function jsonLines<T = Record<string, unknown>>(file: string): T[] {
   if (!existsSync(file)) return [];
   const text = readFileSync(file, 'utf8');
   if (text !== '' && !text.endsWith('\n')) throw new Error(`${file} ends in a cut line: ${JSON.stringify(text.slice(-80))}`);
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l, i) => {
-      try {
-        return JSON.parse(l) as T;
-      } catch {
-        throw new Error(`${file}:${i + 1} is not a whole JSON line: ${JSON.stringify(l.slice(0, 80))}`);
-      }
-    });
+  return parseJsonLines<T>(file, text.split('\n'));
 }
 
 /** One Prometheus sample value (summed over series that match every label given); 0 when absent. */

@@ -10,10 +10,14 @@ import { existsSync, readFileSync } from 'node:fs';
  */
 export function writtenJsonLines<T = Record<string, any>>(file: string): T[] {
   if (!existsSync(file)) return [];
-  const text = readFileSync(file, 'utf8');
-  const lines = text.split('\n');
+  const lines = readFileSync(file, 'utf8').split('\n');
   // The last piece is '' when the text ends in a newline, else the line being written.
   lines.pop();
+  return parseJsonLines<T>(file, lines);
+}
+
+/** Whole lines of `file` as JSON (blank ones skipped); one that does not parse throws, naming it. */
+export function parseJsonLines<T>(file: string, lines: readonly string[]): T[] {
   return lines
     .filter((l) => l !== '')
     .map((l, i) => {
