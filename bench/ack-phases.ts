@@ -25,6 +25,7 @@ import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
+import { calibrate, describeCalibration, threadTimes, type ThreadTimes } from './machine-speed.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const rate = Number(args.rate ?? 45);
@@ -103,11 +104,16 @@ store.commitAppends = function (this: { appends: PendingAppend[] }) {
   }
 };
 
+// The machine's speed before and after (the same fixed work): runs are comparable only when it held.
+const speedBefore = calibrate();
 const vigil = await startVigil(encoding, 'sqlite', decodeThreads);
 const payload = buildPayloads(512)[encoding];
 // The client: one request every 1/rate s (open loop), fresh random-looking trace ids per request (as bench:ingest).
 // How busy vigil's event loop is over the measured time: a request's wait for it is most of the tail.
 let busyFrom: EventLoopUtilization | undefined;
+// The main thread's CPU over the measured time (vigil's receiver, store and pipeline; not the
+// client's thread), and its time ready to run but waiting for a CPU (the machine's contention).
+let timesFrom: ThreadTimes | undefined;
 // And how much of it the garbage collector took (its pauses are on the same thread).
 let gcMs = 0;
 let gcCount = 0;
@@ -122,11 +128,14 @@ gc.observe({ entryTypes: ['gc'] });
 setTimeout(() => {
   measuring = true;
   busyFrom = performance.eventLoopUtilization();
+  timesFrom = threadTimes();
 }, WARMUP_MS);
 const result = await load(loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'));
 const busy = performance.eventLoopUtilization(busyFrom).utilization;
+const timesTo = threadTimes();
 gc.disconnect();
 await vigil.stop();
+const speedAfter = calibrate();
 
 const complete = requests.filter((r) => r.end !== undefined && r.synced !== undefined && r.commitEnd !== undefined && r.submitted !== undefined);
 const quantile = (xs: number[], q: number) => {
@@ -149,6 +158,14 @@ console.log(
 );
 console.log(
   `vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time; garbage collection ${gcMs.toFixed(0)} ms in ${gcCount} pauses (${((gcMs / (seconds * 1000)) * 100).toFixed(1)}%)`,
+);
+const requestsMeasured = rate * seconds;
+const cpuMs = timesFrom && timesTo ? timesTo.cpuMs - timesFrom.cpuMs : undefined;
+const waitMs = timesFrom?.runQueueMs !== undefined && timesTo?.runQueueMs !== undefined ? timesTo.runQueueMs - timesFrom.runQueueMs : undefined;
+console.log(
+  `main thread: ${cpuMs === undefined ? 'CPU n/a (no /proc/thread-self)' : `CPU ${(cpuMs / 1000).toFixed(1)} s, ${(cpuMs / requestsMeasured).toFixed(2)} ms a request`}` +
+    `${waitMs === undefined ? '' : `; waited ${(waitMs / 1000).toFixed(2)} s for a CPU (run queue)`}. ` +
+    `Machine: the calibration work took ${describeCalibration(speedBefore)} before, ${describeCalibration(speedAfter)} after (bench/machine-speed.ts: compare runs only where these agree)`,
 );
 console.log(
   `client: ${result.latencies.length} answered, ${result.failures} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,

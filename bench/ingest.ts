@@ -62,6 +62,7 @@ import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { quantileInterval } from './quantile.ts';
+import { calibrate, describeCalibration } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import { load, loadSpec, startVigil, type Encoding, type LoadResult, type LoadSpec, type Running, type Setup, type Times, type TraceIds } from './harness.ts';
@@ -135,10 +136,11 @@ async function main(): Promise<void> {
 
   const payloads = buildPayloads(spans);
   const load0 = loadavg()[0]!;
+  const speed0 = calibrate();
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}; times ${times === 'now' ? 'of the moment each request is sent' : 'the same in every request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
       `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}, each slice after ${halfWarmupMs / 1000} s untimed at its rate; ` +
-      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start`,
+      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
   );
   console.log(
     `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}\n`,
@@ -219,7 +221,9 @@ async function main(): Promise<void> {
       `\n${stalls.gaps.length} event-loop gaps over ${STALL_MS} ms in vigil's half-rate slices written to ${args.stalls} (bench/stalls.ts reads them with the CPU profile)`,
     );
   }
-  console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end (a shared machine: compare the ratios, not the absolute figures)`);
+  console.log(
+    `\nload average ${loadavg()[0]!.toFixed(2)} at the end, calibration work ${describeCalibration(calibrate())} (at the start ${describeCalibration(speed0)}; a shared machine: compare the ratios, not the absolute figures, and runs only where the calibrations agree)`,
+  );
 }
 
 /** Runs every server's slices in alternating order; sums them up per server. */
