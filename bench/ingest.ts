@@ -62,7 +62,7 @@ import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { quantileInterval } from './quantile.ts';
-import { calibrate, describeCalibration } from './machine-speed.ts';
+import { calibrate, describeCalibration, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import { load, loadSpec, startVigil, type Encoding, type LoadResult, type LoadSpec, type Running, type Setup, type Times, type TraceIds } from './harness.ts';
@@ -276,14 +276,10 @@ async function alternate(
 /**
  * CPU time the main thread has run, in ms: unlike the event loop's busy time it does not grow
  * while the thread waits for a core, so on a loaded machine it is the steadier measure of a
- * server's own cost. Linux (the thread's schedstat); NaN elsewhere.
+ * server's own cost. Linux (bench/machine-speed.ts); NaN elsewhere.
  */
 function mainThreadCpuMs(): number {
-  try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return NaN;
-  }
+  return threadTimes()?.cpuMs ?? NaN;
 }
 
 /** Bytes this process has caused to be written to storage (its `write_bytes`; Linux; NaN elsewhere): the page cache's writeback, the WAL's and the file's alike. */

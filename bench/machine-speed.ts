@@ -2,7 +2,7 @@
  * How fast the machine is at the moment, and what the calling thread got of it: what tells a
  * change in the code from a change in the machine between runs (README, Performance, round 18).
  * On this shared VM the same fixed work took 0.64 s or 0.95–1.0 s of CPU depending on the minute,
- * on either core, with no steal time reported; identical `bench:ack-phases` runs used 9.7–13.8 s of
+ * on either core, with no steal time reported; identical `bench:ack-phases` runs used 9.7–15.2 s of
  * the main thread's CPU, and their p99 followed.
  */
 import { createHash } from 'node:crypto';

@@ -13,8 +13,9 @@ const onLinux = process.platform === 'linux';
 /** Slack for the clock's resolution where only /proc's stat is there (one tick of 10 ms on each end). */
 const TICK_SLACK_MS = 20;
 
-/** The process's CPU (every thread) in milliseconds. */
+/** This thread's CPU in milliseconds. */
 const threadCpuMs = (): number => threadTimes()!.cpuMs;
+/** The process's CPU (every thread) in milliseconds. */
 const processCpuMs = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
