@@ -35,6 +35,7 @@ import { stateClient } from '../src/store/state-client.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
 import { tempDir } from '../test/helpers/vigil-process.ts';
+import { calibrate, describeCalibration } from './machine-speed.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -239,8 +240,11 @@ async function main(): Promise<void> {
   if (cluster) stores.push(['redis-cluster', () => new RedisStore(redisConfig(cluster.url, cluster), logger)]);
 
   console.log(`vigil state benchmark: ${events.toLocaleString()} events, ${groups.toLocaleString()} groups, ${PARTITIONS} partitions, pages of ${PAGE}`);
+  // The goals are absolute rates on "this machine", whose speed moves by half from one session to
+  // the next: the same fixed work timed before and after says how fast it was for this run.
+  const speed0 = calibrate();
   console.log(
-    `node ${process.version}, ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit)\n`,
+    `node ${process.version}, ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit); calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)\n`,
   );
   const rows: Array<Record<string, string | number>> = [];
   let baseline: { append: number; process: number } | undefined;
@@ -280,6 +284,7 @@ async function main(): Promise<void> {
       await store.close();
     }
     console.table(rows);
+    console.log(`calibration work ${describeCalibration(calibrate())} after these runs (${describeCalibration(speed0)} before; compare runs only where they agree)`);
     if (String(args.stores) !== 'memory,sqlite,redis' || groups !== 5000 || PARTITIONS !== 20 || PAGE !== 256 || events !== 50000) {
       console.log('(goals are for the default shape: 50,000 events over 5,000 groups, 20 partitions, pages of 256)');
     }
