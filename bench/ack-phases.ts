@@ -25,7 +25,7 @@ import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
-import { calibrate, describeCalibration, threadTimes, type ThreadTimes } from './machine-speed.ts';
+import { calibrate, describeCalibrations, threadTimes, type ThreadTimes } from './machine-speed.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const rate = Number(args.rate ?? 45);
@@ -165,7 +165,7 @@ const waitMs = timesFrom?.runQueueMs !== undefined && timesTo?.runQueueMs !== un
 console.log(
   `main thread: ${cpuMs === undefined ? 'CPU n/a (no /proc/thread-self)' : `CPU ${(cpuMs / 1000).toFixed(1)} s, ${(cpuMs / requestsMeasured).toFixed(2)} ms a request`}` +
     `${waitMs === undefined ? '' : `; waited ${(waitMs / 1000).toFixed(2)} s for a CPU (run queue)`}. ` +
-    `Machine: the calibration work took ${describeCalibration(speedBefore)} before, ${describeCalibration(speedAfter)} after (bench/machine-speed.ts: compare runs only where these agree)`,
+    `Machine: ${describeCalibrations(speedBefore, speedAfter)}`,
 );
 console.log(
   `client: ${result.latencies.length} answered, ${result.failures} failed; p50 ${quantile(result.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(result.latencies, 0.99).toFixed(1)} ms`,

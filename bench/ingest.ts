@@ -62,7 +62,7 @@ import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { quantileInterval } from './quantile.ts';
-import { calibrate, describeCalibration, threadTimes } from './machine-speed.ts';
+import { calibrate, describeCalibration, describeCalibrations, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import { load, loadSpec, startVigil, type Encoding, type LoadResult, type LoadSpec, type Running, type Setup, type Times, type TraceIds } from './harness.ts';
@@ -222,7 +222,7 @@ async function main(): Promise<void> {
     );
   }
   console.log(
-    `\nload average ${loadavg()[0]!.toFixed(2)} at the end, calibration work ${describeCalibration(calibrate())} (at the start ${describeCalibration(speed0)}; a shared machine: compare the ratios, not the absolute figures, and runs only where the calibrations agree)`,
+    `\nload average ${loadavg()[0]!.toFixed(2)} at the end; ${describeCalibrations(speed0, calibrate())}; a shared machine: compare the ratios, not the absolute figures`,
   );
 }
 

@@ -74,6 +74,11 @@ export function describeCalibration(c: Calibration): string {
   return c.cpuMs === undefined ? `${c.wallMs.toFixed(0)} ms` : `${c.cpuMs.toFixed(0)} ms of CPU (${c.wallMs.toFixed(0)} ms)`;
 }
 
+/** A run's calibrations before and after it, and how to read them: the closing line every bench prints. */
+export function describeCalibrations(before: Calibration, after: Calibration): string {
+  return `the calibration work took ${describeCalibration(before)} before, ${describeCalibration(after)} after (bench/machine-speed.ts: compare runs only where these agree)`;
+}
+
 function work(scale: number): void {
   const block = Buffer.alloc(1 << 20, 7);
   for (let i = 0; i < 150 * scale; i++) createHash('sha256').update(block).digest();

@@ -13,6 +13,9 @@
  * cost grows: the same run with other page sizes, group counts and partition counts, one varied
  * at a time from the defaults.
  *
+ * Its goals are absolute rates, and the machine's speed moves by half between days: the same fixed
+ * work is timed before the runs and after the table (bench/machine-speed.ts), to read them against.
+ *
  * Redis runs on a private `redis-server` started here (no persistence), so command counts are
  * this benchmark's own. Records are appended in batches as receivers would and processed page by
  * page by the real pipeline runner, with the real processor factories.
@@ -35,7 +38,7 @@ import { stateClient } from '../src/store/state-client.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
 import { tempDir } from '../test/helpers/vigil-process.ts';
-import { calibrate, describeCalibration } from './machine-speed.ts';
+import { calibrate, describeCalibration, describeCalibrations } from './machine-speed.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -284,7 +287,7 @@ async function main(): Promise<void> {
       await store.close();
     }
     console.table(rows);
-    console.log(`calibration work ${describeCalibration(calibrate())} after these runs (${describeCalibration(speed0)} before; compare runs only where they agree)`);
+    console.log(`For these runs ${describeCalibrations(speed0, calibrate())}.`);
     if (String(args.stores) !== 'memory,sqlite,redis' || groups !== 5000 || PARTITIONS !== 20 || PAGE !== 256 || events !== 50000) {
       console.log('(goals are for the default shape: 50,000 events over 5,000 groups, 20 partitions, pages of 256)');
     }
