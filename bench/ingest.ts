@@ -61,7 +61,7 @@ import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
-import { quantileInterval } from './quantile.ts';
+import { p99AgainstGoal } from './quantile.ts';
 import { calibrate, describeCalibration, describeCalibrations, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
@@ -207,13 +207,8 @@ async function main(): Promise<void> {
   for (const { encoding, server, half } of rows) {
     const sorted = half.latencies;
     if (sorted.length === 0) continue;
-    const { lower, upper, coverage } = quantileInterval(sorted.length, 0.99);
-    const lo = lower === undefined ? undefined : sorted[lower]!;
-    const hi = upper === undefined ? undefined : sorted[upper]!;
-    const verdict = hi !== undefined && hi < ACK_GOAL_MS ? 'under' : lo !== undefined && lo >= ACK_GOAL_MS ? 'over' : 'undecided';
-    console.log(
-      `  ${encoding.padEnd(10)} ${server.padEnd(12)} p99 ${ms(half, 99).trim()} ms, interval ${lo === undefined ? '-' : lo.toFixed(1)} to ${hi === undefined ? `above ${sorted[sorted.length - 1]!.toFixed(1)} (too few latencies to bound it)` : hi.toFixed(1)} ms (coverage ${(coverage * 100).toFixed(1)}%, ${sorted.length} latencies): ${verdict}`,
-    );
+    const { text, verdict } = p99AgainstGoal(sorted, ACK_GOAL_MS);
+    console.log(`  ${encoding.padEnd(10)} ${server.padEnd(12)} p99 ${ms(half, 99).trim()} ms, ${text}: ${verdict}`);
   }
   if (stalls) {
     writeFileSync(args.stalls!, JSON.stringify({ gaps: stalls.gaps }));

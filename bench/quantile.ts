@@ -42,3 +42,25 @@ export function quantileInterval(n: number, q: number, confidence = 0.95): Quant
   const upTo = s === n + 1 ? 1 : cdf[s - 1]!;
   return { lower: r === 0 ? undefined : r - 1, upper: s === n + 1 ? undefined : s - 1, coverage: upTo - below };
 }
+
+/** A sample's p99 against a latency goal: the 95% interval's bounds (values, not ranks) and the verdict they allow. */
+export interface P99Verdict {
+  lower: number | undefined;
+  upper: number | undefined;
+  coverage: number;
+  /** under: the interval lies below the goal; over: at or above it; undecided: it straddles the goal or has no upper bound. */
+  verdict: 'under' | 'over' | 'undecided';
+  /** "interval 12.3 to 18.9 ms (coverage 95.6%, 1200 latencies)", as the benches print it. */
+  text: string;
+}
+
+/** The p99's 95% interval of `sorted` (ascending latencies in ms) and where it lies against `goalMs`. */
+export function p99AgainstGoal(sorted: readonly number[], goalMs: number): P99Verdict {
+  const { lower: r, upper: s, coverage } = quantileInterval(sorted.length, 0.99);
+  const lower = r === undefined ? undefined : sorted[r]!;
+  const upper = s === undefined ? undefined : sorted[s]!;
+  const verdict = upper !== undefined && upper < goalMs ? 'under' : lower !== undefined && lower >= goalMs ? 'over' : 'undecided';
+  const high = upper === undefined ? `above ${sorted[sorted.length - 1]!.toFixed(1)} (too few latencies to bound it)` : upper.toFixed(1);
+  const text = `interval ${lower === undefined ? '-' : lower.toFixed(1)} to ${high} ms (coverage ${(coverage * 100).toFixed(1)}%, ${sorted.length} latencies)`;
+  return { lower, upper, coverage, verdict, text };
+}

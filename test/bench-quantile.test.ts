@@ -1,11 +1,12 @@
 /**
- * The interval bench:ingest prints around a p99 (bench/quantile.ts): its ranks checked against an
+ * The interval bench:ingest and bench:ack-phases print around a p99 (bench/quantile.ts): its ranks checked against an
  * exact binomial computed independently with BigInt arithmetic, the textbook case, the case of the
- * bench's own slices (too few latencies for an upper bound), and its coverage on seeded samples.
+ * bench's own slices (too few latencies for an upper bound), its coverage on seeded samples, and
+ * the verdict against the goal drawn from it.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { quantileInterval } from '../bench/quantile.ts';
+import { p99AgainstGoal, quantileInterval } from '../bench/quantile.ts';
 import { seededRandom, testSeed } from './helpers/random.ts';
 
 /** P(B <= k) for B ~ Binomial(n, num/den), exactly (as a fraction), then as a number. */
@@ -91,4 +92,28 @@ test('on seeded uniform samples the interval holds the true p99 about as often a
   }
   // Binomial(2000, ~0.976): its standard deviation is 0.0034, so 0.95 is about 7 of them away.
   assert.ok(held / trials > coverage - 0.025, `seed ${testSeed()}: held ${held} of ${trials}, coverage ${coverage}`);
+});
+
+test('a p99 against the goal: under or over only when the whole interval is, undecided when it straddles the goal or has no upper bound', () => {
+  const n = 1000;
+  const { lower, upper } = quantileInterval(n, 0.99);
+  assert.ok(lower !== undefined && upper !== undefined && lower < upper);
+  // Latency i/10 ms: the interval's bounds are lower/10 and upper/10 ms.
+  const ramp = Array.from({ length: n }, (_, i) => i / 10);
+  const under = p99AgainstGoal(ramp, upper! / 10 + 0.05);
+  assert.equal(under.verdict, 'under');
+  assert.equal(under.lower, lower! / 10);
+  assert.equal(under.upper, upper! / 10);
+  assert.match(under.text, new RegExp(`^interval ${(lower! / 10).toFixed(1)} to ${(upper! / 10).toFixed(1)} ms \\(coverage 9[5-9]\\.\\d%, 1000 latencies\\)$`));
+  // A goal at the upper bound itself is not met by it (the p99 may be that value); one at the lower bound is over.
+  assert.equal(p99AgainstGoal(ramp, upper! / 10).verdict, 'undecided');
+  assert.equal(p99AgainstGoal(ramp, (lower! + upper!) / 20).verdict, 'undecided');
+  assert.equal(p99AgainstGoal(ramp, lower! / 10).verdict, 'over');
+  // 300 latencies: a lower bound, but no upper one, so only "over" can be decided.
+  const few = quantileInterval(300, 0.99);
+  assert.ok(few.lower !== undefined && few.upper === undefined);
+  const fast = p99AgainstGoal(new Array<number>(300).fill(5), 20);
+  assert.equal(fast.verdict, 'undecided');
+  assert.match(fast.text, /to above 5\.0 \(too few latencies to bound it\) ms/);
+  assert.equal(p99AgainstGoal(new Array<number>(300).fill(30), 20).verdict, 'over');
 });
