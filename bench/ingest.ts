@@ -61,7 +61,7 @@ import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
-import { p99AgainstGoal } from './quantile.ts';
+import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
 import { calibrate, describeCalibration, describeCalibrations, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
@@ -71,8 +71,6 @@ type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
 
 /** Gaps of the event loop longer than this are recorded with --stalls. */
 const STALL_MS = 6;
-/** Issue 15's ack goal on the SQLite default: p99 under this at half the maximum rate. */
-const ACK_GOAL_MS = 20;
 
 /**
  * With --stalls=FILE: the event loop's gaps over STALL_MS during vigil's half-rate slices (a 1 ms

@@ -43,6 +43,9 @@ export function quantileInterval(n: number, q: number, confidence = 0.95): Quant
   return { lower: r === 0 ? undefined : r - 1, upper: s === n + 1 ? undefined : s - 1, coverage: upTo - below };
 }
 
+/** Issue 15's ack goal on the SQLite default, p99 under this (ms) at half the maximum rate: bench:ingest and bench:ack-phases judge by it. */
+export const ACK_GOAL_MS = 20;
+
 /** A sample's p99 against a latency goal: the 95% interval's bounds (values, not ranks) and the verdict they allow. */
 export interface P99Verdict {
   lower: number | undefined;
