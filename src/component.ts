@@ -4,6 +4,7 @@
  * Factories are registered in one explicit list (src/components.ts), never by import side effects.
  */
 import type { OperatorFunction } from 'rxjs';
+import type { IngestActivity } from './internal/ingest-activity.ts';
 import type { Schema } from './config/schema.ts';
 import type { Logger } from './logger.ts';
 import type { AgentEvent } from './model/event.ts';
@@ -89,6 +90,11 @@ export interface ReceiverSettings extends ComponentSettings {
    * the receiver runs without a store (tests of the receiver alone).
    */
   state?: StateClient;
+  /**
+   * Where a receiver that answers requests (OTLP/HTTP, OTLP/gRPC) says which requests it is working
+   * on, so that pipelines and exporters let them go first (src/internal/ingest-activity.ts).
+   */
+  activity?: IngestActivity;
 }
 
 export interface ProcessorSettings extends ComponentSettings {

@@ -13,6 +13,7 @@
  */
 import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import type { Exporter } from '../component.ts';
+import type { IngestActivity } from '../internal/ingest-activity.ts';
 import { DEFAULT_DELIVERY, ExportError, type DeliverySettings } from '../exporters/delivery.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -41,6 +42,11 @@ export interface ExporterRunnerOptions {
   random?: () => number;
   /** vigil's own tracing; a no-op tracer when absent. */
   tracer?: Tracer;
+  /**
+   * Requests being answered: while the exporter keeps up, each delivery waits (bounded) for a
+   * moment without any, so acks do not queue behind it (src/internal/ingest-activity.ts).
+   */
+  activity?: Pick<IngestActivity, 'quiet'>;
 }
 
 /** Why entries went to the dead letters. */
@@ -72,6 +78,8 @@ export class ExporterRunner {
   private retryAt = 0;
   /** Set by notify(); cleared when the queue bound is checked. */
   private committedSinceCheck = false;
+  /** The last batch read was full: the exporter is behind, and its deliveries do not wait for quiet. */
+  private behind = false;
   readonly stats: ExporterStats = { exported: 0, failedAttempts: 0, deadLettered: 0, lag: 0, failuresByReason: {}, deadLetteredByCause: {} };
 
   constructor(private readonly opts: ExporterRunnerOptions) {
@@ -108,6 +116,8 @@ export class ExporterRunner {
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
+      const quiet = this.behind ? undefined : this.opts.activity?.quiet();
+      if (quiet) await quiet;
       const result = await this.deliverBatch();
       if (result === 'empty') await this.wakeup.wait(IDLE_POLL_MS, signal);
       else if (result === 'retry' || result === 'dead') await this.waitForRetry(signal);
@@ -144,6 +154,7 @@ export class ExporterRunner {
       // Nothing after the cursor (the lag counts what is committed, synced or not): no read.
       if ((await this.enforceQueueBound()) === 0) return 'empty';
       entries = await store.readOutbox(pipeline, exporterId, this.delivery.sending_queue.batch_size);
+      this.behind = entries.length >= this.delivery.sending_queue.batch_size;
     } catch (err) {
       logger.warn('cannot read the outbox; retrying', { pipeline, exporter: exporterId, error: errorMessage(err) });
       this.retryAt = this.clock.now() + 1000;

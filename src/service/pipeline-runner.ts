@@ -21,9 +21,12 @@ import { newTimerPage, newWorkPage, type WorkPage } from '../processors/page.ts'
 import type { FiredTimer, TimerRef } from '../store/state.ts';
 import type { LogEntry, PageCommit, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
+import type { IngestActivity } from '../internal/ingest-activity.ts';
 
 /** How often a pipeline looks for work nobody told it about (another sidecar's appends and timers). */
 export const IDLE_POLL_MS = 1000;
+/** Full pages in a row after which a pipeline is behind and stops letting requests go first. */
+export const BEHIND_AFTER_FULL_PAGES = 4;
 
 export interface PipelineRunnerOptions {
   pipeline: string;
@@ -40,6 +43,11 @@ export interface PipelineRunnerOptions {
   processors?: readonly string[];
   /** The clock durable timers fall due by (ms since the epoch); `Date.now` by default. */
   now?: () => number;
+  /**
+   * Requests being answered: while the pipeline keeps up, each page waits (bounded) for a moment
+   * without any, so acks do not queue behind pages (src/internal/ingest-activity.ts).
+   */
+  activity?: Pick<IngestActivity, 'quiet'>;
 }
 
 export interface PipelineStats {
@@ -132,6 +140,12 @@ export class PipelineRunner {
 
   private busy: Promise<boolean> | undefined;
   private backlogFailures = 0;
+  /**
+   * Full pages read in a row: from BEHIND_AFTER_FULL_PAGES on the pipeline is behind, and its pages
+   * no longer wait for requests to be answered. One full page is not enough: a page that waited
+   * (up to 25 ms) at a high rate fills up by itself.
+   */
+  private fullPages = 0;
 
   /** One page from each partition with a backlog; true when any page committed. Rounds never overlap. */
   private async runRound(ignoreBackoff: boolean): Promise<boolean> {
@@ -189,6 +203,9 @@ export class PipelineRunner {
       }
     };
     for (let i = 0; i < due.length; i++) {
+      // The loop's pages let requests in flight be answered first; a drain's (shutdown) do not.
+      const quiet = !ignoreBackoff && this.fullPages < BEHIND_AFTER_FULL_PAGES ? this.opts.activity?.quiet() : undefined;
+      if (quiet) await quiet;
       const partition = due[i]!.partition;
       const f = this.failing.get(partition);
       const read = ahead ?? this.readPage(partition);
@@ -388,6 +405,7 @@ export class PipelineRunner {
       readNext();
       throw err;
     }
+    this.fullPages = entries.length >= this.opts.pageSize ? this.fullPages + 1 : 0;
     if (early || entries.length === 0) readNext();
     if (entries.length === 0) return { done: Promise.resolve(false) };
     let sent: { page: WorkPage; committed: Promise<void> };

@@ -7,6 +7,7 @@
  * runners deliver. So a vigil that cannot start (a port in use) has sent nothing anywhere.
  * Shutdown reverses it and drains in-flight work.
  */
+import { IngestActivity } from '../internal/ingest-activity.ts';
 import type { OperatorFunction } from 'rxjs';
 import type {
   Exporter,
@@ -87,6 +88,8 @@ export class Service {
   private readonly consumes: ReadonlyMap<string, Required<ExporterCapabilities>>;
   /** The correlation log's runner (trace-aware sessions, one failure one occurrence); created with the store. */
   private correlation: CorrelationRunner | undefined;
+  /** The requests receivers are answering: pipelines and exporters let them go first. */
+  private readonly activity = new IngestActivity();
   private readonly correlationSettings: CorrelationSettings;
   /** Trace → session facts this process wrote recently (one write per trace, not per request). */
   private readonly writtenFacts: WrittenFacts;
@@ -228,6 +231,7 @@ export class Service {
             logger: log.child({ component: eid, pipeline: pid }),
             delivery: deliveryOf(config.exporters.get(eid)!.config),
             tracer,
+            activity: this.activity,
           }),
       );
       const runner = new PipelineRunner({
@@ -239,6 +243,7 @@ export class Service {
         onCommit: () => exporterRunners.forEach((r) => r.notify()),
         tracer,
         processors: p.processors,
+        activity: this.activity,
       });
       this.pipelines.set(pid, { runner, exporters: exporterRunners });
     }
@@ -301,7 +306,10 @@ export class Service {
       if (Object.keys(consumers).length === 0) continue;
       const receiver = registry.receivers
         .get(c.type)!
-        .create({ id, logger: log.child({ component: id }), consumers, forward, markers, state: stateClient(store, id, { owner: id }) }, c.config);
+        .create(
+          { id, logger: log.child({ component: id }), consumers, forward, markers, state: stateClient(store, id, { owner: id }), activity: this.activity },
+          c.config,
+        );
       await receiver.start();
       this.receivers.set(id, receiver);
     }

@@ -47,6 +47,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
     forward: settings.forward ?? {},
     markers: settings.markers ?? {},
     decoder,
+    activity: settings.activity,
   };
   const httpEndpoint = httpEndpointOf(config);
   const http = httpEndpoint === undefined ? undefined : new OtlpHttpServer({ ...common, endpoint: httpEndpoint, maxBodySize: config.max_request_body_size });

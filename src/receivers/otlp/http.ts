@@ -144,7 +144,9 @@ export class OtlpHttpServer {
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     this.inFlight++;
+    const answered = this.options.activity?.begin();
     res.once('close', () => {
+      answered?.();
       this.inFlight--;
       if (this.inFlight === 0 && this.idle) this.idle();
     });

@@ -4,6 +4,7 @@
  * protobuf bodies, OTLP/gRPC) only read requests, decode them and turn the outcome or the refusal
  * into their own answers.
  */
+import type { IngestActivity } from '../../internal/ingest-activity.ts';
 import type { IngestConsumer, Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
 import { mapLogs, mapTraces } from './mapping.ts';
@@ -100,6 +101,8 @@ export interface OtlpTransportOptions {
   markers?: Partial<Record<Signal, boolean>>;
   /** Decodes large bodies on worker threads (decode-pool.ts); without it the event loop decodes every body. */
   decoder?: DecodePool;
+  /** Told of every request from its start until it is answered (src/internal/ingest-activity.ts). */
+  activity?: IngestActivity;
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */
