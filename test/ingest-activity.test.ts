@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { credentials, makeGenericClientConstructor, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -25,11 +25,12 @@ import type { WorkPage } from '../src/processors/page.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { DEFAULT_DELIVERY } from '../src/exporters/delivery.ts';
 import type { WorkOutboxItem } from '../src/model/work.ts';
-import { EXPORT_METHODS } from '../src/receivers/otlp/grpc.ts';
 import { ExporterRunner } from '../src/service/exporter-runner.ts';
 import { BEHIND_AFTER_FULL_PAGES, PipelineRunner } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { stateClient } from '../src/store/state-client.ts';
+import { event } from './helpers/pages.ts';
+import { RawOtlpClient } from './helpers/raw-grpc.ts';
 
 /** Timers and loop turns the test fires by hand. */
 class ManualTimers implements ActivityTimers {
@@ -146,17 +147,14 @@ describe('IngestActivity', () => {
 
 const T0 = Date.UTC(2026, 0, 1);
 
-function failure(i: number, partition: string): AgentEvent {
-  return {
-    eventId: `${partition}-${i}`,
-    kind: 'execution.completed',
-    payload: { state: 'error', outcome: { error: 'Traceback (most recent call last):\n  File "job.py", line 1\nKeyError: step failed' } },
+/** A failure the classify processor diagnoses (a Python traceback). */
+const failure = (i: number, partition: string): AgentEvent =>
+  event({
+    id: `${partition}-${i}`,
     partition,
     time: T0 + i * 1000,
-    service: 'agent',
-    source: 'jsonl',
-  };
-}
+    payload: { state: 'error', outcome: { error: 'Traceback (most recent call last):\n  File "job.py", line 1\nKeyError: step failed' } },
+  });
 
 function runnerWith(store: MemoryStore, activity: IngestActivity, pageSize: number): PipelineRunner {
   const logger = memoryLogger();
@@ -399,22 +397,7 @@ describe('the OTLP receiver tells which requests it is answering', () => {
       { shutdownGraceMs: 1000 },
     );
     await receiver.start();
-    const identity = (b: Buffer) => b;
-    const Client = makeGenericClientConstructor(
-      {
-        traces: {
-          path: EXPORT_METHODS.traces,
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: identity,
-          requestDeserialize: identity,
-          responseSerialize: identity,
-          responseDeserialize: identity,
-        },
-      },
-      'OtlpExport',
-    );
-    const client = new Client(`127.0.0.1:${receiver.grpcAddress()!.port}`, credentials.createInsecure()) as unknown as Record<
+    const client = new RawOtlpClient(`127.0.0.1:${receiver.grpcAddress()!.port}`, credentials.createInsecure()) as unknown as Record<
       string,
       (body: Buffer, md: Metadata, cb: (err: ServiceError | null) => void) => void
     >;

@@ -4,7 +4,7 @@
  */
 import { test, describe, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { Metadata, credentials, makeGenericClientConstructor, status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata, credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
@@ -14,8 +14,8 @@ import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
-import { EXPORT_METHODS } from '../src/receivers/otlp/grpc.ts';
 import { RETRY_INFO_TYPE_URL } from '../src/receivers/otlp/protobuf.ts';
+import { RawOtlpClient } from './helpers/raw-grpc.ts';
 
 const otlp = (root0214 as any).opentelemetry.proto;
 const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
@@ -58,18 +58,6 @@ const logsRequest = (body: string, severityNumber = 17) =>
     ).finish(),
   );
 
-const identity = (b: Buffer) => b;
-const method = (path: string) => ({
-  path,
-  requestStream: false,
-  responseStream: false,
-  requestSerialize: identity,
-  requestDeserialize: identity,
-  responseSerialize: identity,
-  responseDeserialize: identity,
-});
-const Client = makeGenericClientConstructor({ traces: method(EXPORT_METHODS.traces), logs: method(EXPORT_METHODS.logs) }, 'OtlpExport');
-
 interface Harness {
   receiver: OtlpReceiver;
   events: AgentEvent[];
@@ -96,8 +84,8 @@ async function startReceiver(opts: { config?: Partial<OtlpReceiverConfig>; consu
   );
   await receiver.start();
   const target = `127.0.0.1:${receiver.grpcAddress()!.port}`;
-  const plain = new Client(target, credentials.createInsecure()) as any;
-  const gzip = new Client(target, credentials.createInsecure(), { 'grpc.default_compression_algorithm': 2 }) as any;
+  const plain = new RawOtlpClient(target, credentials.createInsecure()) as any;
+  const gzip = new RawOtlpClient(target, credentials.createInsecure(), { 'grpc.default_compression_algorithm': 2 }) as any;
   return {
     receiver,
     events,

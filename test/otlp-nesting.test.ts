@@ -7,13 +7,13 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { credentials, makeGenericClientConstructor, status as GrpcStatus } from '@grpc/grpc-js';
+import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
 import { MAX_JSON_DEPTH } from '../src/receivers/otlp/json.ts';
 import { MAX_GROUP_DEPTH } from '../src/receivers/otlp/protobuf.ts';
-import { EXPORT_METHODS } from '../src/receivers/otlp/grpc.ts';
 import { freePort, healthy, spawnVigil, tempDir, untilReady, writeConfig } from './helpers/vigil-process.ts';
 import type { VigilChild } from './helpers/vigil-process.ts';
+import { RawOtlpClient } from './helpers/raw-grpc.ts';
 
 const MIB = 1024 * 1024;
 /** Bad requests sent at once: each used to hold the event loop for 0.5 s or more. */
@@ -35,22 +35,6 @@ const nestedInValue = Buffer.from(
 );
 /** 2M start-group tags of field 15 (an unknown field of the request), nested: `[0x7b] × 2M`. */
 const nestedGroups = Buffer.alloc(2 * MIB, 15 * 8 + 3);
-
-const identity = (b: Buffer) => b;
-const Client = makeGenericClientConstructor(
-  {
-    traces: {
-      path: EXPORT_METHODS.traces,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: identity,
-      requestDeserialize: identity,
-      responseSerialize: identity,
-      responseDeserialize: identity,
-    },
-  },
-  'OtlpExport',
-);
 
 let vigil: VigilChild;
 let http: string;
@@ -122,7 +106,7 @@ async function post(body: Buffer, contentType: string): Promise<{ status: number
 }
 
 function grpcExport(body: Buffer): Promise<ServiceError | undefined> {
-  const client = new Client(grpcTarget, credentials.createInsecure(), { 'grpc.max_send_message_length': 8 * MIB }) as unknown as {
+  const client = new RawOtlpClient(grpcTarget, credentials.createInsecure(), { 'grpc.max_send_message_length': 8 * MIB }) as unknown as {
     traces: (b: Buffer, cb: (err: ServiceError | null) => void) => void;
     close: () => void;
   };
