@@ -32,6 +32,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { canonicalFailure, failureKeys, failureTexts } from '../src/correlation/failure-keys.ts';
+import { WrittenFacts, type CorrelationSettings } from '../src/correlation/ingest.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { hash64 } from '../src/processors/classify/fingerprint3.ts';
@@ -551,6 +552,51 @@ describe('evicting the oldest through one iterator kept across evictions', () =>
       }
     }
     for (const [k, v] of [...model].slice(-100)) assert.equal(m.get(k), v);
+  });
+});
+
+describe("WrittenFacts: a trace's session written once, in two generations", () => {
+  const settings = { traceTtl: 60_000, maxTraces: 1000 } as unknown as CorrelationSettings;
+  const facts = (...ids: string[]) => new Map(ids.map((id) => [id, `s-${id}`]));
+  const noted = (wf: WrittenFacts, ids: string[], now: number) => wf.note(wf.writes(facts(...ids), now), now);
+
+  test('a fact noted is not written again until half its TTL has passed, or its session changed', () => {
+    const wf = new WrittenFacts(settings, 100);
+    noted(wf, ['a', 'b'], 0);
+    assert.deepEqual(
+      wf.writes(facts('a', 'b', 'c'), 29_999).map((w) => w.key),
+      ['c'],
+    );
+    assert.deepEqual(
+      wf.writes(facts('a'), 30_000).map((w) => w.key),
+      ['a'],
+    );
+    assert.deepEqual(
+      wf.writes(new Map([['a', 'other']]), 1).map((w) => [w.key, w.value]),
+      [['a', 'other']],
+    );
+  });
+
+  test('bounded by max: the older generation is forgotten whole, the newer half is kept', () => {
+    const wf = new WrittenFacts(settings, 100);
+    const ids = Array.from({ length: 1000 }, (_, i) => `t${i}`);
+    for (let i = 0; i < ids.length; i += 7) noted(wf, ids.slice(i, i + 7), 1);
+    assert.ok(wf.size <= 100, `holds ${wf.size}`);
+    // The newest 50 (a full generation at least) are still known; the first ones are not.
+    assert.deepEqual(wf.writes(facts(...ids.slice(-50)), 2), []);
+    assert.equal(wf.writes(facts(...ids.slice(0, 50)), 2).length, 50);
+  });
+
+  test('a fact noted again in the newer generation outlives its older copy', () => {
+    const wf = new WrittenFacts(settings, 4);
+    noted(wf, ['a'], 0); // newer {a}
+    noted(wf, ['b'], 0); // full (2): older {a, b}, newer {}
+    wf.note(wf.writes(facts('a'), 40_000), 40_000); // half the TTL passed: a is written again, newer {a}
+    noted(wf, ['c'], 40_000); // full: older {a, c}; b is forgotten
+    assert.deepEqual(
+      wf.writes(facts('a', 'b', 'c'), 40_001).map((w) => w.key),
+      ['b'],
+    );
   });
 });
 
