@@ -31,6 +31,7 @@ import { MemoryStore } from '../src/store/memory.ts';
 import { stateClient } from '../src/store/state-client.ts';
 import { event } from './helpers/pages.ts';
 import { RawOtlpClient } from './helpers/raw-grpc.ts';
+import { waitFor } from './helpers/vigil-process.ts';
 
 /** Timers and loop turns the test fires by hand. */
 class ManualTimers implements ActivityTimers {
@@ -333,11 +334,8 @@ async function failingSpans(): Promise<ReadableSpan[]> {
   return spans;
 }
 
-/** Polls (real time, bounded) until `check` holds: the server's 'close' of an answer follows the client's receipt by a turn or so. */
-async function eventually(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.ok(check(), what);
-}
+/** Polls (real time, 1 s at most) until `check` holds: the server's 'close' of an answer follows the client's receipt by a turn or so. */
+const eventually = (check: () => boolean, what: string) => waitFor(() => (check() ? true : undefined), what, 1000, 5);
 
 describe('the OTLP receiver tells which requests it is answering', () => {
   test('OTLP/HTTP (the SDK exporter): in flight from the request until its answer', async () => {

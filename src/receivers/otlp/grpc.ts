@@ -168,16 +168,12 @@ export class OtlpGrpcServer {
   private handler(signal: Signal) {
     return (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): void => {
       const answered = this.options.activity?.begin();
-      this.export(signal, call).then(
-        (response) => {
-          answered?.();
-          callback(null, response);
-        },
-        (err: unknown) => {
-          answered?.();
-          callback(this.statusOf(signal, err));
-        },
-      );
+      this.export(signal, call)
+        .then(
+          (response) => callback(null, response),
+          (err: unknown) => callback(this.statusOf(signal, err)),
+        )
+        .finally(() => answered?.());
     };
   }
 
