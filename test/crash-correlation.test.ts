@@ -75,12 +75,22 @@ async function waiting(s: Setup): Promise<number> {
   return st.store.pipelines.filter((p) => p.pipeline === 'correlation').reduce((n, p) => n + p.partitions.reduce((m, x) => m + x.pending, 0), 0);
 }
 
+/**
+ * The work events in the file, one per event id. The file exporter delivers at least once (a SIGKILL
+ * after a batch is synced but before its delivery is recorded sends it again after the restart,
+ * README "Delivery guarantees per exporter"), so a line may repeat; a repeat must be the same event,
+ * byte for byte, which downstream deduplication by id relies on.
+ */
 function readWork(file: string): WorkEvent[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as WorkEvent);
+  const byId = new Map<string, { line: string; event: WorkEvent }>();
+  for (const line of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+    const event = JSON.parse(line) as WorkEvent;
+    const seen = byId.get(event.id);
+    if (seen) assert.equal(line, seen.line, `event ${event.id} delivered twice with different contents`);
+    else byId.set(event.id, { line, event });
+  }
+  return [...byId.values()].map((e) => e.event);
 }
 
 async function workItems(s: Setup, n: number): Promise<WorkEvent[]> {
