@@ -11,7 +11,10 @@
  * With the bench's configuration a request makes one append (its batch goes straight to its
  * pipeline); a request that made two (records waiting in the correlation log) is timed by its last.
  *
- *   npm run bench:ack-phases -- [--rate=45] [--seconds=20] [--encoding=json|protobuf] [--decode-threads=N]
+ *   npm run bench:ack-phases -- [--rate=45] [--seconds=20] [--encoding=json|protobuf] [--decode-threads=N] [--failure-wait=0s]
+ *
+ * `--failure-wait` sets `service.correlation.failure_wait` (0s by default, as bench:ingest; the
+ * configuration's default is 5s, with which every batch carrying a failure waits in the correlation log).
  *
  * A diagnosis tool, not a target: it wraps three methods of vigil's own classes from outside
  * (the HTTP receiver's request handler, the SQLite store's `append` and its group commit), so
@@ -42,7 +45,7 @@ if (
   (encoding !== 'json' && encoding !== 'protobuf') ||
   (decodeThreads !== undefined && !(Number.isInteger(decodeThreads) && decodeThreads >= 0))
 ) {
-  console.error('usage: bench/ack-phases.ts [--rate=45] [--seconds=20] [--encoding=json|protobuf] [--decode-threads=N]');
+  console.error('usage: bench/ack-phases.ts [--rate=45] [--seconds=20] [--encoding=json|protobuf] [--decode-threads=N] [--failure-wait=0s]');
   process.exit(2);
 }
 const WARMUP_MS = 3000;
@@ -109,7 +112,7 @@ store.commitAppends = function (this: { appends: PendingAppend[] }) {
 
 // The machine's speed before and after (the same fixed work): runs are comparable only when it held.
 const speedBefore = calibrate();
-const vigil = await startVigil(encoding, 'sqlite', decodeThreads);
+const vigil = await startVigil(encoding, 'sqlite', decodeThreads, args['failure-wait'] ?? '0s');
 const payload = buildPayloads(512)[encoding];
 // The client: one request every 1/rate s (open loop), fresh random-looking trace ids per request (as bench:ingest).
 // How busy vigil's event loop is over the measured time: a request's wait for it is most of the tail.
@@ -157,7 +160,7 @@ const totals = complete.map((r) => r.end! - r.start);
 const slowest = complete.filter((r) => r.end! - r.start >= quantile(totals, 0.99));
 const f = (n: number) => n.toFixed(2).padStart(7);
 console.log(
-  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version}`,
+  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; failure_wait ${args['failure-wait'] ?? '0s'}; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version}`,
 );
 console.log(
   `vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time; garbage collection ${gcMs.toFixed(0)} ms in ${gcCount} pauses (${((gcMs / (seconds * 1000)) * 100).toFixed(1)}%)`,

@@ -210,7 +210,7 @@ export interface Running {
   drained?: () => Promise<void>;
 }
 
-export async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined): Promise<Running> {
+export async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined, failureWait = '0s'): Promise<Running> {
   const { components } = await import('../src/components.ts');
   const { loadConfigText } = await import('../src/config/load.ts');
   const { createLogger } = await import('../src/logger.ts');
@@ -235,7 +235,7 @@ state:
 service:
   # The failure wait is latency, not work: with it a slice's drain would time 5 s of idle waiting.
   # Without it nothing waits in the correlation log, so a batch skips it (README, Ingest).
-  correlation: { failure_wait: 0s }
+  correlation: { failure_wait: ${failureWait} }
   pipelines:
     traces: { receivers: [otlp], processors: [${setup === 'sqlite' ? 'classify, watchdog, recurrence' : 'classify'}], exporters: [file/work] }
 `,
