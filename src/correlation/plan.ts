@@ -104,6 +104,11 @@ export interface ReleasePlan {
   traces: Map<string, ReleasedRecord[]>;
   /** When the first record that waits may go by time alone; null when nothing waits. */
   wakeAt: number | null;
+  /**
+   * What that record waits for: its trace's session (a record that tells it can let it go sooner)
+   * or its failure wait (time alone decides it, so records that arrive meanwhile change nothing).
+   */
+  waitsFor: 'session' | 'failure' | null;
   /** A record could not be decided because the page ends within its failure wait: read a longer page. */
   needMore: boolean;
 }
@@ -137,6 +142,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   const defaultArrival = input.arrival?.receivedAt ?? 0;
   const released: ReleasedEvent[] = [];
   let wakeAt: number | null = null;
+  let waitsFor: ReleasePlan['waitsFor'] = null;
   let needMore = false;
   const lastArrival = input.entries.length ? (input.entries[input.entries.length - 1]!.event.route?.receivedAt ?? defaultArrival) : 0;
 
@@ -153,6 +159,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
         session = 'trace';
       } else if (opts.now < receivedAt + opts.sessionWait) {
         wakeAt = receivedAt + opts.sessionWait;
+        waitsFor = 'session';
         break;
       } else {
         session = 'fallback';
@@ -161,6 +168,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
     const candidate = candidates.get(i);
     if (candidate && opts.now < receivedAt + opts.failureWait) {
       wakeAt = receivedAt + opts.failureWait;
+      waitsFor = 'failure';
       break;
     }
     if (candidate && input.complete === false && lastArrival <= receivedAt + opts.failureWait) {
@@ -198,7 +206,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   }
   const traces = new Map<string, ReleasedRecord[]>();
   for (const t of changed) traces.set(t, known.get(t)!);
-  return { released, traces, wakeAt, needMore };
+  return { released, traces, wakeAt, waitsFor, needMore };
 }
 
 /** The failure records of a page by index. */

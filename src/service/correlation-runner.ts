@@ -31,10 +31,61 @@ import { BoundedMap } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
 import type { StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
+import type { IngestActivity } from '../internal/ingest-activity.ts';
 import { IDLE_POLL_MS } from './pipeline-runner.ts';
 
 /** Longest page the runner reads to bring a failure record's whole wait into view. */
 export const MAX_CORRELATION_PAGE = 65_536;
+/** The longest a round waits after the last one while records wait (see releaseBatchMs). */
+export const MAX_RELEASE_BATCH_MS = 500;
+
+/**
+ * How far apart rounds are while records wait: a tenth of the shorter wait, at most
+ * MAX_RELEASE_BATCH_MS (0 when either wait is 0). A failure record is decided only once the page
+ * reaches past its failure wait, so a round that releases reads the whole wait's records (at 20
+ * requests/s of 512-span agent traces, about 10,000 entries for the default 5 s). Run at every
+ * append, each such round released one request's records, and the rounds took the event loop
+ * (README, Performance, round 22); at most one per batch interval, each releases that interval's
+ * records, and a record goes at most a tenth of its wait late.
+ */
+export function releaseBatchMs(settings: Pick<CorrelationSettings, 'sessionWait' | 'failureWait'>): number {
+  return Math.min(MAX_RELEASE_BATCH_MS, Math.floor(Math.min(settings.sessionWait, settings.failureWait) / 10));
+}
+
+/** What the last round left waiting, for deciding when the next one runs. */
+export interface RoundWait {
+  /** When the first waiting record may go by time alone; null: nothing known to wait. */
+  wakeAt: number | null;
+  /** What it waits for (ReleasePlan.waitsFor). */
+  waitsFor: 'session' | 'failure' | null;
+  /** When the last round started (vigil's clock). */
+  lastRoundAt: number;
+  /** releaseBatchMs of the settings. */
+  batchMs: number;
+}
+
+/**
+ * Whether the loop runs a round now, after waking (by a notice of new records when `notified`,
+ * else by its timer). Nothing known to wait: yes. A record sitting out its failure wait goes by
+ * time alone and holds every record after it (the log releases a prefix), so new records change
+ * nothing before its time; one waiting for its trace's session may go as soon as a record tells
+ * the session. Either way rounds stay batchMs apart.
+ */
+export function roundDue(w: RoundWait, notified: boolean, now: number): boolean {
+  if (w.wakeAt === null) return true;
+  const spaced = now >= w.lastRoundAt + w.batchMs;
+  if (now >= w.wakeAt && spaced) return true;
+  return notified && w.waitsFor === 'session' && spaced;
+}
+
+/** How long the loop sleeps before it looks again (roundDue), at most the idle poll. */
+export function roundWaitMs(w: RoundWait, notified: boolean, now: number): number {
+  if (w.wakeAt === null) return IDLE_POLL_MS;
+  const spacedAt = w.lastRoundAt + w.batchMs;
+  const at = notified && w.waitsFor === 'session' ? spacedAt : Math.max(w.wakeAt, spacedAt);
+  return Math.max(0, Math.min(IDLE_POLL_MS, at - now));
+}
+
 /** Traces whose failure records a process remembers writing (the oldest are forgotten beyond it). */
 export const MAX_NOTED_FAILURE_TRACES = 50_000;
 
@@ -51,6 +102,8 @@ export interface CorrelationRunnerOptions {
   onReleased?(pipelines: readonly string[]): void;
   /** vigil's clock (ms since the epoch); `Date.now` by default. */
   now?: () => number;
+  /** The receivers' requests in flight: a round waits for a moment without one (bounded; see ingest-activity.ts). */
+  activity?: Pick<IngestActivity, 'quiet'>;
 }
 
 export interface CorrelationStats {
@@ -78,6 +131,14 @@ export class CorrelationRunner {
   private loop: Promise<void> | undefined;
   private busy: Promise<boolean> | undefined;
   private wakeAt: number | null = null;
+  private waitsFor: RoundWait['waitsFor'] = null;
+  private lastRoundAt = -Infinity;
+  private notices = 0;
+  /**
+   * The page a round starts with: the length the last round needed to bring its failure record's
+   * wait into view, so the next one does not read the shorter pages again first.
+   */
+  private startLimit: number;
   private failures = 0;
   /**
    * Traces this process planned failure records for lately: a batch planned at ingest reads the
@@ -88,6 +149,7 @@ export class CorrelationRunner {
 
   constructor(private readonly opts: CorrelationRunnerOptions) {
     this.now = opts.now ?? Date.now;
+    this.startLimit = opts.pageSize;
   }
 
   start(): void {
@@ -96,6 +158,7 @@ export class CorrelationRunner {
 
   /** Records (or trace → session facts) were appended. */
   notify(): void {
+    this.notices++;
     this.wakeup.notify();
   }
 
@@ -104,10 +167,19 @@ export class CorrelationRunner {
     await this.loop;
   }
 
-  /** How long the loop sleeps when idle: until the first waiting record may go, at most the idle poll. */
-  idleWaitMs(): number {
-    if (this.wakeAt === null) return IDLE_POLL_MS;
-    return Math.max(0, Math.min(IDLE_POLL_MS, this.wakeAt - this.now()));
+  /** What the last round left waiting. */
+  roundWait(): RoundWait {
+    return { wakeAt: this.wakeAt, waitsFor: this.waitsFor, lastRoundAt: this.lastRoundAt, batchMs: releaseBatchMs(this.opts.settings) };
+  }
+
+  /** Sleeps until the next round is due (roundDue): a notice that cannot release anything does not start one. */
+  private async idle(signal: AbortSignal): Promise<void> {
+    let notified = false;
+    do {
+      const notices = this.notices;
+      await this.wakeup.wait(roundWaitMs(this.roundWait(), notified, this.now()), signal);
+      if (this.notices !== notices) notified = true;
+    } while (!signal.aborted && !roundDue(this.roundWait(), notified, this.now()));
   }
 
   private async run(): Promise<void> {
@@ -136,7 +208,8 @@ export class CorrelationRunner {
         await sleep(delay, signal);
         continue;
       }
-      if (!progressed) await this.wakeup.wait(this.idleWaitMs(), signal);
+      // A round that released a prefix and stopped at a waiting record sleeps too: nothing behind it can go first.
+      if (!progressed || this.wakeAt !== null) await this.idle(signal);
     }
   }
 
@@ -152,12 +225,19 @@ export class CorrelationRunner {
   }
 
   private async round(): Promise<boolean> {
-    const { store, settings } = this.opts;
-    let limit = this.opts.pageSize;
+    const { store, settings, pageSize } = this.opts;
+    // Requests in flight are answered first (bounded; see ingest-activity.ts).
+    const quiet = this.opts.activity?.quiet();
+    if (quiet) await quiet;
+    this.lastRoundAt = this.now();
+    let limit = this.startLimit;
     for (;;) {
       const entries = await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
+      // A log shorter than a quarter of the page: the next round starts shorter again.
+      if (entries.length < limit / 4) this.startLimit = Math.max(pageSize, limit / 4);
       if (entries.length === 0) {
         this.wakeAt = null;
+        this.waitsFor = null;
         return false;
       }
       const { sessions, released, versions } = await this.loadState(entries.map((e) => e.event));
@@ -166,8 +246,10 @@ export class CorrelationRunner {
         { now: this.now(), sessionWait: settings.sessionWait, failureWait: settings.failureWait, counts: (ps) => ps.some((p) => this.opts.counting.has(p)) },
       );
       this.wakeAt = plan.wakeAt;
+      this.waitsFor = plan.waitsFor;
       if (plan.released.length === 0 && plan.needMore) {
         limit = Math.min(limit * 4, MAX_CORRELATION_PAGE);
+        this.startLimit = limit;
         continue;
       }
       if (plan.released.length === 0) return false;

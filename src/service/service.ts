@@ -265,6 +265,7 @@ export class Service {
       forwarding: new Set(pipelineIds.filter((pid) => this.consumes.get(pid)!.forwardedRecords)),
       onReleased: (pids) => pids.forEach((pid) => this.pipelines.get(pid)?.runner.notify()),
       now: this.now,
+      activity: this.activity,
     });
 
     const receiverTokens = this.receiverTokens();

@@ -1,0 +1,191 @@
+/**
+ * When the correlation runner plans (src/service/correlation-runner.ts): a round that releases
+ * reads the whole failure wait's records, so rounds run when something can go, not at every
+ * append — a record sitting out its failure wait goes by time alone, one waiting for its trace's
+ * session may go when a record tells it, and rounds stay a tenth of the wait apart — and a round
+ * lets the receivers' requests in flight go first. The decisions are pure functions of the clock,
+ * tested on numbers; the runner's loop runs over a real memory store with the real decoder's
+ * records, its clock injected (nothing here waits for a wait to pass).
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, splitForCorrelation, waitingEvent } from '../src/correlation/ingest.ts';
+import { IngestActivity, type ActivityTimers } from '../src/internal/ingest-activity.ts';
+import { memoryLogger } from '../src/logger.ts';
+import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
+import { mapTraces } from '../src/receivers/otlp/mapping.ts';
+import { CorrelationRunner, MAX_RELEASE_BATCH_MS, releaseBatchMs, roundDue, roundWaitMs, type RoundWait } from '../src/service/correlation-runner.ts';
+import { IDLE_POLL_MS } from '../src/service/pipeline-runner.ts';
+import { MemoryStore } from '../src/store/memory.ts';
+import { aiSdkTurn, openaiTurn, tracesBody, type SpanRecord } from './helpers/agent-records.ts';
+import { waitFor } from './helpers/vigil-process.ts';
+
+const T0 = Date.UTC(2026, 0, 1);
+
+describe('the batch interval between rounds', () => {
+  test('a tenth of the shorter wait, at most MAX_RELEASE_BATCH_MS; none when a wait is 0', () => {
+    assert.equal(releaseBatchMs(DEFAULT_CORRELATION), MAX_RELEASE_BATCH_MS);
+    assert.equal(releaseBatchMs({ sessionWait: 1500, failureWait: 400 }), 40);
+    assert.equal(releaseBatchMs({ sessionWait: 300, failureWait: 5000 }), 30);
+    assert.equal(releaseBatchMs({ sessionWait: 10_000, failureWait: 0 }), 0);
+  });
+});
+
+describe('whether a round is due', () => {
+  const failure: RoundWait = { wakeAt: T0 + 5000, waitsFor: 'failure', lastRoundAt: T0, batchMs: 500 };
+  const session: RoundWait = { wakeAt: T0 + 10_000, waitsFor: 'session', lastRoundAt: T0, batchMs: 500 };
+
+  test('nothing known to wait: every wake-up runs a round; the loop sleeps at most the idle poll', () => {
+    const none: RoundWait = { wakeAt: null, waitsFor: null, lastRoundAt: T0, batchMs: 500 };
+    assert.equal(roundDue(none, true, T0), true);
+    assert.equal(roundDue(none, false, T0), true);
+    assert.equal(roundWaitMs(none, false, T0), IDLE_POLL_MS);
+  });
+
+  test('a failure wait: new records change nothing before its time', () => {
+    assert.equal(roundDue(failure, true, T0 + 1000), false);
+    assert.equal(roundDue(failure, true, T0 + 4999), false);
+    assert.equal(roundDue(failure, false, T0 + 5000), true);
+    assert.equal(roundWaitMs(failure, true, T0 + 4990), 10);
+  });
+
+  test('a session wait: a notice runs a round once the last one is a batch interval old; the time runs one too', () => {
+    assert.equal(roundDue(session, true, T0 + 100), false, 'within the batch interval');
+    assert.equal(roundWaitMs(session, true, T0 + 100), 400);
+    assert.equal(roundDue(session, true, T0 + 500), true);
+    assert.equal(roundDue(session, false, T0 + 500), false, 'the timer alone: not before its time');
+    assert.equal(roundDue(session, false, T0 + 10_000), true);
+  });
+
+  test('rounds stay a batch interval apart even when the time has come', () => {
+    const late: RoundWait = { ...failure, lastRoundAt: T0 + 4800 };
+    assert.equal(roundDue(late, false, T0 + 5000), false);
+    assert.equal(roundWaitMs(late, false, T0 + 5000), 300);
+    assert.equal(roundDue(late, false, T0 + 5300), true);
+  });
+});
+
+/** The real decoder's records of these spans, as the receiver sends them to the correlation log at `receivedAt`. */
+function waiting(spans: SpanRecord[], receivedAt: number) {
+  const decoded = decodeTracesJson(tracesBody(spans), { skipIrrelevant: true });
+  const mapped = mapTraces(decoded.groups);
+  const split = splitForCorrelation(mapped.events, false);
+  assert.ok(split.waiting.length > 0, 'the records wait in the correlation log');
+  return split.waiting.map((e) => waitingEvent(e, ['traces'], receivedAt));
+}
+
+/** A runner over `store` on a clock the test moves, counting the correlation log's page reads. */
+function runnerOn(store: MemoryStore, clock: { now: number }, activity?: IngestActivity) {
+  const reads = { n: 0 };
+  const readPage = store.readPage.bind(store);
+  store.readPage = (pipeline, partition, limit) => {
+    if (pipeline === CORRELATION_PIPELINE) reads.n++;
+    return readPage(pipeline, partition, limit);
+  };
+  const runner = new CorrelationRunner({
+    store,
+    logger: memoryLogger(),
+    settings: DEFAULT_CORRELATION,
+    pageSize: 256,
+    counting: new Set(['traces']),
+    forwarding: new Set(),
+    now: () => clock.now,
+    activity,
+  });
+  return { runner, reads };
+}
+
+/** Lets the loop's wake-ups (a setImmediate each) and promise callbacks run. */
+const turns = async (n = 5) => {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+};
+
+describe('the runner plans when something can go', () => {
+  test('records appended while the first sits out its failure wait start no round; its time does', async () => {
+    const store = new MemoryStore();
+    const clock = { now: T0 };
+    await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0, 'sess-A').generateText], T0));
+    const { runner, reads } = runnerOn(store, clock);
+    runner.start();
+    try {
+      await waitFor(() => (reads.n === 1 ? true : undefined), 'the first round');
+      await turns();
+      assert.deepEqual(
+        { wakeAt: runner.roundWait().wakeAt, waitsFor: runner.roundWait().waitsFor },
+        { wakeAt: T0 + DEFAULT_CORRELATION.failureWait, waitsFor: 'failure' },
+      );
+      for (let i = 1; i <= 10; i++) {
+        clock.now = T0 + i * 400;
+        await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(clock.now, 'sess-A').generateText], clock.now));
+        runner.notify();
+        await turns();
+      }
+      assert.equal(reads.n, 1, 'ten appends within the wait: no round read the log');
+      assert.equal(runner.stats.rounds, 0);
+      clock.now = T0 + DEFAULT_CORRELATION.failureWait;
+      runner.notify();
+      await waitFor(() => (runner.stats.rounds === 1 ? true : undefined), 'the round at the first record’s time');
+      assert.ok(runner.stats.released.own >= 1, 'the first record went');
+      assert.equal(runner.roundWait().waitsFor, 'failure', 'the next waits for its own failure wait');
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test('a record waiting for its session: a notice runs a round, but not within a batch interval of the last', async () => {
+    const store = new MemoryStore();
+    const clock = { now: T0 };
+    const turn = openaiTurn(T0, undefined);
+    await store.append(CORRELATION_PIPELINE, waiting([turn.chat], T0));
+    const { runner, reads } = runnerOn(store, clock);
+    runner.start();
+    try {
+      await waitFor(() => (reads.n === 1 ? true : undefined), 'the first round');
+      await turns();
+      assert.equal(runner.roundWait().waitsFor, 'session');
+      runner.notify();
+      await turns();
+      assert.equal(reads.n, 1, 'within the batch interval');
+      clock.now = T0 + releaseBatchMs(DEFAULT_CORRELATION);
+      runner.notify();
+      await waitFor(() => (reads.n === 2 ? true : undefined), 'a round once the interval passed');
+    } finally {
+      await runner.stop();
+    }
+  });
+});
+
+/** Loop turns and timers the test fires by hand (IngestActivity's). */
+class ManualTimers implements ActivityTimers {
+  readonly turns: Array<() => void> = [];
+  setTimeout(): unknown {
+    return 0;
+  }
+  clearTimeout(): void {}
+  afterIo(fn: () => void): void {
+    this.turns.push(fn);
+  }
+  turn(): void {
+    for (const fn of this.turns.splice(0)) fn();
+  }
+}
+
+describe('the correlation runner lets requests go first', () => {
+  test('a round waits while a request is in flight and reads the log once it is answered', async () => {
+    const store = new MemoryStore();
+    const clock = { now: T0 + DEFAULT_CORRELATION.failureWait };
+    await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0, 'sess-A').generateText], T0));
+    const timers = new ManualTimers();
+    const activity = new IngestActivity(25, timers);
+    const { runner, reads } = runnerOn(store, clock, activity);
+    const answered = activity.begin();
+    const round = runner.runOnce();
+    await turns();
+    assert.equal(reads.n, 0, 'the round waits for the request');
+    answered();
+    timers.turn();
+    timers.turn();
+    assert.equal(await round, true, 'then it released the record');
+    assert.equal(reads.n, 1);
+  });
+});
