@@ -9,7 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, splitForCorrelation, waitingEvent } from '../src/correlation/ingest.ts';
+import { join } from 'node:path';
+import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, splitForCorrelation, WAITING_PARTITION, waitingEvent } from '../src/correlation/ingest.ts';
+import { isVigilError, VigilError } from '../src/errors.ts';
 import { IngestActivity, type ActivityTimers } from '../src/internal/ingest-activity.ts';
 import { memoryLogger } from '../src/logger.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
@@ -17,8 +19,10 @@ import { mapTraces } from '../src/receivers/otlp/mapping.ts';
 import { CorrelationRunner, MAX_RELEASE_BATCH_MS, releaseBatchMs, roundDue, roundWaitMs, type RoundWait } from '../src/service/correlation-runner.ts';
 import { IDLE_POLL_MS } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
+import { SqliteStore } from '../src/store/sqlite/store.ts';
+import type { StateStore } from '../src/store/types.ts';
 import { aiSdkTurn, openaiTurn, tracesBody, type SpanRecord } from './helpers/agent-records.ts';
-import { waitFor } from './helpers/vigil-process.ts';
+import { tempDir, waitFor } from './helpers/vigil-process.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -81,6 +85,11 @@ function runnerOn(store: MemoryStore, clock: { now: number }, activity?: IngestA
   store.readPage = (pipeline, partition, limit) => {
     if (pipeline === CORRELATION_PIPELINE) reads.n++;
     return readPage(pipeline, partition, limit);
+  };
+  const readAfter = store.readAfter.bind(store);
+  store.readAfter = (pipeline, partition, after, limit) => {
+    if (pipeline === CORRELATION_PIPELINE) reads.n++;
+    return readAfter(pipeline, partition, after, limit);
   };
   const runner = new CorrelationRunner({
     store,
@@ -154,6 +163,90 @@ describe('the runner plans when something can go', () => {
     }
   });
 });
+
+describe('the runner keeps what it read', () => {
+  for (const kind of ['memory', 'sqlite'] as const) {
+    test(`${kind}: a round after a release reads only what came after the entries it kept; a failed round reads from the cursor again`, async () => {
+      const dir = tempDir();
+      const store: StateStore =
+        kind === 'memory'
+          ? new MemoryStore()
+          : new SqliteStore({ path: join(dir, 'state.db'), synchronous: 'full', busy_timeout: 1000, dedupe_window: 24 * 3_600_000 });
+      await store.open();
+      try {
+        const clock = { now: T0 };
+        // Three requests' failure records, 1 s apart.
+        for (let i = 0; i < 3; i++) await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0 + i * 1000, 'sess-A').generateText], T0 + i * 1000));
+        const perRequest = (await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, 1000)).length / 3;
+        const read = { fromCursor: 0, after: 0 };
+        const readPage = store.readPage.bind(store);
+        const readAfter = store.readAfter!.bind(store);
+        store.readPage = async (p, part, limit) => {
+          const page = await readPage(p, part, limit);
+          if (p === CORRELATION_PIPELINE) read.fromCursor += page.length;
+          return page;
+        };
+        store.readAfter = async (p, part, after, limit) => {
+          const page = await readAfter(p, part, after, limit);
+          if (p === CORRELATION_PIPELINE) read.after += page.length;
+          return page;
+        };
+        const runner = new CorrelationRunner({
+          store,
+          logger: memoryLogger(),
+          settings: DEFAULT_CORRELATION,
+          pageSize: 256,
+          counting: new Set(['traces']),
+          forwarding: new Set(),
+          now: () => clock.now,
+        });
+        clock.now = T0 + DEFAULT_CORRELATION.failureWait + 1;
+        assert.equal(await runner.runOnce(), true, 'the first request went');
+        assert.deepEqual(read, { fromCursor: 3 * perRequest, after: 0 });
+        await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0 + 3000, 'sess-A').generateText], T0 + 3000));
+        clock.now = T0 + 1000 + DEFAULT_CORRELATION.failureWait + 1;
+        assert.equal(await runner.runOnce(), true, 'the second went');
+        assert.deepEqual(read, { fromCursor: 3 * perRequest, after: perRequest }, 'only the new request was read');
+        assert.equal(runner.stats.released.own, 2 * perRequest);
+        // A failed commit: the next round reads from the cursor, and releases the same records.
+        const commit = store.commit.bind(store);
+        store.commit = async () => {
+          throw new VigilError('VIGIL_STORE_UNAVAILABLE', 'the disk went away');
+        };
+        clock.now = T0 + 2000 + DEFAULT_CORRELATION.failureWait + 1;
+        await assert.rejects(runner.runOnce(), /the disk went away/);
+        store.commit = commit;
+        assert.equal(await roundAsTheLoopRunsIt(runner), true);
+        assert.ok(read.fromCursor >= 5 * perRequest, 'read again from the cursor');
+        assert.equal(read.after, perRequest);
+        assert.equal(runner.stats.released.own, 3 * perRequest);
+        const left = await readPage(CORRELATION_PIPELINE, WAITING_PARTITION, 1000);
+        assert.deepEqual(
+          left.map((e) => e.event.route?.receivedAt),
+          Array.from({ length: perRequest }, () => T0 + 3000),
+          'the log holds the last request only',
+        );
+      } finally {
+        await store.close();
+      }
+    });
+  }
+});
+
+/**
+ * A round as the runner's loop runs it: a conflict is planned again at once. (A page read before
+ * its cursor moved can leave the store a stale base for an id a later release ends at: that
+ * release is refused once, as a commit by another writer would be, and the next goes through.)
+ */
+async function roundAsTheLoopRunsIt(runner: CorrelationRunner): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await runner.runOnce();
+    } catch (err) {
+      if (attempt > 0 || !isVigilError(err, 'VIGIL_STORE_CONFLICT')) throw err;
+    }
+  }
+}
 
 /** Loop turns and timers the test fires by hand (IngestActivity's). */
 class ManualTimers implements ActivityTimers {

@@ -29,7 +29,7 @@ import { isTraceFailure } from '../correlation/failure-keys.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
 import { BoundedMap } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
-import type { StateStore } from '../store/types.ts';
+import type { LogEntry, StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 import type { IngestActivity } from '../internal/ingest-activity.ts';
 import { IDLE_POLL_MS } from './pipeline-runner.ts';
@@ -139,6 +139,14 @@ export class CorrelationRunner {
    * wait into view, so the next one does not read the shorter pages again first.
    */
   private startLimit: number;
+  /**
+   * The log's entries after its cursor that rounds have read, in order (a store with readAfter,
+   * whose log nothing else changes but appends at its end): a round reads only what came after
+   * them. A release decides a failure record only once the page reaches past its failure wait, so
+   * each round needs the whole wait's records; read again every round they were most of its cost
+   * (README, Performance, round 22). At most MAX_CORRELATION_PAGE entries, as one round reads.
+   */
+  private kept: LogEntry[] = [];
   private failures = 0;
   /**
    * Traces this process planned failure records for lately: a batch planned at ingest reads the
@@ -225,14 +233,42 @@ export class CorrelationRunner {
   }
 
   private async round(): Promise<boolean> {
-    const { store, settings, pageSize } = this.opts;
     // Requests in flight are answered first (bounded; see ingest-activity.ts).
     const quiet = this.opts.activity?.quiet();
     if (quiet) await quiet;
     this.lastRoundAt = this.now();
+    try {
+      return await this.plannedRound();
+    } catch (err) {
+      // Whatever failed (a read, a refused commit), the next round reads from the cursor again.
+      this.kept = [];
+      throw err;
+    }
+  }
+
+  /**
+   * Up to `limit` entries of the log after its cursor: what earlier rounds read and kept, then
+   * what came after it (a store with readAfter), else a page read from the cursor.
+   */
+  private async readLog(limit: number): Promise<LogEntry[]> {
+    const { store } = this.opts;
+    const kept = this.kept;
+    if (!store.readAfter || kept.length === 0) {
+      const page = await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
+      if (store.readAfter) this.kept = page;
+      return page;
+    }
+    if (kept.length >= limit) return kept.slice(0, limit);
+    const more = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, kept[kept.length - 1]!.id, limit - kept.length);
+    if (more.length) this.kept = kept.concat(more);
+    return this.kept;
+  }
+
+  private async plannedRound(): Promise<boolean> {
+    const { settings, pageSize } = this.opts;
     let limit = this.startLimit;
     for (;;) {
-      const entries = await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
+      const entries = await this.readLog(limit);
       // A log shorter than a quarter of the page: the next round starts shorter again.
       if (entries.length < limit / 4) this.startLimit = Math.max(pageSize, limit / 4);
       if (entries.length === 0) {
@@ -254,6 +290,8 @@ export class CorrelationRunner {
       }
       if (plan.released.length === 0) return false;
       await this.release(plan, versions);
+      // The released records are a prefix of what was read: the rest stays for the next round.
+      this.kept = this.kept.slice(plan.released.length);
       return true;
     }
   }

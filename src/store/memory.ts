@@ -166,6 +166,24 @@ export class MemoryStore implements StateStore {
     return page;
   }
 
+  async readAfter(pipeline: string, partition: string, after: string, limit: number): Promise<LogEntry[]> {
+    this.check();
+    const log = this.logs.get(pipeline)?.get(partition);
+    if (!log) return [];
+    // Ids are increasing sequence numbers: the first entry after `after` by binary search.
+    const seq = Number(after);
+    if (!Number.isSafeInteger(seq)) throw new RangeError(`not an entry id of this store: ${JSON.stringify(after)}`);
+    let lo = 0;
+    let hi = log.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (Number(log.entries[mid]!.id) <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    // No base remembered: the reader commits releases that end anywhere in what it kept, not this page.
+    return log.entries.slice(lo, lo + limit);
+  }
+
   async loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>> {
     this.check();
     const out = new Map<string, GroupState>();

@@ -142,6 +142,13 @@ export interface StateStore {
   backlog(pipeline: string): Promise<PartitionBacklog[]>;
   /** Up to `limit` entries after the partition cursor, in log order. */
   readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]>;
+  /**
+   * Up to `limit` entries after entry `after` (one this store handed out, at or past the cursor),
+   * in log order, for a reader that keeps what it read (the correlation runner). Offered only by a
+   * store that is its log's one writer (memory; SQLite, under its writer lock), where nothing but
+   * appends at the end changes what follows a cursor until that reader commits.
+   */
+  readAfter?(pipeline: string, partition: string, after: string, limit: number): Promise<LogEntry[]>;
 
   loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>>;
   loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>>;

@@ -111,6 +111,32 @@ export function storeConformance(name: string, makeStore: MakeStore, options: Co
     );
 
     test(
+      'readAfter (a store that is its log’s one writer): the entries after a given one, never before the cursor; Redis offers none',
+      withStore(async (store) => {
+        if (!store.readAfter) {
+          assert.ok(name.toLowerCase().includes('redis'), `${name} should offer readAfter`);
+          return;
+        }
+        await store.append(
+          'logs',
+          ['a1', 'a2', 'a3', 'a4'].map((id, i) => event({ id, time: i + 1, partition: 'A' })),
+        );
+        const page = await store.readPage('logs', 'A', 2);
+        const ids = (p: Array<{ event: { eventId: string } }>) => p.map((e) => e.event.eventId);
+        assert.deepEqual(ids(await store.readAfter('logs', 'A', page[1]!.id, 10)), ['a3', 'a4']);
+        assert.deepEqual(ids(await store.readAfter('logs', 'A', page[0]!.id, 2)), ['a2', 'a3'], 'bounded by the limit');
+        await store.append('logs', [event({ id: 'a5', time: 5, partition: 'A' }), event({ id: 'b1', time: 6, partition: 'B' })]);
+        const rest = await store.readAfter('logs', 'A', page[1]!.id, 10);
+        assert.deepEqual(ids(rest), ['a3', 'a4', 'a5'], 'what was appended since, of this partition only');
+        await store.commit(commitOf('logs', 'A', rest[0]!.id));
+        assert.deepEqual(ids(await store.readAfter('logs', 'A', page[0]!.id, 10)), ['a4', 'a5'], 'never an entry at or before the cursor');
+        assert.deepEqual(await store.readAfter('logs', 'A', rest[2]!.id, 10), []);
+        assert.deepEqual(await store.readAfter('logs', 'Z', page[0]!.id, 10), []);
+        await assert.rejects(store.readAfter('logs', 'A', 'not-an-id', 10), RangeError);
+      }),
+    );
+
+    test(
       'a redelivered event id is appended once',
       withStore(async (store) => {
         await store.append('logs', [event({ id: 'x', time: 1 })]);

@@ -984,6 +984,18 @@ export class SqliteStore implements StateStore {
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
+    return this.readEntries(pipeline, partition, limit, 0, true);
+  }
+
+  async readAfter(pipeline: string, partition: string, after: string, limit: number): Promise<LogEntry[]> {
+    const seq = Number(after);
+    if (!Number.isSafeInteger(seq)) throw new RangeError(`not an entry id of this store: ${JSON.stringify(after)}`);
+    // No base remembered: the reader commits releases that end anywhere in what it kept, not this page.
+    return this.readEntries(pipeline, partition, limit, seq, false);
+  }
+
+  /** Up to `limit` entries after the partition cursor and after sequence `after`; `remember`: the page's base, for its commit (PageBases). */
+  private readEntries(pipeline: string, partition: string, limit: number, after: number, remember: boolean): LogEntry[] {
     // The writer knows which partitions hold entries after their cursor: a look at one that holds
     // none (the correlation log, woken by every append, mostly) costs no statement.
     if (this.ql && this.backlogs.holds(pipeline, partition) === false) {
@@ -992,11 +1004,11 @@ export class SqliteStore implements StateStore {
     }
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
-      const page = this.logRows(pipeline, partition, base, limit).map((r) => ({
+      const page = this.logRows(pipeline, partition, Math.max(base, after), limit).map((r) => ({
         id: String(r.seq),
         event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
       }));
-      this.bases.remember(pipeline, partition, page[page.length - 1]?.id, String(base));
+      if (remember) this.bases.remember(pipeline, partition, page[page.length - 1]?.id, String(base));
       return page;
     });
   }
