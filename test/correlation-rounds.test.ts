@@ -164,6 +164,34 @@ describe('the runner plans when something can go', () => {
   });
 });
 
+describe('a notice during a round', () => {
+  test('records appended while a round read the log count as a notice: the session they may tell is planned once the interval passed', async () => {
+    const store = new MemoryStore();
+    const clock = { now: T0 };
+    await store.append(CORRELATION_PIPELINE, waiting([openaiTurn(T0, undefined).chat], T0));
+    const { runner, reads } = runnerOn(store, clock);
+    // The first read gets a notice while it runs (an append the round may have missed), and the
+    // clock moves past the batch interval: nothing else will wake the loop before the session wait.
+    const readPage = store.readPage.bind(store);
+    let first = true;
+    store.readPage = async (pipeline, partition, limit) => {
+      const page = await readPage(pipeline, partition, limit);
+      if (first && pipeline === CORRELATION_PIPELINE) {
+        first = false;
+        runner.notify();
+        clock.now = T0 + releaseBatchMs(DEFAULT_CORRELATION);
+      }
+      return page;
+    };
+    runner.start();
+    try {
+      await waitFor(() => (reads.n >= 2 ? true : undefined), 'a second round for the notice the first one got', 2000, 10);
+    } finally {
+      await runner.stop();
+    }
+  });
+});
+
 describe('the runner keeps what it read', () => {
   for (const kind of ['memory', 'sqlite'] as const) {
     test(`${kind}: a round after a release reads only what came after the entries it kept; a failed round reads from the cursor again`, async () => {

@@ -133,7 +133,9 @@ export class CorrelationRunner {
   private wakeAt: number | null = null;
   private waitsFor: RoundWait['waitsFor'] = null;
   private lastRoundAt = -Infinity;
+  /** Notices of appended records so far, and how many there were when the last round began to read. */
   private notices = 0;
+  private noticesRead = 0;
   /**
    * The page a round starts with: the length the last round needed to bring its failure record's
    * wait into view, so the next one does not read the shorter pages again first.
@@ -180,14 +182,15 @@ export class CorrelationRunner {
     return { wakeAt: this.wakeAt, waitsFor: this.waitsFor, lastRoundAt: this.lastRoundAt, batchMs: releaseBatchMs(this.opts.settings) };
   }
 
-  /** Sleeps until the next round is due (roundDue): a notice that cannot release anything does not start one. */
+  /**
+   * Sleeps until the next round is due (roundDue): a notice that cannot release anything does not
+   * start one. Notices count from when the last round began to read, so records appended while it
+   * ran (which it may not have seen) count too.
+   */
   private async idle(signal: AbortSignal): Promise<void> {
-    let notified = false;
     do {
-      const notices = this.notices;
-      await this.wakeup.wait(roundWaitMs(this.roundWait(), notified, this.now()), signal);
-      if (this.notices !== notices) notified = true;
-    } while (!signal.aborted && !roundDue(this.roundWait(), notified, this.now()));
+      await this.wakeup.wait(roundWaitMs(this.roundWait(), this.notices !== this.noticesRead, this.now()), signal);
+    } while (!signal.aborted && !roundDue(this.roundWait(), this.notices !== this.noticesRead, this.now()));
   }
 
   private async run(): Promise<void> {
@@ -237,6 +240,7 @@ export class CorrelationRunner {
     const quiet = this.opts.activity?.quiet();
     if (quiet) await quiet;
     this.lastRoundAt = this.now();
+    this.noticesRead = this.notices;
     try {
       return await this.plannedRound();
     } catch (err) {
