@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { join } from 'node:path';
 import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, splitForCorrelation, WAITING_PARTITION, waitingEvent } from '../src/correlation/ingest.ts';
-import { isVigilError, VigilError } from '../src/errors.ts';
+import { VigilError } from '../src/errors.ts';
 import { IngestActivity, type ActivityTimers } from '../src/internal/ingest-activity.ts';
 import { memoryLogger } from '../src/logger.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
@@ -20,18 +20,20 @@ import { CorrelationRunner, MAX_RELEASE_BATCH_MS, releaseBatchMs, roundDue, roun
 import { IDLE_POLL_MS } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import type { StateStore } from '../src/store/types.ts';
+import { FROM_CURSOR, type StateStore } from '../src/store/types.ts';
 import { aiSdkTurn, openaiTurn, tracesBody, type SpanRecord } from './helpers/agent-records.ts';
 import { tempDir, waitFor } from './helpers/vigil-process.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
 describe('the batch interval between rounds', () => {
-  test('a tenth of the shorter wait, at most MAX_RELEASE_BATCH_MS; none when a wait is 0', () => {
+  test('a tenth of the shorter wait that is not 0, at most MAX_RELEASE_BATCH_MS; none when both are 0', () => {
     assert.equal(releaseBatchMs(DEFAULT_CORRELATION), MAX_RELEASE_BATCH_MS);
     assert.equal(releaseBatchMs({ sessionWait: 1500, failureWait: 400 }), 40);
     assert.equal(releaseBatchMs({ sessionWait: 300, failureWait: 5000 }), 30);
-    assert.equal(releaseBatchMs({ sessionWait: 10_000, failureWait: 0 }), 0);
+    assert.equal(releaseBatchMs({ sessionWait: 0, failureWait: 5000 }), MAX_RELEASE_BATCH_MS, 'a wait of 0 does not count');
+    assert.equal(releaseBatchMs({ sessionWait: 2000, failureWait: 0 }), 200);
+    assert.equal(releaseBatchMs({ sessionWait: 0, failureWait: 0 }), 0);
   });
 });
 
@@ -130,7 +132,6 @@ describe('the runner plans when something can go', () => {
         await turns();
       }
       assert.equal(reads.n, 1, 'ten appends within the wait: no round read the log');
-      assert.equal(runner.stats.rounds, 0);
       clock.now = T0 + DEFAULT_CORRELATION.failureWait;
       runner.notify();
       await waitFor(() => (runner.stats.rounds === 1 ? true : undefined), 'the round at the first record’s time');
@@ -172,10 +173,10 @@ describe('a notice during a round', () => {
     const { runner, reads } = runnerOn(store, clock);
     // The first read gets a notice while it runs (an append the round may have missed), and the
     // clock moves past the batch interval: nothing else will wake the loop before the session wait.
-    const readPage = store.readPage.bind(store);
+    const readAfter = store.readAfter.bind(store);
     let first = true;
-    store.readPage = async (pipeline, partition, limit) => {
-      const page = await readPage(pipeline, partition, limit);
+    store.readAfter = async (pipeline, partition, after, limit) => {
+      const page = await readAfter(pipeline, partition, after, limit);
       if (first && pipeline === CORRELATION_PIPELINE) {
         first = false;
         runner.notify();
@@ -205,7 +206,7 @@ describe('the runner keeps what it read', () => {
         const clock = { now: T0 };
         // Three requests' failure records, 1 s apart.
         for (let i = 0; i < 3; i++) await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0 + i * 1000, 'sess-A').generateText], T0 + i * 1000));
-        const perRequest = (await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, 1000)).length / 3;
+        const perRequest = (await store.readAfter!(CORRELATION_PIPELINE, WAITING_PARTITION, FROM_CURSOR, 1000)).length / 3;
         const read = { fromCursor: 0, after: 0 };
         const readPage = store.readPage.bind(store);
         const readAfter = store.readAfter!.bind(store);
@@ -216,7 +217,10 @@ describe('the runner keeps what it read', () => {
         };
         store.readAfter = async (p, part, after, limit) => {
           const page = await readAfter(p, part, after, limit);
-          if (p === CORRELATION_PIPELINE) read.after += page.length;
+          if (p === CORRELATION_PIPELINE) {
+            if (after === FROM_CURSOR) read.fromCursor += page.length;
+            else read.after += page.length;
+          }
           return page;
         };
         const runner = new CorrelationRunner({
@@ -244,9 +248,8 @@ describe('the runner keeps what it read', () => {
         clock.now = T0 + 2000 + DEFAULT_CORRELATION.failureWait + 1;
         await assert.rejects(runner.runOnce(), /the disk went away/);
         store.commit = commit;
-        assert.equal(await roundAsTheLoopRunsIt(runner), true);
-        assert.ok(read.fromCursor >= 5 * perRequest, 'read again from the cursor');
-        assert.equal(read.after, perRequest);
+        assert.equal(await runner.runOnce(), true);
+        assert.deepEqual(read, { fromCursor: 5 * perRequest, after: perRequest }, 'read again from the cursor');
         assert.equal(runner.stats.released.own, 3 * perRequest);
         const left = await readPage(CORRELATION_PIPELINE, WAITING_PARTITION, 1000);
         assert.deepEqual(
@@ -260,21 +263,6 @@ describe('the runner keeps what it read', () => {
     });
   }
 });
-
-/**
- * A round as the runner's loop runs it: a conflict is planned again at once. (A page read before
- * its cursor moved can leave the store a stale base for an id a later release ends at: that
- * release is refused once, as a commit by another writer would be, and the next goes through.)
- */
-async function roundAsTheLoopRunsIt(runner: CorrelationRunner): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await runner.runOnce();
-    } catch (err) {
-      if (attempt > 0 || !isVigilError(err, 'VIGIL_STORE_CONFLICT')) throw err;
-    }
-  }
-}
 
 /** Loop turns and timers the test fires by hand (IngestActivity's). */
 class ManualTimers implements ActivityTimers {

@@ -29,7 +29,7 @@ import { isTraceFailure } from '../correlation/failure-keys.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
 import { BoundedMap } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
-import type { LogEntry, StateStore } from '../store/types.ts';
+import { FROM_CURSOR, type LogEntry, type StateStore } from '../store/types.ts';
 import { backoffDelay, sleep, Wakeup } from '../internal/backoff.ts';
 import type { IngestActivity } from '../internal/ingest-activity.ts';
 import { IDLE_POLL_MS } from './pipeline-runner.ts';
@@ -40,8 +40,8 @@ export const MAX_CORRELATION_PAGE = 65_536;
 export const MAX_RELEASE_BATCH_MS = 500;
 
 /**
- * How far apart rounds are while records wait: a tenth of the shorter wait, at most
- * MAX_RELEASE_BATCH_MS (0 when either wait is 0). A failure record is decided only once the page
+ * How far apart rounds are while records wait: a tenth of the shorter wait that is not 0, at most
+ * MAX_RELEASE_BATCH_MS (0 when both are 0). A failure record is decided only once the page
  * reaches past its failure wait, so a round that releases reads the whole wait's records (at 20
  * requests/s of 512-span agent traces, about 10,000 entries for the default 5 s). Run at every
  * append, each such round released one request's records, and the rounds took the event loop
@@ -49,7 +49,8 @@ export const MAX_RELEASE_BATCH_MS = 500;
  * records, and a record goes at most a tenth of its wait late.
  */
 export function releaseBatchMs(settings: Pick<CorrelationSettings, 'sessionWait' | 'failureWait'>): number {
-  return Math.min(MAX_RELEASE_BATCH_MS, Math.floor(Math.min(settings.sessionWait, settings.failureWait) / 10));
+  const waits = [settings.sessionWait, settings.failureWait].filter((w) => w > 0);
+  return waits.length ? Math.min(MAX_RELEASE_BATCH_MS, Math.floor(Math.min(...waits) / 10)) : 0;
 }
 
 /** What the last round left waiting, for deciding when the next one runs. */
@@ -256,11 +257,13 @@ export class CorrelationRunner {
    */
   private async readLog(limit: number): Promise<LogEntry[]> {
     const { store } = this.opts;
+    if (!store.readAfter) return store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
     const kept = this.kept;
-    if (!store.readAfter || kept.length === 0) {
-      const page = await store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
-      if (store.readAfter) this.kept = page;
-      return page;
+    if (kept.length === 0) {
+      // From the cursor, by readAfter too: a page from readPage would leave the store its base,
+      // against which a later release that ends at its last entry (the cursor having moved since)
+      // would be refused as another writer's.
+      return (this.kept = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, FROM_CURSOR, limit));
     }
     if (kept.length >= limit) return kept.slice(0, limit);
     const more = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, kept[kept.length - 1]!.id, limit - kept.length);

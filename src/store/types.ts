@@ -2,6 +2,9 @@ import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
 import type { DueTimers, NamespaceStatus, StateEntry, StateListEntry, StateWrite, TimerChanges, TimerStatus } from './state.ts';
 
+/** readAfter's `after` for the entries right after the partition cursor (entry ids are sequence numbers from 1). */
+export const FROM_CURSOR = '0';
+
 /** One record of a partition's ingest log. `id` is the store's ordered, opaque sequence. */
 export interface LogEntry {
   id: string;
@@ -143,10 +146,12 @@ export interface StateStore {
   /** Up to `limit` entries after the partition cursor, in log order. */
   readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]>;
   /**
-   * Up to `limit` entries after entry `after` (one this store handed out, at or past the cursor),
-   * in log order, for a reader that keeps what it read (the correlation runner). Offered only by a
-   * store that is its log's one writer (memory; SQLite, under its writer lock), where nothing but
-   * appends at the end changes what follows a cursor until that reader commits.
+   * Up to `limit` entries after entry `after` (one this store handed out, or FROM_CURSOR), never
+   * at or before the cursor, in log order, for a reader that keeps what it read (the correlation
+   * runner); unlike readPage it leaves no page base (PageBases), as that reader commits releases
+   * that end anywhere in what it kept. Offered only by a store that is its log's one writer
+   * (memory; SQLite, under its writer lock), where nothing but appends at the end changes what
+   * follows a cursor until that reader commits.
    */
   readAfter?(pipeline: string, partition: string, after: string, limit: number): Promise<LogEntry[]>;
 
