@@ -93,7 +93,12 @@ function runnerOn(store: MemoryStore, clock: { now: number }, activity?: IngestA
     if (pipeline === CORRELATION_PIPELINE) reads.n++;
     return readAfter(pipeline, partition, after, limit);
   };
-  const runner = new CorrelationRunner({
+  return { runner: newRunner(store, clock, activity), reads };
+}
+
+/** A runner with the default waits over `store`, on a clock the test moves. */
+function newRunner(store: StateStore, clock: { now: number }, activity?: IngestActivity): CorrelationRunner {
+  return new CorrelationRunner({
     store,
     logger: memoryLogger(),
     settings: DEFAULT_CORRELATION,
@@ -103,7 +108,6 @@ function runnerOn(store: MemoryStore, clock: { now: number }, activity?: IngestA
     now: () => clock.now,
     activity,
   });
-  return { runner, reads };
 }
 
 /** Lets the loop's wake-ups (a setImmediate each) and promise callbacks run. */
@@ -223,15 +227,7 @@ describe('the runner keeps what it read', () => {
           }
           return page;
         };
-        const runner = new CorrelationRunner({
-          store,
-          logger: memoryLogger(),
-          settings: DEFAULT_CORRELATION,
-          pageSize: 256,
-          counting: new Set(['traces']),
-          forwarding: new Set(),
-          now: () => clock.now,
-        });
+        const runner = newRunner(store, clock);
         clock.now = T0 + DEFAULT_CORRELATION.failureWait + 1;
         assert.equal(await runner.runOnce(), true, 'the first request went');
         assert.deepEqual(read, { fromCursor: 3 * perRequest, after: 0 });
