@@ -40,8 +40,10 @@ export const MAX_CORRELATION_PAGE = 65_536;
 export const MAX_RELEASE_BATCH_MS = 500;
 
 /**
- * How far apart rounds are while records wait: a tenth of the shorter wait that is not 0, at most
- * MAX_RELEASE_BATCH_MS (0 when both are 0). A failure record is decided only once the page
+ * How far apart rounds are while records wait: a tenth of the shorter wait, at most
+ * MAX_RELEASE_BATCH_MS; 0 when either wait is 0. (Rounds spaced while a record waits for its
+ * session keep the log holding records, and while it does every batch goes through it instead of
+ * straight to its pipeline: with `failure_wait: 0` that would cost more than the rounds it saves.) A failure record is decided only once the page
  * reaches past its failure wait, so a round that releases reads the whole wait's records (at 20
  * requests/s of 512-span agent traces, about 10,000 entries for the default 5 s). Run at every
  * append, each such round released one request's records, and the rounds took the event loop
@@ -49,8 +51,7 @@ export const MAX_RELEASE_BATCH_MS = 500;
  * records, and a record goes at most a tenth of its wait late.
  */
 export function releaseBatchMs(settings: Pick<CorrelationSettings, 'sessionWait' | 'failureWait'>): number {
-  const waits = [settings.sessionWait, settings.failureWait].filter((w) => w > 0);
-  return waits.length ? Math.min(MAX_RELEASE_BATCH_MS, Math.floor(Math.min(...waits) / 10)) : 0;
+  return Math.min(MAX_RELEASE_BATCH_MS, Math.floor(Math.min(settings.sessionWait, settings.failureWait) / 10));
 }
 
 /** What the last round left waiting, for deciding when the next one runs. */
