@@ -260,15 +260,12 @@ export class CorrelationRunner {
     const { store } = this.opts;
     if (!store.readAfter) return store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
     const kept = this.kept;
-    if (kept.length === 0) {
-      // From the cursor, by readAfter too: a page from readPage would leave the store its base,
-      // against which a later release that ends at its last entry (the cursor having moved since)
-      // would be refused as another writer's.
-      return (this.kept = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, FROM_CURSOR, limit));
-    }
     if (kept.length >= limit) return kept.slice(0, limit);
-    const more = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, kept[kept.length - 1]!.id, limit - kept.length);
-    if (more.length) this.kept = kept.concat(more);
+    // From the cursor too by readAfter: a page from readPage would leave the store its base, against
+    // which a later release ending at its last entry (the cursor having moved since) would be refused.
+    const after = kept.length ? kept[kept.length - 1]!.id : FROM_CURSOR;
+    const more = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, after, limit - kept.length);
+    if (more.length) this.kept = kept.length ? kept.concat(more) : more;
     return this.kept;
   }
 
