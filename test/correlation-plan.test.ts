@@ -39,9 +39,14 @@ class Sim {
   readonly delivered: Delivered[] = [];
   lastWake: number | null = null;
 
+  /** planRelease's memo, kept across plans as the correlation runner keeps it. */
+  private readonly memo = new WeakMap<LogEntry, ReleasedRecord | null>();
+
   constructor(
     readonly pageSize = 256,
     readonly counting: ReadonlySet<string> = new Set(['traces', 'logs']),
+    /** Records a plan releases at most; with `memo`, what the pages' records are as failure records is worked out once; `discard`: each plan is made once and thrown away first (a round whose commit failed). */
+    readonly rounds: { maxReleased?: number; memo?: boolean; discard?: boolean } = {},
   ) {}
 
   /** One export request of spans (to the `traces` pipeline) or log records (to `logs`), received now. */
@@ -66,10 +71,18 @@ class Sim {
     for (;;) {
       const page = this.waiting.slice(0, limit);
       if (page.length === 0) return this;
-      const plan = planRelease(
-        { entries: page, sessions: this.sessions, released: this.released, complete: page.length === this.waiting.length },
-        { now: this.now, sessionWait: SESSION_WAIT, failureWait: FAILURE_WAIT, counts: (ps) => ps.some((p) => this.counting.has(p)) },
-      );
+      const input = { entries: page, sessions: this.sessions, released: this.released, complete: page.length === this.waiting.length };
+      const opts = {
+        now: this.now,
+        sessionWait: SESSION_WAIT,
+        failureWait: FAILURE_WAIT,
+        counts: (ps: readonly string[]) => ps.some((p) => this.counting.has(p)),
+        maxReleased: this.rounds.maxReleased,
+        memo: this.rounds.memo ? this.memo : undefined,
+      };
+      if (this.rounds.discard) planRelease(input, opts);
+      const plan = planRelease(input, opts);
+      if (this.rounds.maxReleased !== undefined) assert.ok(plan.released.length <= this.rounds.maxReleased, 'no more than maxReleased');
       // As the router does: a record that needs more of the log in view gets a longer page.
       if (plan.released.length === 0 && plan.needMore) {
         limit *= 2;
@@ -288,22 +301,41 @@ describe('one failure, one occurrence', () => {
   });
 
   test('one trace over several requests and pages decides as one request and one page', () => {
-    const expected = run(openaiTurn(T0, 'sess-6', 901), 256, (turn, sim) => sim.send(turn.all));
-    const split = run(openaiTurn(T0, 'sess-6', 901), 1, (turn, sim) => turn.all.forEach((r, i) => sim.at(T0 + i * 50).send([r])));
+    const expected = run(openaiTurn(T0, 'sess-6', 901), 256, {}, (turn, sim) => sim.send(turn.all));
+    const split = run(openaiTurn(T0, 'sess-6', 901), 1, {}, (turn, sim) => turn.all.forEach((r, i) => sim.at(T0 + i * 50).send([r])));
     assert.deepEqual(split, expected);
     assert.equal(new Set(expected.map((d) => d.anchor)).size, 2, 'two failures: the tool call and the 429');
   });
 
-  test("property: whatever the order and grouping of a turn's requests within failure_wait, the same records get the same session and anchor", () => {
-    const canonical = run(openaiTurn(T0, 'sess-p', 777), 256, (turn, sim) => sim.send(turn.all));
-    const ai = run(aiSdkTurn(T0, 'sess-q', { rootErrors: true }, 778), 256, (turn, sim) => sim.send(turn.all));
+  test('a plan releases at most maxReleased records, and then leaves nothing waiting: the rest is planned at once', () => {
+    const sim = new Sim();
+    const turn = openaiTurn(T0, 'sess-m', 903);
+    sim.send(turn.all);
+    const page = sim.waiting.slice();
+    assert.ok(page.length >= 3, 'the turn waits in the log');
+    const input = { entries: page, sessions: sim.sessions, released: sim.released, complete: true };
+    const opts = { now: T0 + 60_000, sessionWait: SESSION_WAIT, failureWait: FAILURE_WAIT, counts: () => true };
+    const all = planRelease(input, opts);
+    assert.equal(all.released.length, page.length);
+    const first = planRelease(input, { ...opts, maxReleased: 2 });
+    assert.deepEqual(
+      { released: first.released.map((r) => r.entryId), wakeAt: first.wakeAt, waitsFor: first.waitsFor, needMore: first.needMore },
+      { released: all.released.slice(0, 2).map((r) => r.entryId), wakeAt: null, waitsFor: null, needMore: false },
+    );
+    assert.deepEqual(first.released, all.released.slice(0, 2), 'the same records as planned at once');
+  });
+
+  test("property: whatever the order and grouping of a turn's requests within failure_wait, and however many records a plan may release, the same records get the same session and anchor", () => {
+    const canonical = run(openaiTurn(T0, 'sess-p', 777), 256, {}, (turn, sim) => sim.send(turn.all));
+    const ai = run(aiSdkTurn(T0, 'sess-q', { rootErrors: true }, 778), 256, {}, (turn, sim) => sim.send(turn.all));
     checkProperty(
       fc.property(
         fc.shuffledSubarray([0, 1, 2, 3, 4], { minLength: 5, maxLength: 5 }),
         fc.array(fc.integer({ min: 0, max: 900 }), { minLength: 5, maxLength: 5 }),
         fc.integer({ min: 1, max: 4 }),
-        (order, gaps, pageSize) => {
-          const got = run(openaiTurn(T0, 'sess-p', 777), pageSize, (turn, sim) => {
+        fc.record({ maxReleased: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }), memo: fc.boolean(), discard: fc.boolean() }),
+        (order, gaps, pageSize, rounds) => {
+          const got = run(openaiTurn(T0, 'sess-p', 777), pageSize, rounds, (turn, sim) => {
             let t = T0;
             order.forEach((i, k) => {
               t += gaps[k]!;
@@ -311,7 +343,7 @@ describe('one failure, one occurrence', () => {
             });
           });
           assert.deepEqual(got, canonical);
-          const gotAi = run(aiSdkTurn(T0, 'sess-q', { rootErrors: true }, 778), pageSize, (turn, sim) => {
+          const gotAi = run(aiSdkTurn(T0, 'sess-q', { rootErrors: true }, 778), pageSize, rounds, (turn, sim) => {
             let t = T0;
             order
               .filter((i) => i < 3)
@@ -329,8 +361,8 @@ describe('one failure, one occurrence', () => {
 });
 
 /** Sends a turn as `send` says, lets every wait pass, and returns what each record became. */
-function run<T>(turn: T, pageSize: number, send: (turn: T, sim: Sim) => void) {
-  const sim = new Sim(pageSize);
+function run<T>(turn: T, pageSize: number, rounds: Sim['rounds'], send: (turn: T, sim: Sim) => void) {
+  const sim = new Sim(pageSize, undefined, rounds);
   send(turn, sim);
   sim.at(sim.now + 60_000);
   return sim.delivered

@@ -10,13 +10,28 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { join } from 'node:path';
-import { CORRELATION_PIPELINE, DEFAULT_CORRELATION, splitForCorrelation, WAITING_PARTITION, waitingEvent } from '../src/correlation/ingest.ts';
+import {
+  CORRELATION_PIPELINE,
+  DEFAULT_CORRELATION,
+  splitForCorrelation,
+  TRACE_FAILURES_NAMESPACE,
+  WAITING_PARTITION,
+  waitingEvent,
+} from '../src/correlation/ingest.ts';
 import { VigilError } from '../src/errors.ts';
 import { IngestActivity, type ActivityTimers } from '../src/internal/ingest-activity.ts';
 import { memoryLogger } from '../src/logger.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { mapTraces } from '../src/receivers/otlp/mapping.ts';
-import { CorrelationRunner, MAX_RELEASE_BATCH_MS, releaseBatchMs, roundDue, roundWaitMs, type RoundWait } from '../src/service/correlation-runner.ts';
+import {
+  CorrelationRunner,
+  MAX_RELEASE_BATCH_MS,
+  MAX_RELEASED_PER_ROUND,
+  releaseBatchMs,
+  roundDue,
+  roundWaitMs,
+  type RoundWait,
+} from '../src/service/correlation-runner.ts';
 import { IDLE_POLL_MS } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
@@ -79,18 +94,37 @@ function waiting(spans: SpanRecord[], receivedAt: number) {
   return split.waiting.map((e) => waitingEvent(e, ['traces'], receivedAt));
 }
 
-/** A runner over `store` on a clock the test moves, counting the correlation log's page reads. */
+/**
+ * A runner over `store` on a clock the test moves, counting the correlation log's reads (and the
+ * entries each returned, and whether it read from the cursor) and the rounds that planned (each
+ * loads the failure records of its traces; a read ahead loads nothing).
+ */
 function runnerOn(store: MemoryStore, clock: { now: number }, activity?: IngestActivity) {
-  const reads = { n: 0 };
+  const reads = { n: 0, entries: [] as number[], fromCursor: 0, planned: 0 };
   const readPage = store.readPage.bind(store);
-  store.readPage = (pipeline, partition, limit) => {
-    if (pipeline === CORRELATION_PIPELINE) reads.n++;
-    return readPage(pipeline, partition, limit);
+  store.readPage = async (pipeline, partition, limit) => {
+    const page = await readPage(pipeline, partition, limit);
+    if (pipeline === CORRELATION_PIPELINE) {
+      reads.n++;
+      reads.fromCursor++;
+      reads.entries.push(page.length);
+    }
+    return page;
   };
   const readAfter = store.readAfter.bind(store);
-  store.readAfter = (pipeline, partition, after, limit) => {
-    if (pipeline === CORRELATION_PIPELINE) reads.n++;
-    return readAfter(pipeline, partition, after, limit);
+  store.readAfter = async (pipeline, partition, after, limit) => {
+    const page = await readAfter(pipeline, partition, after, limit);
+    if (pipeline === CORRELATION_PIPELINE) {
+      reads.n++;
+      if (after === FROM_CURSOR) reads.fromCursor++;
+      reads.entries.push(page.length);
+    }
+    return page;
+  };
+  const loadState = store.loadState.bind(store);
+  store.loadState = (namespace, keys) => {
+    if (namespace === TRACE_FAILURES_NAMESPACE) reads.planned++;
+    return loadState(namespace, keys);
   };
   return { runner: newRunner(store, clock, activity), reads };
 }
@@ -115,34 +149,78 @@ const turns = async (n = 5) => {
 };
 
 describe('the runner plans when something can go', () => {
-  test('records appended while the first sits out its failure wait start no round; its time does', async () => {
+  test('records appended while the first sits out its failure wait start no round; its time does; each notice reads its own records ahead', async () => {
     const store = new MemoryStore();
     const clock = { now: T0 };
-    await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0, 'sess-A').generateText], T0));
+    const first = waiting([aiSdkTurn(T0, 'sess-A').generateText], T0);
+    await store.append(CORRELATION_PIPELINE, first);
     const { runner, reads } = runnerOn(store, clock);
     runner.start();
     try {
-      await waitFor(() => (reads.n === 1 ? true : undefined), 'the first round');
+      await waitFor(() => (reads.planned === 1 ? true : undefined), 'the first round');
       await turns();
       assert.deepEqual(
         { wakeAt: runner.roundWait().wakeAt, waitsFor: runner.roundWait().waitsFor },
         { wakeAt: T0 + DEFAULT_CORRELATION.failureWait, waitsFor: 'failure' },
       );
+      assert.deepEqual(reads.entries, [first.length]);
+      const appended: number[] = [];
       for (let i = 1; i <= 10; i++) {
         clock.now = T0 + i * 400;
-        await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(clock.now, 'sess-A').generateText], clock.now));
+        const records = waiting([aiSdkTurn(clock.now, 'sess-A').generateText], clock.now);
+        appended.push(records.length);
+        await store.append(CORRELATION_PIPELINE, records);
         runner.notify();
         await turns();
       }
-      assert.equal(reads.n, 1, 'ten appends within the wait: no round read the log');
+      assert.equal(reads.planned, 1, 'ten appends within the wait: no round planned');
+      assert.deepEqual(reads.entries, [first.length, ...appended], 'each notice read its request’s records ahead, and only those');
+      assert.equal(reads.fromCursor, 1, 'the reads ahead read after the entries read before');
       clock.now = T0 + DEFAULT_CORRELATION.failureWait;
       runner.notify();
       await waitFor(() => (runner.stats.rounds === 1 ? true : undefined), 'the round at the first record’s time');
       assert.ok(runner.stats.released.own >= 1, 'the first record went');
       assert.equal(runner.roundWait().waitsFor, 'failure', 'the next waits for its own failure wait');
+      assert.equal(
+        reads.entries.slice(11).reduce((a, b) => a + b, 0),
+        0,
+        'the round read no record again',
+      );
     } finally {
       await runner.stop();
     }
+  });
+
+  test(`a round releases at most ${MAX_RELEASED_PER_ROUND} records, in one commit, and the next follows at once`, async () => {
+    const store = new MemoryStore();
+    const clock = { now: T0 };
+    const ids: string[] = [];
+    while (ids.length < 2 * MAX_RELEASED_PER_ROUND + 10) {
+      const records = waiting([aiSdkTurn(T0, 'sess-A').generateText], T0);
+      ids.push(...records.map((e) => e.eventId));
+      await store.append(CORRELATION_PIPELINE, records);
+    }
+    const commits: number[] = [];
+    const commit = store.commit.bind(store);
+    store.commit = (c) => {
+      if (c.pipeline === CORRELATION_PIPELINE) commits.push(c.appends!.reduce((n, a) => n + a.events.length, 0));
+      return commit(c);
+    };
+    clock.now = T0 + DEFAULT_CORRELATION.failureWait;
+    const runner = newRunner(store, clock);
+    runner.start();
+    try {
+      await waitFor(() => (commits.reduce((a, b) => a + b, 0) === ids.length ? true : undefined), 'every record released');
+    } finally {
+      await runner.stop();
+    }
+    assert.deepEqual(commits, [MAX_RELEASED_PER_ROUND, MAX_RELEASED_PER_ROUND, ids.length - 2 * MAX_RELEASED_PER_ROUND]);
+    const page = await store.readPage('traces', 'sess-A', ids.length + 1);
+    assert.deepEqual(
+      page.map((e) => e.event.eventId),
+      ids,
+      'all of them, in arrival order',
+    );
   });
 
   test('a record waiting for its session: a notice runs a round, but not within a batch interval of the last', async () => {

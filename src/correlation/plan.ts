@@ -67,6 +67,19 @@ export interface PlanOptions {
   failureWait: number;
   /** Whether any of these pipelines counts occurrences (has a `recurrence` processor). */
   counts(pipelines: readonly string[]): boolean;
+  /**
+   * Records released at most: the plan stops after this many, as at a record that must wait, but
+   * with nothing waiting (`wakeAt` null), so the caller plans the rest at once. A caller that
+   * commits each plan in one transaction bounds the transaction, and the time it holds the event
+   * loop, by it. Unbounded when unset.
+   */
+  maxReleased?: number;
+  /**
+   * What a record of the page is as a failure record, kept across plans of the same entries (a
+   * caller that plans one page again and again, each time with a few more entries): undefined ->
+   * not known yet; null -> none. Its decision fields are copied out before a plan sets them.
+   */
+  memo?: WeakMap<LogEntry, ReleasedRecord | null>;
 }
 
 export interface PlanInput {
@@ -122,38 +135,40 @@ interface Candidate {
 }
 
 export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
-  const known = new Map<string, ReleasedRecord[]>();
-  for (const [traceId, list] of input.released) known.set(traceId, [...list]);
-  const changed = new Set<string>();
-  const candidates = candidatesOf(input.entries, input.arrival, opts);
-  const byTrace = new Map<string, Candidate[]>();
-  for (const c of candidates.values()) {
-    const list = byTrace.get(c.event.traceId!);
-    if (list) list.push(c);
-    else byTrace.set(c.event.traceId!, [c]);
-  }
-  // A record of the page that names its session tells its trace's session too (its fact may not be written yet).
-  const sessions = new Map(input.sessions);
-  for (const { event } of input.entries) {
-    if (event.traceId === undefined || event.awaitsSession || sessions.has(event.traceId)) continue;
-    if (event.route) sessions.set(event.traceId, event.route.partition);
-    else if (input.arrival) sessions.set(event.traceId, event.partition);
-  }
+  const entries = input.entries;
   const defaultArrival = input.arrival?.receivedAt ?? 0;
-  const released: ReleasedEvent[] = [];
+  const lastArrival = entries.length ? (entries[entries.length - 1]!.event.route?.receivedAt ?? defaultArrival) : 0;
+  const maxReleased = opts.maxReleased ?? Infinity;
+  const failureRecord = (i: number): ReleasedRecord | null => {
+    const entry = entries[i]!;
+    let known = opts.memo?.get(entry);
+    if (known === undefined) {
+      known = failureRecordOf(entry.event, input.arrival, opts);
+      opts.memo?.set(entry, known);
+    }
+    return known;
+  };
+  // A record of the page that names its session tells its trace's session too (its fact may not be
+  // written yet): read off the page only when a record needs a session the store did not give.
+  let pageSessions: Map<string, string> | undefined;
+  const sessionOf = (traceId: string): string | undefined =>
+    input.sessions.get(traceId) ?? (pageSessions ??= sessionsTold(entries, input.arrival !== undefined)).get(traceId);
+
+  // The prefix that goes now, and how each record's session is decided. Only it is planned: a
+  // caller that plans the same long page again and again (the correlation log's whole failure
+  // wait) pays for what it releases and a glance at the rest, not for the whole page each time.
+  const decided: { partition: string; session: ReleasedEvent['session'] }[] = [];
+  const failingTraces = new Set<string>();
   let wakeAt: number | null = null;
   let waitsFor: ReleasePlan['waitsFor'] = null;
   let needMore = false;
-  const lastArrival = input.entries.length ? (input.entries[input.entries.length - 1]!.event.route?.receivedAt ?? defaultArrival) : 0;
-
-  for (let i = 0; i < input.entries.length; i++) {
-    const entry = input.entries[i]!;
-    const event = entry.event;
+  for (let i = 0; i < entries.length && decided.length < maxReleased; i++) {
+    const event = entries[i]!.event;
     const receivedAt = event.route?.receivedAt ?? defaultArrival;
     let partition = event.route?.partition ?? event.partition;
     let session: ReleasedEvent['session'] = 'own';
     if (event.awaitsSession) {
-      const traceSession = event.traceId !== undefined ? sessions.get(event.traceId) : undefined;
+      const traceSession = event.traceId !== undefined ? sessionOf(event.traceId) : undefined;
       if (traceSession !== undefined) {
         partition = traceSession;
         session = 'trace';
@@ -165,16 +180,48 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
         session = 'fallback';
       }
     }
+    if (failureRecord(i) !== null) {
+      if (opts.now < receivedAt + opts.failureWait) {
+        wakeAt = receivedAt + opts.failureWait;
+        waitsFor = 'failure';
+        break;
+      }
+      if (input.complete === false && lastArrival <= receivedAt + opts.failureWait) {
+        needMore = true;
+        break;
+      }
+      failingTraces.add(event.traceId!);
+    }
+    decided.push({ partition, session });
+  }
+
+  // The failure records of the page of the traces the prefix releases failure records of: what each is decided with.
+  const candidates = new Map<number, Candidate>();
+  const byTrace = new Map<string, Candidate[]>();
+  if (failingTraces.size) {
+    for (let index = 0; index < entries.length; index++) {
+      const event = entries[index]!.event;
+      if (event.traceId === undefined || !failingTraces.has(event.traceId)) continue;
+      const known = failureRecord(index);
+      if (known === null) continue;
+      // A copy: the plan sets its anchor (`a`), which is this plan's decision, not the record's.
+      const c: Candidate = { index, record: { ...known }, receivedAt: event.route?.receivedAt ?? defaultArrival, event };
+      candidates.set(index, c);
+      const list = byTrace.get(event.traceId);
+      if (list) list.push(c);
+      else byTrace.set(event.traceId, [c]);
+    }
+  }
+
+  const known = new Map<string, ReleasedRecord[]>();
+  const changed = new Set<string>();
+  const released: ReleasedEvent[] = [];
+  for (let i = 0; i < decided.length; i++) {
+    const entry = entries[i]!;
+    const event = entry.event;
+    const { partition, session } = decided[i]!;
+    const receivedAt = event.route?.receivedAt ?? defaultArrival;
     const candidate = candidates.get(i);
-    if (candidate && opts.now < receivedAt + opts.failureWait) {
-      wakeAt = receivedAt + opts.failureWait;
-      waitsFor = 'failure';
-      break;
-    }
-    if (candidate && input.complete === false && lastArrival <= receivedAt + opts.failureWait) {
-      needMore = true;
-      break;
-    }
     // A copy only of a record that changes, and one (a rest and a spread would make two): a record
     // planned at ingest that names its session and is no failure record goes on as it came.
     let out: AgentEvent;
@@ -185,7 +232,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
     else out = event;
     if (candidate) {
       const traceId = event.traceId!;
-      const list = known.get(traceId) ?? [];
+      const list = known.get(traceId) ?? [...(input.released.get(traceId) ?? [])];
       // The records of the page it may be decided with: not released yet, of its trace, arrived within its failure wait.
       const pending = byTrace.get(traceId)!.filter((m) => m.index > i && m.receivedAt <= receivedAt + opts.failureWait);
       const anchor = anchorOf(candidate.record, list, pending);
@@ -209,28 +256,34 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   return { released, traces, wakeAt, waitsFor, needMore };
 }
 
-/** The failure records of a page by index. */
-function candidatesOf(entries: readonly LogEntry[], arrival: PlanInput['arrival'], opts: PlanOptions): Map<number, Candidate> {
-  const out = new Map<number, Candidate>();
-  entries.forEach((entry, index) => {
-    const event = entry.event;
-    if (!isTraceFailure(event)) return;
-    const k = failureKeys(event);
-    if (k.length === 0) return;
-    const record: ReleasedRecord = {
-      e: event.eventId,
-      l: event.source === 'otlp.traces' ? 0 : 1,
-      f: isFailedSpan(event) ? 1 : 0,
-      k,
-      t: event.time,
-      a: event.eventId,
-      c: opts.counts(event.route?.pipelines ?? arrival?.pipelines ?? []) ? 1 : 0,
-    };
-    if (event.spanId !== undefined) record.s = event.spanId;
-    if (event.parentSpanId !== undefined) record.p = event.parentSpanId;
-    out.set(index, { index, record, receivedAt: event.route?.receivedAt ?? arrival?.receivedAt ?? 0, event });
-  });
+/** The sessions the records of a page tell for their traces (the first to tell one wins). */
+function sessionsTold(entries: readonly LogEntry[], arrived: boolean): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const { event } of entries) {
+    if (event.traceId === undefined || event.awaitsSession || out.has(event.traceId)) continue;
+    if (event.route) out.set(event.traceId, event.route.partition);
+    else if (arrived) out.set(event.traceId, event.partition);
+  }
   return out;
+}
+
+/** A record as a released failure record (its anchor itself), or null when it is none. */
+function failureRecordOf(event: AgentEvent, arrival: PlanInput['arrival'], opts: PlanOptions): ReleasedRecord | null {
+  if (!isTraceFailure(event)) return null;
+  const k = failureKeys(event);
+  if (k.length === 0) return null;
+  const record: ReleasedRecord = {
+    e: event.eventId,
+    l: event.source === 'otlp.traces' ? 0 : 1,
+    f: isFailedSpan(event) ? 1 : 0,
+    k,
+    t: event.time,
+    a: event.eventId,
+    c: opts.counts(event.route?.pipelines ?? arrival?.pipelines ?? []) ? 1 : 0,
+  };
+  if (event.spanId !== undefined) record.s = event.spanId;
+  if (event.parentSpanId !== undefined) record.p = event.parentSpanId;
+  return record;
 }
 
 /**

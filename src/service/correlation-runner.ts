@@ -36,19 +36,29 @@ import { IDLE_POLL_MS } from './pipeline-runner.ts';
 
 /** Longest page the runner reads to bring a failure record's whole wait into view. */
 export const MAX_CORRELATION_PAGE = 65_536;
+/**
+ * Records one round releases at most (planRelease's `maxReleased`); a round that released this
+ * many is followed at once by the next, after the requests in flight. Its commit appends them to
+ * their pipelines in one transaction, and a batch interval's records at once held the event loop
+ * for tens of milliseconds (README, Performance, round 23).
+ */
+export const MAX_RELEASED_PER_ROUND = 512;
 /** The longest a round waits after the last one while records wait (see releaseBatchMs). */
-export const MAX_RELEASE_BATCH_MS = 500;
+export const MAX_RELEASE_BATCH_MS = 100;
 
 /**
  * How far apart rounds are while records wait: a tenth of the shorter wait, at most
  * MAX_RELEASE_BATCH_MS; 0 when either wait is 0. (Rounds spaced while a record waits for its
  * session keep the log holding records, and while it does every batch goes through it instead of
- * straight to its pipeline: with `failure_wait: 0` that would cost more than the rounds it saves.) A failure record is decided only once the page
- * reaches past its failure wait, so a round that releases reads the whole wait's records (at 20
- * requests/s of 512-span agent traces, about 10,000 entries for the default 5 s). Run at every
- * append, each such round released one request's records, and the rounds took the event loop
- * (README, Performance, round 22); at most one per batch interval, each releases that interval's
- * records, and a record goes at most a tenth of its wait late.
+ * straight to its pipeline: with `failure_wait: 0` that would cost more than the rounds it saves.)
+ * A failure record is decided only once the page reaches past its failure wait, so a round that
+ * releases has the whole wait's records in view (at 20 requests/s of 512-span agent traces, about
+ * 10,000 entries for the default 5 s). Run at every append, each such round released one
+ * request's records at the cost of the whole wait (README, Performance, round 22). Since round 23
+ * a round pays for what it releases (it keeps what it read, reads ahead, and plans only its
+ * prefix), so the interval is short: a round every 500 ms released half a second's records at
+ * once and held the event loop for tens of milliseconds; every 100 ms spreads them, and a record
+ * goes at most that late.
  */
 export function releaseBatchMs(settings: Pick<CorrelationSettings, 'sessionWait' | 'failureWait'>): number {
   return Math.min(MAX_RELEASE_BATCH_MS, Math.floor(Math.min(settings.sessionWait, settings.failureWait) / 10));
@@ -138,6 +148,8 @@ export class CorrelationRunner {
   /** Notices of appended records so far, and how many there were when the last round began to read. */
   private notices = 0;
   private noticesRead = 0;
+  /** Notices when the last read ahead began (readAhead). */
+  private noticesAhead = 0;
   /**
    * The page a round starts with: the length the last round needed to bring its failure record's
    * wait into view, so the next one does not read the shorter pages again first.
@@ -151,6 +163,8 @@ export class CorrelationRunner {
    * (README, Performance, round 22). At most MAX_CORRELATION_PAGE entries, as one round reads.
    */
   private kept: LogEntry[] = [];
+  /** What each kept entry is as a failure record, worked out once (planRelease's `memo`). */
+  private readonly memo = new WeakMap<LogEntry, ReleasedRecord | null>();
   private failures = 0;
   /**
    * Traces this process planned failure records for lately: a batch planned at ingest reads the
@@ -190,9 +204,37 @@ export class CorrelationRunner {
    * ran (which it may not have seen) count too.
    */
   private async idle(signal: AbortSignal): Promise<void> {
-    do {
+    for (;;) {
       await this.wakeup.wait(roundWaitMs(this.roundWait(), this.notices !== this.noticesRead, this.now()), signal);
-    } while (!signal.aborted && !roundDue(this.roundWait(), this.notices !== this.noticesRead, this.now()));
+      if (signal.aborted || roundDue(this.roundWait(), this.notices !== this.noticesRead, this.now())) return;
+      await this.readAhead();
+    }
+  }
+
+  /**
+   * While the log's head sits out its failure wait, reads what was appended since into the kept
+   * entries, a notice's records at a time: the round at its time then reads only the last moments'
+   * records instead of the whole wait's at once (which held the event loop for tens of
+   * milliseconds; README, Performance, round 23). Only on a store whose log only this process
+   * appends to (readAfter); never while a round runs; a failed read is left to the round.
+   */
+  private async readAhead(): Promise<void> {
+    if (this.waitsFor !== 'failure' || !this.opts.store.readAfter || this.busy) return;
+    if (this.notices === this.noticesAhead || this.kept.length >= MAX_CORRELATION_PAGE) return;
+    this.noticesAhead = this.notices;
+    this.busy = (async () => {
+      const quiet = this.opts.activity?.quiet();
+      if (quiet) await quiet;
+      await this.readLog(MAX_CORRELATION_PAGE);
+      return false;
+    })();
+    try {
+      await this.busy;
+    } catch (err) {
+      this.opts.logger.debug('correlation log: a read ahead failed; the next round reads again', { error: errorMessage(err) });
+    } finally {
+      this.busy = undefined;
+    }
   }
 
   private async run(): Promise<void> {
@@ -281,10 +323,18 @@ export class CorrelationRunner {
         this.waitsFor = null;
         return false;
       }
-      const { sessions, released, versions } = await this.loadState(entries.map((e) => e.event));
+      // The state of the records a round may release: at most its first MAX_RELEASED_PER_ROUND.
+      const { sessions, released, versions } = await this.loadState(entries.slice(0, MAX_RELEASED_PER_ROUND).map((e) => e.event));
       const plan = planRelease(
         { entries, sessions, released, complete: entries.length < limit || limit >= MAX_CORRELATION_PAGE },
-        { now: this.now(), sessionWait: settings.sessionWait, failureWait: settings.failureWait, counts: (ps) => ps.some((p) => this.opts.counting.has(p)) },
+        {
+          now: this.now(),
+          sessionWait: settings.sessionWait,
+          failureWait: settings.failureWait,
+          counts: (ps) => ps.some((p) => this.opts.counting.has(p)),
+          maxReleased: MAX_RELEASED_PER_ROUND,
+          memo: this.memo,
+        },
       );
       this.wakeAt = plan.wakeAt;
       this.waitsFor = plan.waitsFor;
