@@ -15,6 +15,7 @@ import {
   DEFAULT_CORRELATION,
   splitForCorrelation,
   TRACE_FAILURES_NAMESPACE,
+  TRACE_SESSION_NAMESPACE,
   WAITING_PARTITION,
   waitingEvent,
 } from '../src/correlation/ingest.ts';
@@ -33,7 +34,9 @@ import {
   type RoundWait,
 } from '../src/service/correlation-runner.ts';
 import { IDLE_POLL_MS } from '../src/service/pipeline-runner.ts';
+import type { AgentEvent } from '../src/model/event.ts';
 import { MemoryStore } from '../src/store/memory.ts';
+import type { StateWrite } from '../src/store/state.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { FROM_CURSOR, type StateStore } from '../src/store/types.ts';
 import { aiSdkTurn, openaiTurn, tracesBody, type SpanRecord } from './helpers/agent-records.ts';
@@ -191,15 +194,24 @@ describe('the runner plans when something can go', () => {
     }
   });
 
-  test(`a round releases at most ${MAX_RELEASED_PER_ROUND} records, in one commit, and the next follows at once`, async () => {
+  test(`a round releases at most ${MAX_RELEASED_PER_ROUND} records, in one commit, with the state of each, and the next follows at once`, async () => {
     const store = new MemoryStore();
     const clock = { now: T0 };
     const ids: string[] = [];
-    while (ids.length < 2 * MAX_RELEASED_PER_ROUND + 10) {
-      const records = waiting([aiSdkTurn(T0, 'sess-A').generateText], T0);
+    const add = async (records: AgentEvent[], state?: StateWrite[]) => {
       ids.push(...records.map((e) => e.eventId));
-      await store.append(CORRELATION_PIPELINE, records);
-    }
+      await store.append(CORRELATION_PIPELINE, records, state ? { state } : undefined);
+    };
+    while (ids.length < MAX_RELEASED_PER_ROUND - 1) await add(waiting([aiSdkTurn(T0, 'sess-A').generateText], T0).slice(0, MAX_RELEASED_PER_ROUND - 1 - ids.length));
+    // The last record of the first round awaits its trace's session, which only the store knows
+    // (written by an earlier request): a round that did not load the state of its last record
+    // would hold it back (the session wait has not passed) and release one record fewer.
+    const chat = openaiTurn(T0, undefined).chat;
+    const awaiting = waiting([chat], T0);
+    assert.equal(awaiting.length, 1);
+    assert.equal(awaiting[0]!.awaitsSession, true);
+    await add(awaiting, [{ namespace: TRACE_SESSION_NAMESPACE, key: chat.traceId, value: 'sess-B', ttlMs: DEFAULT_CORRELATION.traceTtl }]);
+    while (ids.length < 2 * MAX_RELEASED_PER_ROUND + 10) await add(waiting([aiSdkTurn(T0, 'sess-A').generateText], T0));
     const commits: number[] = [];
     const commit = store.commit.bind(store);
     store.commit = (c) => {
@@ -210,7 +222,8 @@ describe('the runner plans when something can go', () => {
     const runner = newRunner(store, clock);
     runner.start();
     try {
-      await waitFor(() => (commits.reduce((a, b) => a + b, 0) === ids.length ? true : undefined), 'every record released');
+      // Loop turns only, no timer: a round that released its most does not sleep before the next.
+      for (let i = 0; i < 200 && commits.reduce((a, b) => a + b, 0) < ids.length; i++) await turns(1);
     } finally {
       await runner.stop();
     }
@@ -218,8 +231,14 @@ describe('the runner plans when something can go', () => {
     const page = await store.readPage('traces', 'sess-A', ids.length + 1);
     assert.deepEqual(
       page.map((e) => e.event.eventId),
-      ids,
+      ids.filter((id) => id !== awaiting[0]!.eventId),
       'all of them, in arrival order',
+    );
+    const inSession = await store.readPage('traces', 'sess-B', 10);
+    assert.deepEqual(
+      inSession.map((e) => e.event.eventId),
+      [awaiting[0]!.eventId],
+      'the chat span went in the session the store knew',
     );
   });
 

@@ -77,7 +77,10 @@ export interface PlanOptions {
   /**
    * What a record of the page is as a failure record, kept across plans of the same entries (a
    * caller that plans one page again and again, each time with a few more entries): undefined ->
-   * not known yet; null -> none. Its decision fields are copied out before a plan sets them.
+   * not known yet; null -> none. Share one only across plans with the same `counts` and no
+   * `arrival` (the record's `c` comes from them). A plan sets the anchor of a copy, so the memo's
+   * records stay as worked out (a defensive copy: no plan reads the anchor of a record it has not
+   * set yet).
    */
   memo?: WeakMap<LogEntry, ReleasedRecord | null>;
 }
@@ -204,7 +207,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
       if (event.traceId === undefined || !failingTraces.has(event.traceId)) continue;
       const known = failureRecord(index);
       if (known === null) continue;
-      // A copy: the plan sets its anchor (`a`), which is this plan's decision, not the record's.
+      // A copy: the plan sets its anchor (`a`), which is this plan's decision, not the memo's.
       const c: Candidate = { index, record: { ...known }, receivedAt: event.route?.receivedAt ?? defaultArrival, event };
       candidates.set(index, c);
       const list = byTrace.get(event.traceId);
