@@ -148,8 +148,17 @@ service:
         const done = created();
         const missing = written.filter((id) => !done.has(id));
         const journalNow = existsSync(journal) ? readFileSync(journal, 'utf8') : '(no journal)';
+        // Whether a missing case was processed at all: a work event other than work.created naming
+        // it (an update: its group existed already) or none (it never reached the pipeline's decision).
+        const workLines = existsSync(workFile) ? readFileSync(workFile, 'utf8').split('\n') : [];
+        const aboutMissing = workLines.filter((l) => missing.some((id) => l.includes(`"${id}"`)));
+        // Every warning and error of every run (the store's outage, refused batches and commits), in order.
+        const warnings = [...stderr, vigil?.stderr() ?? '']
+          .flatMap((log, run) => log.split('\n').map((l) => `run ${run}: ${l}`))
+          .filter((l) => l.includes('"level":"warn"') || l.includes('"level":"error"'))
+          .slice(-200);
         throw new Error(
-          `${(err as Error).message}; missing ${missing.join(', ')}\njournal now:\n${journalNow.slice(-3000)}\nvigil's log (this run):\n${vigil?.stderr().slice(-6000) ?? ''}\nearlier runs:\n${stderr.join('\n').slice(-6000)}`,
+          `${(err as Error).message}; missing ${missing.join(', ')}\nwork events naming them:\n${aboutMissing.join('\n').slice(-6000) || '(none)'}\nwarnings and errors of all runs:\n${warnings.join('\n').slice(-20000)}\njournal now:\n${journalNow.slice(-3000)}\nvigil's log (this run):\n${vigil?.stderr().slice(-6000) ?? ''}\nearlier runs:\n${stderr.join('\n').slice(-12000)}`,
         );
       },
     );
