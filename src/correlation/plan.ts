@@ -160,7 +160,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   // The prefix that goes now, and how each record's session is decided. Only it is planned: a
   // caller that plans the same long page again and again (the correlation log's whole failure
   // wait) pays for what it releases and a glance at the rest, not for the whole page each time.
-  const decided: { partition: string; session: ReleasedEvent['session'] }[] = [];
+  const decided: { partition: string; session: ReleasedEvent['session']; receivedAt: number }[] = [];
   const failingTraces = new Set<string>();
   let wakeAt: number | null = null;
   let waitsFor: ReleasePlan['waitsFor'] = null;
@@ -195,7 +195,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
       }
       failingTraces.add(event.traceId!);
     }
-    decided.push({ partition, session });
+    decided.push({ partition, session, receivedAt });
   }
 
   // The failure records of the page of the traces the prefix releases failure records of: what each is decided with.
@@ -222,8 +222,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   for (let i = 0; i < decided.length; i++) {
     const entry = entries[i]!;
     const event = entry.event;
-    const { partition, session } = decided[i]!;
-    const receivedAt = event.route?.receivedAt ?? defaultArrival;
+    const { partition, session, receivedAt } = decided[i]!;
     const candidate = candidates.get(i);
     // A copy only of a record that changes, and one (a rest and a spread would make two): a record
     // planned at ingest that names its session and is no failure record goes on as it came.

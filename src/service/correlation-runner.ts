@@ -223,8 +223,7 @@ export class CorrelationRunner {
     if (this.notices === this.noticesAhead || this.kept.length >= MAX_CORRELATION_PAGE) return;
     this.noticesAhead = this.notices;
     this.busy = (async () => {
-      const quiet = this.opts.activity?.quiet();
-      if (quiet) await quiet;
+      await this.requestsFirst();
       await this.readLog(MAX_CORRELATION_PAGE);
       return false;
     })();
@@ -280,9 +279,7 @@ export class CorrelationRunner {
   }
 
   private async round(): Promise<boolean> {
-    // Requests in flight are answered first (bounded; see ingest-activity.ts).
-    const quiet = this.opts.activity?.quiet();
-    if (quiet) await quiet;
+    await this.requestsFirst();
     this.lastRoundAt = this.now();
     this.noticesRead = this.notices;
     try {
@@ -292,6 +289,12 @@ export class CorrelationRunner {
       this.kept = [];
       throw err;
     }
+  }
+
+  /** Lets the receivers' requests in flight be answered first (bounded; see ingest-activity.ts). */
+  private async requestsFirst(): Promise<void> {
+    const quiet = this.opts.activity?.quiet();
+    if (quiet) await quiet;
   }
 
   /**
