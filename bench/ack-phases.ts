@@ -123,11 +123,22 @@ let timesFrom: ThreadTimes | undefined;
 // And how much of it the garbage collector took (its pauses are on the same thread).
 let gcMs = 0;
 let gcCount = 0;
+// By kind (minor: the young generation's scavenges; major: mark-compact's pauses; incremental
+// marking's steps; weak callbacks), with each kind's longest: one long pause can hold the p99.
+const gcKinds = new Map<string, { n: number; ms: number; max: number; over10: number }>();
+const GC_KIND: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weak callbacks' };
 const gc = new PerformanceObserver((list) => {
   if (!measuring) return;
   for (const e of list.getEntries()) {
     gcMs += e.duration;
     gcCount++;
+    const kind = GC_KIND[(e as { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
+    const k = gcKinds.get(kind) ?? { n: 0, ms: 0, max: 0, over10: 0 };
+    k.n++;
+    k.ms += e.duration;
+    k.max = Math.max(k.max, e.duration);
+    if (e.duration >= 10) k.over10++;
+    gcKinds.set(kind, k);
   }
 });
 gc.observe({ entryTypes: ['gc'] });
@@ -164,6 +175,9 @@ console.log(
 );
 console.log(
   `vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time; garbage collection ${gcMs.toFixed(0)} ms in ${gcCount} pauses (${((gcMs / (seconds * 1000)) * 100).toFixed(1)}%)`,
+);
+console.log(
+  `  pauses by kind: ${[...gcKinds].map(([kind, k]) => `${kind} ${k.n} (${k.ms.toFixed(0)} ms, longest ${k.max.toFixed(1)} ms, ${k.over10} of 10 ms or more)`).join('; ') || 'none'}`,
 );
 const requestsMeasured = rate * seconds;
 const cpuMs = timesFrom && timesTo ? timesTo.cpuMs - timesFrom.cpuMs : undefined;
