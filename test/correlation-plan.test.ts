@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { canonicalFailure } from '../src/correlation/failure-keys.ts';
 import { DEFAULT_CORRELATION, sessionFacts, splitForCorrelation, TRACE_SESSION_NAMESPACE, waitingEvent, WrittenFacts } from '../src/correlation/ingest.ts';
+import { KeptEntries } from '../src/correlation/kept-entries.ts';
 import { planRelease, type ReleasedRecord } from '../src/correlation/plan.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { decodeLogsJson, decodeTracesJson } from '../src/receivers/otlp/json.ts';
@@ -41,12 +42,18 @@ class Sim {
 
   /** planRelease's memo, kept across plans as the correlation runner keeps it. */
   private readonly memo = new WeakMap<LogEntry, ReleasedRecord | null>();
+  /** The waiting records as the runner keeps them, beside `waiting` (rounds.index). */
+  private readonly kept = new KeptEntries();
 
   constructor(
     readonly pageSize = 256,
     readonly counting: ReadonlySet<string> = new Set(['traces', 'logs']),
-    /** Records a plan releases at most; with `memo`, what the pages' records are as failure records is worked out once. */
-    readonly rounds: { maxReleased?: number; memo?: boolean } = {},
+    /**
+     * Records a plan releases at most; with `memo`, what the pages' records are as failure records
+     * is worked out once; with `index`, the waiting records are kept as the correlation runner keeps
+     * them (KeptEntries) and the plan finds failure records by its index instead of a scan.
+     */
+    readonly rounds: { maxReleased?: number; memo?: boolean; index?: boolean } = {},
   ) {}
 
   /** One export request of spans (to the `traces` pipeline) or log records (to `logs`), received now. */
@@ -61,7 +68,9 @@ class Sim {
     for (const [t, s] of sessionFacts(batch.events, batch.traceSessions)) this.sessions.set(t, s);
     const { waiting, direct } = splitForCorrelation(batch.events, this.waiting.length > 0);
     for (const event of direct) this.delivered.push({ event, pipeline, at: this.now, how: 'direct' });
-    for (const event of waiting) this.waiting.push({ id: String(++this.seq), event: waitingEvent(event, [pipeline], this.now) });
+    const entries = waiting.map((event) => ({ id: String(++this.seq), event: waitingEvent(event, [pipeline], this.now) }));
+    this.waiting.push(...entries);
+    this.kept.add(entries);
   }
 
   /** Moves the clock to `t` and releases what the plan lets go, page by page. */
@@ -71,7 +80,14 @@ class Sim {
     for (;;) {
       const page = this.waiting.slice(0, limit);
       if (page.length === 0) return this;
-      const input = { entries: page, sessions: this.sessions, released: this.released, complete: page.length === this.waiting.length };
+      const input = {
+        entries: page,
+        sessions: this.sessions,
+        released: this.released,
+        complete: page.length === this.waiting.length,
+        failureIndex: this.rounds.index ? this.kept.indicesOf : undefined,
+      };
+      if (this.rounds.index) assert.deepEqual(this.kept.entries, this.waiting, 'the kept entries are the waiting records');
       const opts = {
         now: this.now,
         sessionWait: SESSION_WAIT,
@@ -95,6 +111,7 @@ class Sim {
         this.delivered.push({ event, pipeline: route!.pipelines[0]!, at: this.now, how: r.session });
       }
       this.waiting.splice(0, plan.released.length);
+      this.kept.drop(plan.released.length);
       if (plan.released.length === 0) return this;
     }
   }
@@ -332,7 +349,7 @@ describe('one failure, one occurrence', () => {
         fc.shuffledSubarray([0, 1, 2, 3, 4], { minLength: 5, maxLength: 5 }),
         fc.array(fc.integer({ min: 0, max: 900 }), { minLength: 5, maxLength: 5 }),
         fc.integer({ min: 1, max: 4 }),
-        fc.record({ maxReleased: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }), memo: fc.boolean() }),
+        fc.record({ maxReleased: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }), memo: fc.boolean(), index: fc.boolean() }),
         (order, gaps, pageSize, rounds) => {
           const got = run(openaiTurn(T0, 'sess-p', 777), pageSize, rounds, (turn, sim) => {
             let t = T0;

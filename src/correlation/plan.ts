@@ -103,6 +103,14 @@ export interface PlanInput {
    * ingest passes its records as they came (each in its own partition), not as the log's copies.
    */
   arrival?: { pipelines: readonly string[]; receivedAt: number };
+  /**
+   * The positions in `entries` of a trace's records that may be failure records (`isTraceFailure`;
+   * a superset does no harm), ascending; positions past the page are ignored. When given, the plan
+   * finds the failure records of the traces it releases failure records of here instead of
+   * scanning the page: a caller that keeps a long page across rounds keeps this index with it
+   * (KeptEntries). It must name every such record of those traces.
+   */
+  failureIndex?: (traceId: string) => Iterable<number>;
 }
 
 export interface ReleasedEvent {
@@ -201,18 +209,28 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   // The failure records of the page of the traces the prefix releases failure records of: what each is decided with.
   const candidates = new Map<number, Candidate>();
   const byTrace = new Map<string, Candidate[]>();
-  if (failingTraces.size) {
+  const candidate = (index: number, traceId: string): void => {
+    const known = failureRecord(index);
+    if (known === null) return;
+    const event = entries[index]!.event;
+    // A copy: the plan sets its anchor (`a`), which is this plan's decision, not the memo's.
+    const c: Candidate = { index, record: { ...known }, receivedAt: event.route?.receivedAt ?? defaultArrival, event };
+    candidates.set(index, c);
+    const list = byTrace.get(traceId);
+    if (list) list.push(c);
+    else byTrace.set(traceId, [c]);
+  };
+  if (failingTraces.size && input.failureIndex) {
+    for (const traceId of failingTraces) {
+      for (const index of input.failureIndex(traceId)) {
+        if (index >= entries.length) break;
+        candidate(index, traceId);
+      }
+    }
+  } else if (failingTraces.size) {
     for (let index = 0; index < entries.length; index++) {
-      const event = entries[index]!.event;
-      if (event.traceId === undefined || !failingTraces.has(event.traceId)) continue;
-      const known = failureRecord(index);
-      if (known === null) continue;
-      // A copy: the plan sets its anchor (`a`), which is this plan's decision, not the memo's.
-      const c: Candidate = { index, record: { ...known }, receivedAt: event.route?.receivedAt ?? defaultArrival, event };
-      candidates.set(index, c);
-      const list = byTrace.get(event.traceId);
-      if (list) list.push(c);
-      else byTrace.set(event.traceId, [c]);
+      const traceId = entries[index]!.event.traceId;
+      if (traceId !== undefined && failingTraces.has(traceId)) candidate(index, traceId);
     }
   }
 

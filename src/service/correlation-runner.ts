@@ -26,6 +26,7 @@ import {
   type CorrelationSettings,
 } from '../correlation/ingest.ts';
 import { isTraceFailure } from '../correlation/failure-keys.ts';
+import { KeptEntries } from '../correlation/kept-entries.ts';
 import { planRelease, type ReleasedRecord, type ReleasePlan } from '../correlation/plan.ts';
 import { BoundedMap } from '../store/bounded-map.ts';
 import type { StateEntry, StateWrite } from '../store/state.ts';
@@ -162,7 +163,7 @@ export class CorrelationRunner {
    * each round needs the whole wait's records; read again every round they were most of its cost
    * (README, Performance, round 22). At most MAX_CORRELATION_PAGE entries, as one round reads.
    */
-  private kept: LogEntry[] = [];
+  private readonly kept = new KeptEntries();
   /** What each kept entry is as a failure record, worked out once (planRelease's `memo`). */
   private readonly memo = new WeakMap<LogEntry, ReleasedRecord | null>();
   private failures = 0;
@@ -286,7 +287,7 @@ export class CorrelationRunner {
       return await this.plannedRound();
     } catch (err) {
       // Whatever failed (a read, a refused commit), the next round reads from the cursor again.
-      this.kept = [];
+      this.kept.clear();
       throw err;
     }
   }
@@ -301,17 +302,17 @@ export class CorrelationRunner {
    * Up to `limit` entries of the log after its cursor: what earlier rounds read and kept, then
    * what came after it (a store with readAfter), else a page read from the cursor.
    */
-  private async readLog(limit: number): Promise<LogEntry[]> {
+  private async readLog(limit: number): Promise<readonly LogEntry[]> {
     const { store } = this.opts;
     if (!store.readAfter) return store.readPage(CORRELATION_PIPELINE, WAITING_PARTITION, limit);
-    const kept = this.kept;
+    const kept = this.kept.entries;
     if (kept.length >= limit) return kept.slice(0, limit);
     // From the cursor too by readAfter: a page from readPage would leave the store its base, against
     // which a later release ending at its last entry (the cursor having moved since) would be refused.
     const after = kept.length ? kept[kept.length - 1]!.id : FROM_CURSOR;
     const more = await store.readAfter(CORRELATION_PIPELINE, WAITING_PARTITION, after, limit - kept.length);
-    if (more.length) this.kept = kept.length ? kept.concat(more) : more;
-    return this.kept;
+    if (more.length) this.kept.add(more);
+    return this.kept.entries;
   }
 
   private async plannedRound(): Promise<boolean> {
@@ -329,7 +330,14 @@ export class CorrelationRunner {
       // The state of the records a round may release: at most its first MAX_RELEASED_PER_ROUND.
       const { sessions, released, versions } = await this.loadState(entries.slice(0, MAX_RELEASED_PER_ROUND).map((e) => e.event));
       const plan = planRelease(
-        { entries, sessions, released, complete: entries.length < limit || limit >= MAX_CORRELATION_PAGE },
+        {
+          entries,
+          sessions,
+          released,
+          complete: entries.length < limit || limit >= MAX_CORRELATION_PAGE,
+          // The kept entries' index by trace, when the page is theirs (a store with readAfter).
+          failureIndex: entries[0] !== undefined && entries[0] === this.kept.entries[0] ? this.kept.indicesOf : undefined,
+        },
         {
           now: this.now(),
           sessionWait: settings.sessionWait,
@@ -349,7 +357,7 @@ export class CorrelationRunner {
       if (plan.released.length === 0) return false;
       await this.release(plan, versions);
       // The released records are a prefix of what was read: the rest stays for the next round.
-      this.kept = this.kept.slice(plan.released.length);
+      this.kept.drop(plan.released.length);
       return true;
     }
   }
