@@ -219,10 +219,15 @@ export class FollowedFile {
     // offset past kept lines never read, with a tail taken from the new content that every later
     // check would find in place. The window before the offset still hashing to the stored tail,
     // read after the lines, shows they came from the file the offset belongs to; otherwise nothing
-    // is taken and the next check, forced, finds the rewrite and resynchronizes.
-    if (consumed > o.offset && o.tailLen > 0 && !o.skip && (await this.tailAt(o.offset, o.tailLen)) !== o.tail) {
-      this.seen = undefined;
-      return { lines: [], overlong: [], next: o, remaining: Math.max(0, size - o.offset) };
+    // is taken and the next check, forced, finds the rewrite and resynchronizes. This is the read's
+    // last look at the file: the new tail is hashed from the bytes in hand (see below).
+    let before: Buffer | undefined;
+    if (consumed > o.offset && o.tailLen > 0 && !o.skip) {
+      before = await this.bytesAt(o.offset, o.tailLen);
+      if (tailHash(before) !== o.tail) {
+        this.seen = undefined;
+        return { lines: [], overlong: [], next: o, remaining: Math.max(0, size - o.offset) };
+      }
     }
     // The tail window starts at the last line that identifies itself, or where the previous window
     // started when no such line was read (lines after it extend it), within MAX_TAIL_BYTES; else at
@@ -244,7 +249,7 @@ export class FollowedFile {
       dev: this.held!.dev,
       ino: this.held!.ino,
       offset: consumed,
-      tail: consumed === o.offset && tailLen === o.tailLen ? o.tail : tailLen === 0 ? '' : await this.tailAt(consumed, tailLen),
+      tail: consumed === o.offset && tailLen === o.tailLen ? o.tail : tailLen === 0 ? '' : await this.windowHash(windowStart!, consumed, lines, o, before),
       tailLen,
       ...(skip ? { skip: true } : {}),
     };
@@ -258,9 +263,41 @@ export class FollowedFile {
 
   /** The fingerprint of the `len` bytes before `end` in the held file. */
   private async tailAt(end: number, len: number): Promise<string> {
+    return tailHash(await this.bytesAt(end, len));
+  }
+
+  /** The `len` bytes before `end` in the held file (fewer when the file is shorter now). */
+  private async bytesAt(end: number, len: number): Promise<Buffer> {
     const buf = Buffer.alloc(len);
     const { bytesRead } = await this.fh!.read(buf, 0, len, end - len);
-    return tailHash(buf.subarray(0, bytesRead));
+    return buf.subarray(0, bytesRead);
+  }
+
+  /**
+   * The fingerprint of a read's new tail window [`start`, `end`), hashed from the bytes the read
+   * took — the lines from `start` on, and the stored window before the offset (`before`, checked
+   * against the stored tail) when the window begins there — not read from the file again: a
+   * rewrite in place after the read's check of the stored tail would give a fingerprint of the new
+   * content at the old offset, which every later check finds in place, and reading would go on
+   * there, misaligned, past kept lines never read (journal-crash lost cases so, CI seed 67203842).
+   */
+  private async windowHash(start: number, end: number, lines: readonly ReadLine[], o: FileOffset, before: Buffer | undefined): Promise<string> {
+    const h = createHash('sha256');
+    let len = 0;
+    if (start < o.offset && before && start === o.offset - before.length) {
+      h.update(before);
+      len += before.length;
+    }
+    for (const l of lines) {
+      if (l.offset < start) continue;
+      h.update(l.bytes);
+      h.update(NEWLINE);
+      len += l.bytes.length + 1;
+    }
+    // The lines from `start` are contiguous up to `end` (no overlong line after a window's start);
+    // anything else would be a bug here: fall back to the file.
+    if (len !== end - start) return this.tailAt(end, end - start);
+    return h.digest('hex').slice(0, 32);
   }
 
   /** `start_at: end`: after the last complete line (a partial one is read once it is finished), its tail that line. */
@@ -337,6 +374,8 @@ export class FollowedFile {
     return undefined;
   }
 }
+
+const NEWLINE = Buffer.from('\n');
 
 /** Bytes of a tail window read back at most when positioning at the end of a file. */
 const MAX_TAIL_SCAN_BYTES = 64 * 1024 * 1024;
