@@ -67,6 +67,44 @@ describe('following one journal', () => {
     await f.release();
   });
 
+  test('a rewrite in place after the read looked back at the stored tail: the new tail is of the lines read, so the next check resynchronizes', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    writeFileSync(path, text([0, 1, 2]));
+    const f = new FollowedFile(path, undefined);
+    await f.check('beginning');
+    await readAll(f);
+    appendFileSync(path, text([3, 4, 5, 6]));
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' });
+    // The consumer keeps 2.. and the runtime appends 7..9, in place, right after the read has
+    // compared the bytes before its offset with the stored tail (its last look at the file before
+    // it hands out lines 3 and 4). A tail fingerprint read from the file after that look is one of
+    // the new content at the old offset: every later check finds it in place and reading goes on
+    // there, past kept lines 5 and 6 (journal-crash lost cases 32 and 33 so in CI, seed 67203842).
+    const fh = (f as unknown as { fh: { read: (...a: unknown[]) => Promise<unknown> } }).fh;
+    const read = fh.read.bind(fh);
+    const offset = f.offset!.offset;
+    let rewritten = false;
+    fh.read = async (...a: unknown[]) => {
+      const r = await read(...a);
+      if (!rewritten && typeof a[3] === 'number' && a[3] < offset) {
+        rewritten = true;
+        writeFileSync(path, text([2, 3, 4, 5, 6, 7, 8, 9]));
+      }
+      return r;
+    };
+    const r = await readAll(f, 2);
+    assert.ok(rewritten, 'the read looked back at the stored tail');
+    assert.deepEqual(caseIds(r), ['00003', '00004'], 'lines read before the rewrite');
+    assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'rewritten' });
+    const rest = await readAll(f);
+    assert.deepEqual(
+      rest.lines.map((l) => l.bytes.toString().slice(0, 23)),
+      [5, 6, 7, 8, 9].map((n) => caseLine(n).slice(0, 23)),
+      'every kept line after 4, whole',
+    );
+    await f.release();
+  });
+
   test('a file renamed over the path: found by its tail beyond the first read chunk', async () => {
     const dir = tempDir();
     const path = join(dir, 'j.jsonl');
