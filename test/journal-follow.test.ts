@@ -105,6 +105,40 @@ describe('following one journal', () => {
     await f.release();
   });
 
+  test('a rewrite in place between two chunks of a first read (no stored tail to look back at): no line of either content is taken, and every kept line is read whole', async () => {
+    const path = join(tempDir(), 'j.jsonl');
+    const all = Array.from({ length: 150 }, (_, n) => n);
+    writeFileSync(path, text(all)); // about 140 KB: three chunks of 64 KiB
+    const f = new FollowedFile(path, undefined);
+    assert.deepEqual(await f.check('beginning'), { status: 'ready' });
+    // The consumer keeps 20.. and the runtime appends 150..159, in place, right after the read's first chunk.
+    const fh = (f as unknown as { fh: { read: (...a: unknown[]) => Promise<unknown> } }).fh;
+    const read = fh.read.bind(fh);
+    let rewritten = false;
+    fh.read = async (...a: unknown[]) => {
+      const r = await read(...a);
+      if (!rewritten && a[3] === 0) {
+        rewritten = true;
+        writeFileSync(path, text([...all.slice(20), ...Array.from({ length: 10 }, (_, n) => 150 + n)]));
+      }
+      return r;
+    };
+    const seen: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      await f.check('beginning');
+      const r = await readAll(f);
+      seen.push(...caseIds(r)); // a fragment of a misaligned line would not parse
+    }
+    assert.ok(rewritten);
+    const kept = [...all.slice(20), ...Array.from({ length: 10 }, (_, n) => 150 + n)].map((n) => String(n).padStart(5, '0'));
+    assert.deepEqual(
+      kept.filter((id) => !seen.includes(id)),
+      [],
+      'no kept line skipped',
+    );
+    await f.release();
+  });
+
   test('a file renamed over the path: found by its tail beyond the first read chunk', async () => {
     const dir = tempDir();
     const path = join(dir, 'j.jsonl');

@@ -187,9 +187,15 @@ export class FollowedFile {
     let pendingAt = o.offset;
     let readPos = o.offset;
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    // With no stored tail to look back at (see below), the start of what the first chunk read
+    // stands in for it when more chunks follow: a rewrite in place between two chunks shows there.
+    const lookBack = o.tailLen > 0 && !o.skip;
+    let first: Buffer | undefined;
+    let chunks = 0;
     outer: while (readPos < size) {
       const { bytesRead } = await fh.read(chunk, 0, Math.min(CHUNK_BYTES, size - readPos), readPos);
       if (bytesRead === 0) break;
+      if (chunks++ === 0 && !lookBack) first = Buffer.from(chunk.subarray(0, Math.min(bytesRead, FIRST_BYTES)));
       readPos += bytesRead;
       const data = pending.length ? Buffer.concat([pending, chunk.subarray(0, bytesRead)]) : chunk.subarray(0, bytesRead);
       let start = 0;
@@ -222,12 +228,16 @@ export class FollowedFile {
     // is taken and the next check, forced, finds the rewrite and resynchronizes. This is the read's
     // last look at the file: the new tail is hashed from the bytes in hand (see below).
     let before: Buffer | undefined;
-    if (consumed > o.offset && o.tailLen > 0 && !o.skip) {
+    if (consumed > o.offset && lookBack) {
       before = await this.bytesAt(o.offset, o.tailLen);
       if (tailHash(before) !== o.tail) {
         this.seen = undefined;
         return { lines: [], overlong: [], next: o, remaining: Math.max(0, size - o.offset) };
       }
+    } else if (consumed > o.offset && first && chunks > 1 && !(await this.bytesAt(o.offset + first.length, first.length)).equals(first)) {
+      // Lines of two contents (the second chunk read at old offsets in the rewritten file): none is taken.
+      this.seen = undefined;
+      return { lines: [], overlong: [], next: o, remaining: Math.max(0, size - o.offset) };
     }
     // The tail window starts at the last line that identifies itself, or where the previous window
     // started when no such line was read (lines after it extend it), within MAX_TAIL_BYTES; else at
@@ -376,6 +386,9 @@ export class FollowedFile {
 }
 
 const NEWLINE = Buffer.from('\n');
+
+/** Bytes of a read's first chunk compared again after the read when there is no stored tail to compare. */
+const FIRST_BYTES = 4096;
 
 /** Bytes of a tail window read back at most when positioning at the end of a file. */
 const MAX_TAIL_SCAN_BYTES = 64 * 1024 * 1024;
