@@ -211,6 +211,8 @@ export interface Running {
 }
 
 export async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined, failureWait = '0s'): Promise<Running> {
+  // What `vigil run` sets for its process (src/service/heap.ts); VIGIL_BENCH_V8_DEFAULTS=1 leaves V8's own.
+  if (!process.env.VIGIL_BENCH_V8_DEFAULTS) (await import('../src/service/heap.ts')).tuneHeap();
   const { components } = await import('../src/components.ts');
   const { loadConfigText } = await import('../src/config/load.ts');
   const { createLogger } = await import('../src/logger.ts');

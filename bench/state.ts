@@ -31,6 +31,7 @@ import { classifyFactory } from '../src/processors/classify/factory.ts';
 import type { WorkPage } from '../src/processors/page.ts';
 import { recurrenceFactory } from '../src/processors/recurrence/factory.ts';
 import { PipelineRunner } from '../src/service/pipeline-runner.ts';
+import { tuneHeap } from '../src/service/heap.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
@@ -57,6 +58,8 @@ const { values: args } = parseArgs({
 });
 let PAGE = Number(args.page);
 let PARTITIONS = Number(args.partitions);
+// What `vigil run` sets for its process (src/service/heap.ts); VIGIL_BENCH_V8_DEFAULTS=1 leaves V8's own.
+if (!process.env.VIGIL_BENCH_V8_DEFAULTS) tuneHeap();
 const PIPELINE = 'logs';
 const logger = createLogger({ level: 'error' });
 

@@ -13,6 +13,7 @@ import { runClassify } from './classify.ts';
 import { CLASSIFY_RULES, type ClassifyRules } from '../processors/classify/classify.ts';
 import { printStatus } from './status.ts';
 import { Service } from '../service/service.ts';
+import { tuneHeap } from '../service/heap.ts';
 import { VIGIL_VERSION } from '../version.ts';
 
 const USAGE = `usage: vigil <command> [options]
@@ -121,6 +122,7 @@ function reportConfigError(err: unknown): number {
  * tests pass it extended with test-only components to run a real `vigil run` with them.
  */
 export async function runVigil(file: string, registry: Registry = components()): Promise<number> {
+  tuneHeap();
   let cfg;
   try {
     cfg = await loadConfigFile(file, registry);
