@@ -21,6 +21,26 @@ async function readAll(f: FollowedFile, max = 1000, maxLine = 1 << 20) {
   return r;
 }
 
+/**
+ * Rewrites the file in place with `content` right after the follower's first read at a position
+ * `at` accepts (a read of its held handle): the race of a consumer's compaction with a read.
+ * Returns whether it happened.
+ */
+function rewriteAfterRead(f: FollowedFile, path: string, at: (position: number) => boolean, content: string): () => boolean {
+  const fh = (f as unknown as { fh: { read: (...a: unknown[]) => Promise<unknown> } }).fh;
+  const read = fh.read.bind(fh);
+  let rewritten = false;
+  fh.read = async (...a: unknown[]) => {
+    const r = await read(...a);
+    if (!rewritten && typeof a[3] === 'number' && at(a[3])) {
+      rewritten = true;
+      writeFileSync(path, content);
+    }
+    return r;
+  };
+  return () => rewritten;
+}
+
 describe('following one journal', () => {
   test('appends are read on from the offset; a partial line is left for later', async () => {
     const path = join(tempDir(), 'j.jsonl');
@@ -80,20 +100,10 @@ describe('following one journal', () => {
     // it hands out lines 3 and 4). A tail fingerprint read from the file after that look is one of
     // the new content at the old offset: every later check finds it in place and reading goes on
     // there, past kept lines 5 and 6 (journal-crash lost cases 32 and 33 so in CI, seed 67203842).
-    const fh = (f as unknown as { fh: { read: (...a: unknown[]) => Promise<unknown> } }).fh;
-    const read = fh.read.bind(fh);
     const offset = f.offset!.offset;
-    let rewritten = false;
-    fh.read = async (...a: unknown[]) => {
-      const r = await read(...a);
-      if (!rewritten && typeof a[3] === 'number' && a[3] < offset) {
-        rewritten = true;
-        writeFileSync(path, text([2, 3, 4, 5, 6, 7, 8, 9]));
-      }
-      return r;
-    };
+    const rewritten = rewriteAfterRead(f, path, (position) => position < offset, text([2, 3, 4, 5, 6, 7, 8, 9]));
     const r = await readAll(f, 2);
-    assert.ok(rewritten, 'the read looked back at the stored tail');
+    assert.ok(rewritten(), 'the read looked back at the stored tail');
     assert.deepEqual(caseIds(r), ['00003', '00004'], 'lines read before the rewrite');
     assert.deepEqual(await f.check('beginning'), { status: 'ready', rewrite: 'rewritten' });
     const rest = await readAll(f);
@@ -112,25 +122,16 @@ describe('following one journal', () => {
     const f = new FollowedFile(path, undefined);
     assert.deepEqual(await f.check('beginning'), { status: 'ready' });
     // The consumer keeps 20.. and the runtime appends 150..159, in place, right after the read's first chunk.
-    const fh = (f as unknown as { fh: { read: (...a: unknown[]) => Promise<unknown> } }).fh;
-    const read = fh.read.bind(fh);
-    let rewritten = false;
-    fh.read = async (...a: unknown[]) => {
-      const r = await read(...a);
-      if (!rewritten && a[3] === 0) {
-        rewritten = true;
-        writeFileSync(path, text([...all.slice(20), ...Array.from({ length: 10 }, (_, n) => 150 + n)]));
-      }
-      return r;
-    };
+    const keptLines = [...all.slice(20), ...Array.from({ length: 10 }, (_, n) => 150 + n)];
+    const rewritten = rewriteAfterRead(f, path, (position) => position === 0, text(keptLines));
     const seen: string[] = [];
     for (let i = 0; i < 5; i++) {
       await f.check('beginning');
       const r = await readAll(f);
       seen.push(...caseIds(r)); // a fragment of a misaligned line would not parse
     }
-    assert.ok(rewritten);
-    const kept = [...all.slice(20), ...Array.from({ length: 10 }, (_, n) => 150 + n)].map((n) => String(n).padStart(5, '0'));
+    assert.ok(rewritten());
+    const kept = keptLines.map((n) => String(n).padStart(5, '0'));
     assert.deepEqual(
       kept.filter((id) => !seen.includes(id)),
       [],

@@ -209,7 +209,7 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
   // The failure records of the page of the traces the prefix releases failure records of: what each is decided with.
   const candidates = new Map<number, Candidate>();
   const byTrace = new Map<string, Candidate[]>();
-  const candidate = (index: number, traceId: string): void => {
+  const addCandidate = (index: number, traceId: string): void => {
     const known = failureRecord(index);
     if (known === null) return;
     const event = entries[index]!.event;
@@ -224,13 +224,13 @@ export function planRelease(input: PlanInput, opts: PlanOptions): ReleasePlan {
     for (const traceId of failingTraces) {
       for (const index of input.failureIndex(traceId)) {
         if (index >= entries.length) break;
-        candidate(index, traceId);
+        addCandidate(index, traceId);
       }
     }
   } else if (failingTraces.size) {
     for (let index = 0; index < entries.length; index++) {
       const traceId = entries[index]!.event.traceId;
-      if (traceId !== undefined && failingTraces.has(traceId)) candidate(index, traceId);
+      if (traceId !== undefined && failingTraces.has(traceId)) addCandidate(index, traceId);
     }
   }
 

@@ -8,14 +8,11 @@
  * chosen, and then die young anyway. Their young children stay alive behind those dead old
  * objects until the next mark-compact: every scavenge copies them and promotes them. Off, the
  * garbage collector took about half the time at 45 requests/s on the SQLite default, with
- * shorter scavenges and a lower ack p99 in every pair measured (README, Performance, round 24).
+ * shorter scavenges and a lower ack p99 in 11 comparisons of 12 (README, Performance, round 24).
  */
 import { setFlagsFromString } from 'node:v8';
 
-let tuned = false;
-
+/** Idempotent: setting a flag to what it is changes nothing. */
 export function tuneHeap(): void {
-  if (tuned) return;
-  tuned = true;
   setFlagsFromString('--no-allocation-site-pretenuring');
 }
