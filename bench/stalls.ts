@@ -6,7 +6,14 @@
  *
  *   node --cpu-prof --cpu-prof-dir=prof --cpu-prof-interval 250 --import tsx bench/ingest.ts \
  *     --sizes= --only=json,protobuf --setups=sqlite --no-bare --stalls=prof/gaps.json
- *   node --import tsx bench/stalls.ts prof prof/gaps.json
+ *   node --import tsx bench/stalls.ts prof prof/gaps.json [--long=12]
+ *
+ * With `--long=MS`, every gap of MS or more is also listed with what filled it, by stage (the
+ * request's decode, its mapping and the rest of its handling, the group commit of appends, a
+ * pipeline page, an exporter's delivery, a correlation round, the garbage collector, idle: the
+ * thread waiting for a CPU or for the 1 ms timer), then the stages' totals over those gaps: whether
+ * the long gaps are one long task or several requests' work back to back (README, Performance,
+ * round 25). A 1000 µs sampling interval (`--cpu-prof-interval 1000`) disturbs the run least.
  *
  * The first argument is a profile or the directory `--cpu-prof-dir` wrote: there the main
  * thread's profile is taken (thread id 0 in the file name; every worker thread writes its own).
@@ -36,9 +43,36 @@ function mainThreadProfile(path: string): string {
   return join(path, main[0]!);
 }
 
+/**
+ * The stage a sample belongs to, by the frames on its stack (leaf first): the first rule that
+ * matches any frame wins, so a request's decode counts as decode, not as the request's handling.
+ */
+const STAGES: ReadonlyArray<[stage: string, test: (f: ProfileNode['callFrame']) => boolean]> = [
+  ['decode', (f) => f.functionName === 'decodeBody'],
+  ['map', (f) => f.functionName === 'mapTraces' || f.functionName === 'mapLogs'],
+  ['append commit', (f) => f.functionName === 'commitAppends'],
+  ['pipeline page', (f) => f.url.endsWith('/service/pipeline-runner.ts') || f.url.includes('/src/processors/')],
+  ['delivery', (f) => f.url.endsWith('/service/exporter-runner.ts')],
+  ['correlation round', (f) => f.url.endsWith('/service/correlation-runner.ts')],
+  ['request, other', (f) => f.url.includes('/src/receivers/')],
+];
+
+function stageOf(stack: ProfileNode[]): string {
+  const leaf = stack[0]!.callFrame.functionName;
+  if (leaf === '(garbage collector)') return 'garbage collector';
+  if (leaf === '(idle)' || leaf === '(program)') return 'idle';
+  for (const [stage, test] of STAGES) if (stack.some((n) => test(n.callFrame))) return stage;
+  return 'other';
+}
+
 function main(): void {
-  const [profileArg, gapsArg] = process.argv.slice(2);
-  if (!profileArg || !gapsArg) throw new Error('usage: bench/stalls.ts PROFILE_OR_DIRECTORY GAPS.json');
+  const args = process.argv.slice(2);
+  const [profileArg, gapsArg] = args.filter((a) => !a.startsWith('--'));
+  const longArg = args.find((a) => a.startsWith('--long='));
+  const longMs = longArg === undefined ? undefined : Number(longArg.slice('--long='.length));
+  if (!profileArg || !gapsArg || (longMs !== undefined && !(longMs > 0))) {
+    throw new Error('usage: bench/stalls.ts PROFILE_OR_DIRECTORY GAPS.json [--long=MS]');
+  }
   const profile = JSON.parse(readFileSync(mainThreadProfile(profileArg), 'utf8')) as Profile;
   const gaps = (JSON.parse(readFileSync(gapsArg, 'utf8')) as { gaps: Array<[number, number, string]> }).gaps.sort((a, b) => a[0] - b[0]);
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -49,6 +83,9 @@ function main(): void {
 
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  // Per gap: milliseconds by stage (only with --long).
+  const stages = gaps.map(() => new Map<string, number>());
+  const stageCache = new Map<number, string>();
   let inGaps = 0;
   let time = profile.startTime;
   let g = 0;
@@ -57,6 +94,17 @@ function main(): void {
     while (g < gaps.length && gaps[g]![1] < time) g++;
     if (g >= gaps.length || time < gaps[g]![0]) return;
     inGaps++;
+    if (longMs !== undefined) {
+      let stage = stageCache.get(sample);
+      if (stage === undefined) {
+        const stack: ProfileNode[] = [];
+        for (let id: number | undefined = sample; id !== undefined; id = parent.get(id)) stack.push(nodes.get(id)!);
+        stage = stageOf(stack);
+        stageCache.set(sample, stage);
+      }
+      const m = stages[g]!;
+      m.set(stage, (m.get(stage) ?? 0) + profile.timeDeltas[i]! / 1000);
+    }
     const leaf = nodes.get(sample)!;
     self.set(name(leaf), (self.get(name(leaf)) ?? 0) + 1);
     const seen = new Set<string>();
@@ -78,6 +126,26 @@ function main(): void {
   };
   table('self (the function a sample was in; native calls count in their caller)', self, 20);
   table("inclusive (vigil's functions on the sample's stack)", inclusive, 40);
+  if (longMs !== undefined) longGaps(gaps, stages, longMs);
+}
+
+/** Each gap of `longMs` or more with its stages (ms, largest first), then the stages' totals over them. */
+function longGaps(gaps: Array<[number, number, string]>, stages: Array<Map<string, number>>, longMs: number): void {
+  const totals = new Map<string, number>();
+  let count = 0;
+  let stalled = 0;
+  console.log(`\ngaps of ${longMs} ms or more, by stage (ms of profile samples; the rest of a gap fell between samples):`);
+  gaps.forEach(([start, end], i) => {
+    const ms = (end - start) / 1000;
+    if (ms < longMs) return;
+    count++;
+    stalled += ms;
+    const parts = [...stages[i]!].sort((a, b) => b[1] - a[1]);
+    for (const [stage, v] of parts) totals.set(stage, (totals.get(stage) ?? 0) + v);
+    console.log(`${ms.toFixed(1).padStart(7)}  ${parts.map(([stage, v]) => `${stage} ${v.toFixed(1)}`).join(', ')}`);
+  });
+  console.log(`\n${count} gaps of ${longMs} ms or more, ${stalled.toFixed(0)} ms in all; by stage:`);
+  for (const [stage, v] of [...totals].sort((a, b) => b[1] - a[1])) console.log(`${v.toFixed(0).padStart(7)} ms  ${stage}`);
 }
 
 main();
