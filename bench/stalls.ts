@@ -22,13 +22,14 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface Profile {
+export interface Profile {
   nodes: ProfileNode[];
   startTime: number;
   samples: number[];
@@ -57,7 +58,7 @@ const STAGES: ReadonlyArray<[stage: string, test: (f: ProfileNode['callFrame']) 
   ['request, other', (f) => f.url.includes('/src/receivers/')],
 ];
 
-function stageOf(stack: ProfileNode[]): string {
+export function stageOf(stack: readonly ProfileNode[]): string {
   const leaf = stack[0]!.callFrame.functionName;
   if (leaf === '(garbage collector)') return 'garbage collector';
   if (leaf === '(idle)' || leaf === '(program)') return 'idle';
@@ -83,9 +84,6 @@ function main(): void {
 
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
-  // Per gap: milliseconds by stage (only with --long).
-  const stages = gaps.map(() => new Map<string, number>());
-  const stageCache = new Map<number, string>();
   let inGaps = 0;
   let time = profile.startTime;
   let g = 0;
@@ -94,17 +92,6 @@ function main(): void {
     while (g < gaps.length && gaps[g]![1] < time) g++;
     if (g >= gaps.length || time < gaps[g]![0]) return;
     inGaps++;
-    if (longMs !== undefined) {
-      let stage = stageCache.get(sample);
-      if (stage === undefined) {
-        const stack: ProfileNode[] = [];
-        for (let id: number | undefined = sample; id !== undefined; id = parent.get(id)) stack.push(nodes.get(id)!);
-        stage = stageOf(stack);
-        stageCache.set(sample, stage);
-      }
-      const m = stages[g]!;
-      m.set(stage, (m.get(stage) ?? 0) + profile.timeDeltas[i]! / 1000);
-    }
     const leaf = nodes.get(sample)!;
     self.set(name(leaf), (self.get(name(leaf)) ?? 0) + 1);
     const seen = new Set<string>();
@@ -126,11 +113,41 @@ function main(): void {
   };
   table('self (the function a sample was in; native calls count in their caller)', self, 20);
   table("inclusive (vigil's functions on the sample's stack)", inclusive, 40);
-  if (longMs !== undefined) longGaps(gaps, stages, longMs);
+  if (longMs !== undefined) longGaps(gaps, stagesByGap(profile, gaps), longMs);
+}
+
+/**
+ * Milliseconds of profile samples by stage (stageOf) inside each gap, in the gaps' order (sorted
+ * by start, as main sorts them). A sample counts with its time delta, the time since the sample
+ * before it, in the gap its timestamp falls in.
+ */
+export function stagesByGap(profile: Profile, gaps: ReadonlyArray<readonly [number, number, string]>): Array<Map<string, number>> {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const stages = gaps.map(() => new Map<string, number>());
+  const stageCache = new Map<number, string>();
+  let time = profile.startTime;
+  let g = 0;
+  profile.samples.forEach((sample, i) => {
+    time += profile.timeDeltas[i]!;
+    while (g < gaps.length && gaps[g]![1] < time) g++;
+    if (g >= gaps.length || time < gaps[g]![0]) return;
+    let stage = stageCache.get(sample);
+    if (stage === undefined) {
+      const stack: ProfileNode[] = [];
+      for (let id: number | undefined = sample; id !== undefined; id = parent.get(id)) stack.push(nodes.get(id)!);
+      stage = stageOf(stack);
+      stageCache.set(sample, stage);
+    }
+    const m = stages[g]!;
+    m.set(stage, (m.get(stage) ?? 0) + profile.timeDeltas[i]! / 1000);
+  });
+  return stages;
 }
 
 /** Each gap of `longMs` or more with its stages (ms, largest first), then the stages' totals over them. */
-function longGaps(gaps: Array<[number, number, string]>, stages: Array<Map<string, number>>, longMs: number): void {
+function longGaps(gaps: ReadonlyArray<readonly [number, number, string]>, stages: Array<Map<string, number>>, longMs: number): void {
   const totals = new Map<string, number>();
   let count = 0;
   let stalled = 0;
@@ -148,4 +165,5 @@ function longGaps(gaps: Array<[number, number, string]>, stages: Array<Map<strin
   for (const [stage, v] of [...totals].sort((a, b) => b[1] - a[1])) console.log(`${v.toFixed(0).padStart(7)} ms  ${stage}`);
 }
 
-main();
+// Run as a script (node bench/stalls.ts …); imported by its test, it only exports.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main();
