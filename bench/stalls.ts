@@ -76,21 +76,14 @@ function main(): void {
   }
   const profile = JSON.parse(readFileSync(mainThreadProfile(profileArg), 'utf8')) as Profile;
   const gaps = (JSON.parse(readFileSync(gapsArg, 'utf8')) as { gaps: Array<[number, number, string]> }).gaps.sort((a, b) => a[0] - b[0]);
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const { nodes, parent } = treeOf(profile);
   const name = (n: ProfileNode) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}`;
   const ours = (n: ProfileNode) => n.callFrame.url.includes('/src/');
 
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
   let inGaps = 0;
-  let time = profile.startTime;
-  let g = 0;
-  profile.samples.forEach((sample, i) => {
-    time += profile.timeDeltas[i]!;
-    while (g < gaps.length && gaps[g]![1] < time) g++;
-    if (g >= gaps.length || time < gaps[g]![0]) return;
+  forSamplesInGaps(profile, gaps, (sample) => {
     inGaps++;
     const leaf = nodes.get(sample)!;
     self.set(name(leaf), (self.get(name(leaf)) ?? 0) + 1);
@@ -122,17 +115,10 @@ function main(): void {
  * before it, in the gap its timestamp falls in.
  */
 export function stagesByGap(profile: Profile, gaps: ReadonlyArray<readonly [number, number, string]>): Array<Map<string, number>> {
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const { nodes, parent } = treeOf(profile);
   const stages = gaps.map(() => new Map<string, number>());
   const stageCache = new Map<number, string>();
-  let time = profile.startTime;
-  let g = 0;
-  profile.samples.forEach((sample, i) => {
-    time += profile.timeDeltas[i]!;
-    while (g < gaps.length && gaps[g]![1] < time) g++;
-    if (g >= gaps.length || time < gaps[g]![0]) return;
+  forSamplesInGaps(profile, gaps, (sample, g, deltaUs) => {
     let stage = stageCache.get(sample);
     if (stage === undefined) {
       const stack: ProfileNode[] = [];
@@ -141,9 +127,33 @@ export function stagesByGap(profile: Profile, gaps: ReadonlyArray<readonly [numb
       stageCache.set(sample, stage);
     }
     const m = stages[g]!;
-    m.set(stage, (m.get(stage) ?? 0) + profile.timeDeltas[i]! / 1000);
+    m.set(stage, (m.get(stage) ?? 0) + deltaUs / 1000);
   });
   return stages;
+}
+
+/** The profile's nodes by id, and each node's parent. */
+function treeOf(profile: Profile): { nodes: Map<number, ProfileNode>; parent: Map<number, number> } {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  return { nodes, parent };
+}
+
+/** Calls `visit` for each sample whose timestamp falls in a gap (gaps sorted by start), with the gap's index and the sample's time delta (µs). */
+function forSamplesInGaps(
+  profile: Profile,
+  gaps: ReadonlyArray<readonly [number, number, string]>,
+  visit: (sample: number, gap: number, deltaUs: number) => void,
+): void {
+  let time = profile.startTime;
+  let g = 0;
+  profile.samples.forEach((sample, i) => {
+    time += profile.timeDeltas[i]!;
+    while (g < gaps.length && gaps[g]![1] < time) g++;
+    if (g >= gaps.length || time < gaps[g]![0]) return;
+    visit(sample, g, profile.timeDeltas[i]!);
+  });
 }
 
 /** Each gap of `longMs` or more with its stages (ms, largest first), then the stages' totals over them. */
