@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { tuneHeap } from '../src/service/heap.ts';
 import { TIME_BASE_NANOS, type Payload } from './otlp-payloads.ts';
 
 export type Encoding = 'json' | 'protobuf' | 'grpc';
@@ -210,9 +211,13 @@ export interface Running {
   drained?: () => Promise<void>;
 }
 
+/** What `vigil run` sets for its process (src/service/heap.ts), so a benchmark measures what users run; VIGIL_BENCH_V8_DEFAULTS=1 leaves V8's own. */
+export function tuneBenchHeap(): void {
+  if (!process.env.VIGIL_BENCH_V8_DEFAULTS) tuneHeap();
+}
+
 export async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined, failureWait = '0s'): Promise<Running> {
-  // What `vigil run` sets for its process (src/service/heap.ts); VIGIL_BENCH_V8_DEFAULTS=1 leaves V8's own.
-  if (!process.env.VIGIL_BENCH_V8_DEFAULTS) (await import('../src/service/heap.ts')).tuneHeap();
+  tuneBenchHeap();
   const { components } = await import('../src/components.ts');
   const { loadConfigText } = await import('../src/config/load.ts');
   const { createLogger } = await import('../src/logger.ts');

@@ -31,7 +31,6 @@ import { classifyFactory } from '../src/processors/classify/factory.ts';
 import type { WorkPage } from '../src/processors/page.ts';
 import { recurrenceFactory } from '../src/processors/recurrence/factory.ts';
 import { PipelineRunner } from '../src/service/pipeline-runner.ts';
-import { tuneHeap } from '../src/service/heap.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { RedisStore } from '../src/store/redis/store.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
@@ -39,6 +38,7 @@ import { stateClient } from '../src/store/state-client.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
 import { tempDir } from '../test/helpers/vigil-process.ts';
+import { tuneBenchHeap } from './harness.ts';
 import { calibrate, describeCalibration, describeCalibrations } from './machine-speed.ts';
 
 const { values: args } = parseArgs({
@@ -58,8 +58,7 @@ const { values: args } = parseArgs({
 });
 let PAGE = Number(args.page);
 let PARTITIONS = Number(args.partitions);
-// What `vigil run` sets for its process (src/service/heap.ts); VIGIL_BENCH_V8_DEFAULTS=1 leaves V8's own.
-if (!process.env.VIGIL_BENCH_V8_DEFAULTS) tuneHeap();
+tuneBenchHeap();
 const PIPELINE = 'logs';
 const logger = createLogger({ level: 'error' });
 
