@@ -61,7 +61,7 @@ export interface MapResult {
 
 /** One received record as mapped: its events (failure first, then markers) and, when forwarding, its received form. */
 interface MappedRecord {
-  events: Array<AgentEvent | PendingMarker>;
+  events: ReadonlyArray<AgentEvent | PendingMarker>;
   /** The received record, when forwarding. */
   forward?: ForwardRecord;
   forwardOnly?: () => AgentEvent;
@@ -102,16 +102,17 @@ export function mapTraces(groups: readonly NormalizedTraces[], options: MapOptio
       attachForward(mapped, record);
       records.push(mapped);
     });
+    // Marks are most of a request's records (every successful model, tool and agent span): mapped
+    // without collect()'s two closures each, with the same rejection.
     for (const mark of group.marks ?? []) {
-      const mapped = collect(
-        result,
-        () => `span ${mark.traceId}:${mark.spanId}`,
-        () => {
-          const m = markMarker(mark, group, now);
-          return m ? [m] : [];
-        },
-      );
-      if (mapped) records.push(mapped);
+      let m: PendingMarker | undefined;
+      try {
+        m = markMarker(mark, group, now);
+      } catch (err) {
+        reject(result, `span ${mark.traceId}:${mark.spanId}`, err);
+        continue;
+      }
+      records.push({ events: m ? [m] : NO_EVENTS });
     }
   }
   return finish(result, records, options.markers === true);
@@ -170,11 +171,18 @@ function collect(result: MapResult, what: () => string, map: () => Array<AgentEv
   try {
     return { events: map() };
   } catch (err) {
-    result.rejected++;
-    result.messages.push(`${what()}: could not be mapped: ${err instanceof Error ? err.message : String(err)}`);
+    reject(result, what(), err);
     return undefined;
   }
 }
+
+function reject(result: MapResult, what: string, err: unknown): void {
+  result.rejected++;
+  result.messages.push(`${what}: could not be mapped: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/** The events of a record that gave none (shared: finish only reads it). */
+const NO_EVENTS: ReadonlyArray<AgentEvent | PendingMarker> = Object.freeze([]);
 
 /** With forwarding, the record's received form travels with its first kept event (see finish). */
 function attachForward(mapped: MappedRecord, record: ForwardRecord | undefined): void {
@@ -187,7 +195,7 @@ function attachForward(mapped: MappedRecord, record: ForwardRecord | undefined):
  * forward-only event when forwarding).
  */
 function finish(result: MapResult, records: MappedRecord[], markers: boolean): MapResult {
-  const drop = markers ? coalesceMarkers(records.flatMap((r) => r.events)) : new Set<AgentEvent | PendingMarker>();
+  const drop = markers ? coalesceMarkers(allEvents(records)) : new Set<AgentEvent | PendingMarker>();
   for (const r of records) {
     // The record's events left, made (pending markers) and appended in place: no array per record.
     let first: AgentEvent | undefined;
@@ -206,6 +214,13 @@ function finish(result: MapResult, records: MappedRecord[], markers: boolean): M
     }
   }
   return result;
+}
+
+/** The records' events in order (a loop: flatMap's callback and spread per record cost more at hundreds of marks). */
+function allEvents(records: readonly MappedRecord[]): Array<AgentEvent | PendingMarker> {
+  const out: Array<AgentEvent | PendingMarker> = [];
+  for (const r of records) for (const e of r.events) out.push(e);
+  return out;
 }
 
 /** A record kept only to be forwarded: the chain classifies it as normal output. */

@@ -14,7 +14,7 @@
 import { ACTIVITY_KIND, MAX_CHECKPOINT_DETAIL_BYTES, isRoutineActivity, type ActivityName, type ActivityPayload } from '../../../model/activity.ts';
 import type { AgentEvent } from '../../../model/event.ts';
 import type { AttributeValue, Attributes, NormalizedSpan, NormalizedTraces, SpanMark } from '../normalized.ts';
-import { agentEvent, compact, contextOf, fallbackPartition, firstText, flag, integer, isPlainObject, sessionOf, text } from './common.ts';
+import { agentEvent, contextOf, fallbackPartition, firstText, flag, integer, isPlainObject, sessionOf, text } from './common.ts';
 import type { EventBase } from './common.ts';
 import { CHECKPOINT_EVENT_NAMES, STATUS_CODE_ERROR, isCompactionName, spanOperation } from './relevance.ts';
 
@@ -277,7 +277,8 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
     t.failures.sort((a, b) => a - b);
     const last = t.failures.length;
     const folded: T[] = [];
-    const newest = new Map<string, { event: T; count: number }>();
+    // The kept routine marker of each (segment, activity): two maps by segment, not a joined string key per marker.
+    const newest = { tool: new Map<number, { event: T; count: number }>(), model: new Map<number, { event: T; count: number }>() };
     for (const e of t.routine) {
       const segment = segmentOf(t.failures, e.time);
       const activity = String((e.payload as ActivityPayload).activity);
@@ -290,18 +291,19 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
         drop.add(e);
         continue;
       }
-      const key = `${segment}\u0000${activity}`;
-      const kept = newest.get(key);
-      if (!kept) newest.set(key, { event: e, count: 1 });
+      // Routine markers are `tool.ok` or `model_request.ok` (isRoutineActivity).
+      const bySegment = activity === 'tool.ok' ? newest.tool : newest.model;
+      const kept = bySegment.get(segment);
+      if (!kept) bySegment.set(segment, { event: e, count: 1 });
       else if (newer(e, kept.event)) {
         drop.add(kept.event);
-        newest.set(key, { event: e, count: kept.count + 1 });
+        bySegment.set(segment, { event: e, count: kept.count + 1 });
       } else {
         drop.add(e);
         kept.count++;
       }
     }
-    for (const { event, count } of newest.values()) if (count > 1) event.payload.count = count;
+    for (const bySegment of [newest.tool, newest.model]) for (const { event, count } of bySegment.values()) if (count > 1) event.payload.count = count;
     if (folded.length && t.end) fold(t.end, folded);
   }
   return drop;
@@ -472,7 +474,16 @@ function parseJson(s: string): unknown {
   }
 }
 
-/** A payload without its undefined fields (a copy: see compact in common.ts). */
+/**
+ * A payload without its undefined fields (a copy). Its keys are this module's own literals, never
+ * `__proto__`, so they are set directly (compact in common.ts guards keys that come from records);
+ * it runs for every mark of a request, most of which coalescing then drops.
+ */
 function compactPayload(p: { activity: ActivityName } & Record<string, unknown>): ActivityPayload {
-  return compact(p) as ActivityPayload;
+  const out: Record<string, unknown> = {};
+  for (const k in p) {
+    const v = p[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out as ActivityPayload;
 }
