@@ -12,7 +12,7 @@ import type { AgentEvent } from '../src/model/event.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { mapLogs, mapTraces } from '../src/receivers/otlp/mapping.ts';
 import { spanVerdict } from '../src/receivers/otlp/mapping/relevance.ts';
-import type { Attributes, NormalizedLog, NormalizedSpan, NormalizedTraces } from '../src/receivers/otlp/normalized.ts';
+import type { Attributes, NormalizedLog, NormalizedSpan, NormalizedTraces, SpanMark } from '../src/receivers/otlp/normalized.ts';
 import { decodeTracesProtobuf } from '../src/receivers/otlp/protobuf.ts';
 
 const T0 = 1_780_000_000_000;
@@ -302,6 +302,43 @@ describe('markers from spans', () => {
   test('without markers, successful spans stay irrelevant', () => {
     const r = mapTraces(tracesOf([tool(T0 + 1), chat(T0 + 2), agent(T0 + 3)]));
     assert.deepEqual([r.events.length, r.relevant, r.irrelevant], [0, 0, 3]);
+  });
+
+  test('a mark that cannot be mapped is rejected under its span; the other marks are mapped and coalesced', () => {
+    const markOf = (s: NormalizedSpan): SpanMark => ({
+      traceId: s.traceId,
+      spanId: s.spanId,
+      name: s.name,
+      startTimeMs: s.startTimeMs,
+      endTimeMs: s.endTimeMs,
+      statusCode: s.status.code,
+      attributes: s.attributes,
+    });
+    const broken = markOf(tool(T0 + 2));
+    // An attribute that throws when read: the mapping of this mark fails, and only it.
+    broken.attributes = new Proxy(broken.attributes, {
+      get() {
+        throw new Error('unreadable attribute');
+      },
+    });
+    const [group] = tracesOf([]);
+    const r = mapTraces([{ ...group!, marks: [markOf(tool(T0 + 1)), broken, markOf(tool(T0 + 3)), markOf(agent(T0 + 4))] }], { markers: true });
+    assert.equal(r.rejected, 1);
+    assert.deepEqual(r.messages, [`span ${TRACE}:${broken.spanId}: could not be mapped: unreadable attribute`]);
+    // The two tool calls left fold into the turn.end; the three marks mapped count as relevant (one kept event) or irrelevant (folded).
+    assert.deepEqual(markers(r.events), [
+      {
+        activity: 'turn.end',
+        status: 'ok',
+        last_tool: 'read_file',
+        last_tool_call_id: `call_${T0 + 3}`,
+        last_tool_ms: T0 + 3,
+        activity_count: 2,
+        last_activity_ms: T0 + 3,
+        time: 4,
+      },
+    ]);
+    assert.deepEqual([r.relevant, r.irrelevant], [1, 2]);
   });
 });
 
