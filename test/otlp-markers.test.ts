@@ -11,8 +11,9 @@ import { ACTIVITY_KIND } from '../src/model/activity.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { decodeTracesJson } from '../src/receivers/otlp/json.ts';
 import { mapLogs, mapTraces } from '../src/receivers/otlp/mapping.ts';
+import { markOfSpan } from '../src/receivers/otlp/mapping/markers.ts';
 import { spanVerdict } from '../src/receivers/otlp/mapping/relevance.ts';
-import type { Attributes, NormalizedLog, NormalizedSpan, NormalizedTraces, SpanMark } from '../src/receivers/otlp/normalized.ts';
+import type { Attributes, NormalizedLog, NormalizedSpan, NormalizedTraces } from '../src/receivers/otlp/normalized.ts';
 import { decodeTracesProtobuf } from '../src/receivers/otlp/protobuf.ts';
 
 const T0 = 1_780_000_000_000;
@@ -305,16 +306,7 @@ describe('markers from spans', () => {
   });
 
   test('a mark that cannot be mapped is rejected under its span; the other marks are mapped and coalesced', () => {
-    const markOf = (s: NormalizedSpan): SpanMark => ({
-      traceId: s.traceId,
-      spanId: s.spanId,
-      name: s.name,
-      startTimeMs: s.startTimeMs,
-      endTimeMs: s.endTimeMs,
-      statusCode: s.status.code,
-      attributes: s.attributes,
-    });
-    const broken = markOf(tool(T0 + 2));
+    const broken = markOfSpan(tool(T0 + 2));
     // An attribute that throws when read: the mapping of this mark fails, and only it.
     broken.attributes = new Proxy(broken.attributes, {
       get() {
@@ -322,7 +314,7 @@ describe('markers from spans', () => {
       },
     });
     const [group] = tracesOf([]);
-    const r = mapTraces([{ ...group!, marks: [markOf(tool(T0 + 1)), broken, markOf(tool(T0 + 3)), markOf(agent(T0 + 4))] }], { markers: true });
+    const r = mapTraces([{ ...group!, marks: [markOfSpan(tool(T0 + 1)), broken, markOfSpan(tool(T0 + 3)), markOfSpan(agent(T0 + 4))] }], { markers: true });
     assert.equal(r.rejected, 1);
     assert.deepEqual(r.messages, [`span ${TRACE}:${broken.spanId}: could not be mapped: unreadable attribute`]);
     // The two tool calls left fold into the turn.end; the three marks mapped count as relevant (one kept event) or irrelevant (folded).

@@ -278,7 +278,8 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
     const last = t.failures.length;
     const folded: T[] = [];
     // The kept routine marker of each (segment, activity): two maps by segment, not a joined string key per marker.
-    const newest = { tool: new Map<number, { event: T; count: number }>(), model: new Map<number, { event: T; count: number }>() };
+    const newestTool = new Map<number, { event: T; count: number }>();
+    const newestModel = new Map<number, { event: T; count: number }>();
     for (const e of t.routine) {
       const segment = segmentOf(t.failures, e.time);
       const activity = String((e.payload as ActivityPayload).activity);
@@ -292,7 +293,7 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
         continue;
       }
       // Routine markers are `tool.ok` or `model_request.ok` (isRoutineActivity).
-      const bySegment = activity === 'tool.ok' ? newest.tool : newest.model;
+      const bySegment = activity === 'tool.ok' ? newestTool : newestModel;
       const kept = bySegment.get(segment);
       if (!kept) bySegment.set(segment, { event: e, count: 1 });
       else if (newer(e, kept.event)) {
@@ -303,7 +304,7 @@ export function coalesceMarkers<T extends Coalescible>(events: readonly T[]): Se
         kept.count++;
       }
     }
-    for (const bySegment of [newest.tool, newest.model]) for (const { event, count } of bySegment.values()) if (count > 1) event.payload.count = count;
+    for (const bySegment of [newestTool, newestModel]) for (const { event, count } of bySegment.values()) if (count > 1) event.payload.count = count;
     if (folded.length && t.end) fold(t.end, folded);
   }
   return drop;
