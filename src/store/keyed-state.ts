@@ -12,12 +12,7 @@
  * A SQLite transaction can roll back: between `begin()` and `end()` every change is journaled, and
  * `rollback()` (or `rollbackTo` a `mark()`, for a savepoint) puts the entries back. A namespace's
  * entries are kept in write order, which is `seq` order; a rollback restores that order by `seq`.
- *
- * A namespace's entries are a ShardedMap (sharded-map.ts): a namespace holds up to hundreds of
- * thousands of entries (`max_traces`, the watchdog's facts), where one V8 Map stopped the event
- * loop for 27-83 ms each time it rebuilt its table.
  */
-import { ShardedMap } from './sharded-map.ts';
 import { STATE_PURGE_CHUNK, stateConflict, type EncodedNamespace, type NamespaceStatus } from './state.ts';
 
 /** An entry; the value is kept as JSON so it round-trips as in the durable stores. */
@@ -39,14 +34,14 @@ export interface HeldRows {
 
 /** A namespace's scalars as they were (a rollback's target). */
 interface Scalars {
-  map: ShardedMap<HeldEntry> | undefined;
+  map: Map<string, HeldEntry> | undefined;
   earliest: number | undefined;
   evicted: number | undefined;
 }
 
 /** One change to undo: `key` of `map` held `prev` before it. */
 interface Undo {
-  map: ShardedMap<HeldEntry>;
+  map: Map<string, HeldEntry>;
   key: string;
   prev: HeldEntry | undefined;
 }
@@ -58,8 +53,8 @@ export interface HeldMark {
 }
 
 export class KeyedState {
-  /** Namespace → key → entry; a namespace's order is write order (a write re-inserts), oldest first. */
-  private readonly kv = new Map<string, ShardedMap<HeldEntry>>();
+  /** Namespace → key → entry; a Map's order is write order (a write re-inserts), oldest first. */
+  private readonly kv = new Map<string, Map<string, HeldEntry>>();
   /**
    * Per namespace, a time before which none of its entries expires (a lower bound of their
    * expiry times), so that a write to a namespace where nothing has expired purges nothing without
@@ -68,7 +63,9 @@ export class KeyedState {
   private readonly earliestExpiry = new Map<string, number>();
   private readonly evictedCounts = new Map<string, number>();
   /** Per namespace map, whether its expiry times rise in write order (see purge); dropped with the map. */
-  private readonly order = new WeakMap<ShardedMap<HeldEntry>, { last: number; unordered: boolean }>();
+  private readonly order = new WeakMap<Map<string, HeldEntry>, { last: number; unordered: boolean }>();
+  /** Per namespace map, its oldest entry and an iterator past it (see firstOf), for purges and evictions; dropped with the map. */
+  private heads = new WeakMap<Map<string, HeldEntry>, { head?: [string, HeldEntry]; rest?: Iterator<[string, HeldEntry]> }>();
   private seq = 0;
   /** The running transaction's changes (undefined: none is running). */
   private journal: Undo[] | undefined;
@@ -100,7 +97,7 @@ export class KeyedState {
     const name = ns.namespace;
     this.touch(name);
     let map = this.kv.get(name);
-    if (!map) this.kv.set(name, (map = new ShardedMap<HeldEntry>()));
+    if (!map) this.kv.set(name, (map = new Map<string, HeldEntry>()));
     // The earliest expiry the writes set, noted once per namespace rather than per write.
     let earliest = Infinity;
     for (const w of ns.writes) {
@@ -125,7 +122,7 @@ export class KeyedState {
         evicting = true;
         this.evictedCounts.set(name, (this.evictedCounts.get(name) ?? 0) + evict);
       }
-      for (let first = map.oldest(); first && evict-- > 0; first = map.oldest()) this.remove(map, first[0], first[1]);
+      for (let first = this.firstOf(map); first && evict-- > 0; first = this.firstOf(map)) this.remove(map, first[0], first[1]);
     }
     if (map.size === 0) {
       this.kv.delete(name);
@@ -142,7 +139,7 @@ export class KeyedState {
     this.touch(namespace);
     if (mirror) entry.seq = ++this.seq;
     let map = this.kv.get(namespace);
-    if (!map) this.kv.set(namespace, (map = new ShardedMap<HeldEntry>()));
+    if (!map) this.kv.set(namespace, (map = new Map<string, HeldEntry>()));
     const prev = map.get(key);
     // Two rows of one key (only a damaged file has them): the later one holds.
     if (prev) map.delete(key);
@@ -226,7 +223,7 @@ export class KeyedState {
 
   private undo(to: number): void {
     const journal = this.journal!;
-    const maps = new Set<ShardedMap<HeldEntry>>();
+    const maps = new Set<Map<string, HeldEntry>>();
     for (let i = journal.length - 1; i >= to; i--) {
       const { map, key, prev } = journal[i]!;
       if (prev) map.set(key, prev);
@@ -236,9 +233,10 @@ export class KeyedState {
     journal.length = to;
     // An entry put back went to the end of its map: the write order is the order of `seq`.
     for (const map of maps) {
-      const entries = [...map.unordered()].sort((a, b) => a[1].seq - b[1].seq);
+      const entries = [...map].sort((a, b) => a[1].seq - b[1].seq);
       map.clear();
       for (const [k, e] of entries) map.set(k, e);
+      this.heads.delete(map);
     }
   }
 
@@ -259,7 +257,7 @@ export class KeyedState {
     return { map: this.kv.get(name), earliest: this.earliestExpiry.get(name), evicted: this.evictedCounts.get(name) };
   }
 
-  private add(name: string, map: ShardedMap<HeldEntry>, key: string, entry: HeldEntry, mirror = true): void {
+  private add(name: string, map: Map<string, HeldEntry>, key: string, entry: HeldEntry, mirror = true): void {
     this.journal?.push({ map, key, prev: undefined });
     map.set(key, entry);
     // Kept across a rollback: an order it no longer has only costs purges a full look.
@@ -270,13 +268,13 @@ export class KeyedState {
     if (mirror && entry.json !== undefined) this.rows?.put(name, key, entry as HeldEntry & { json: string });
   }
 
-  private remove(map: ShardedMap<HeldEntry>, key: string, entry: HeldEntry): void {
+  private remove(map: Map<string, HeldEntry>, key: string, entry: HeldEntry): void {
     map.delete(key);
     this.removed(map, key, entry);
   }
 
   /** `key`'s entry has left `map`. */
-  private removed(map: ShardedMap<HeldEntry>, key: string, entry: HeldEntry): void {
+  private removed(map: Map<string, HeldEntry>, key: string, entry: HeldEntry): void {
     this.journal?.push({ map, key, prev: entry });
     this.rows?.drop(entry);
   }
@@ -285,14 +283,14 @@ export class KeyedState {
    * Deletes up to `max` expired entries. Looks at none while nothing can have expired; a look at
    * every entry learns when the next one expires.
    */
-  private purge(namespace: string, map: ShardedMap<HeldEntry>, now: number, max: number): void {
+  private purge(namespace: string, map: Map<string, HeldEntry>, now: number, max: number): void {
     if (now < (this.earliestExpiry.get(namespace) ?? Infinity)) return;
     if (this.order.get(map)?.unordered === false) {
       // Every entry expires, at times that rise in write order (a namespace's writes share one
       // TTL): the expired entries are the oldest written, and the first live one expires next.
       // The same entries go as with a look at every entry, which at a namespace's bound of
       // 100,000 or more cost milliseconds a write once entries began to expire.
-      for (let first = map.oldest(); first; first = map.oldest()) {
+      for (let first = this.firstOf(map); first; first = this.firstOf(map)) {
         if (first[1].expiresAt! > now) return void this.earliestExpiry.set(namespace, first[1].expiresAt!);
         if (max <= 0) return void this.earliestExpiry.set(namespace, now);
         this.remove(map, first[0], first[1]);
@@ -301,8 +299,7 @@ export class KeyedState {
       return void this.earliestExpiry.set(namespace, Infinity);
     }
     let next = Infinity;
-    // Which expired entries go first does not matter (none is readable any more): shard by shard.
-    for (const [key, e] of map.unordered()) {
+    for (const [key, e] of map) {
       if (e.expiresAt === undefined) continue;
       if (e.expiresAt > now) {
         next = Math.min(next, e.expiresAt);
@@ -319,13 +316,39 @@ export class KeyedState {
     this.earliestExpiry.set(namespace, next);
   }
 
+  /**
+   * The oldest entry of a map, and an iterator past it kept for the next call: a fresh iterator
+   * would walk over every entry deleted from the front since the map last rehashed (as OldestFirst
+   * in bounded-map.ts, which cannot tell a re-inserted key by its value).
+   */
+  private firstOf(map: Map<string, HeldEntry>): [string, HeldEntry] | undefined {
+    let h = this.heads.get(map);
+    if (!h) this.heads.set(map, (h = {}));
+    // Still there: entries are objects of their own, so one written over is another object.
+    if (h.head && map.get(h.head[0]) === h.head[1]) return h.head;
+    h.head = undefined;
+    let restarted = false;
+    for (;;) {
+      // A live iterator skips deleted entries and reaches entries added after it was made, unless
+      // it had finished (then it is made again).
+      const next = h.rest?.next();
+      if (next === undefined || next.done === true) {
+        if (restarted || map.size === 0) return undefined;
+        h.rest = map.entries();
+        restarted = true;
+        continue;
+      }
+      if (map.get(next.value[0]) === next.value[1]) return (h.head = next.value);
+    }
+  }
+
   /** Live entries of a namespace: all of them while none can have expired (no look at each). */
   private liveCount(namespace: string, now: number): number {
     const map = this.kv.get(namespace);
     if (!map) return 0;
     if (now < (this.earliestExpiry.get(namespace) ?? Infinity)) return map.size;
     let n = 0;
-    for (const [, e] of map.unordered()) if (live(e, now)) n++;
+    for (const e of map.values()) if (live(e, now)) n++;
     return n;
   }
 }

@@ -98,18 +98,13 @@ const TRIM_WINDOW = 2048;
 /**
  * Schema version 4 keeps the ingest log in LOG_SLOTS segment tables. Appends go to the newest
  * segment until it holds this many entries, then to a new one in an empty table (if none is empty,
- * the newest grows). Every LOG_TRIM_EVERY commits, the older segments whose entries every
- * partition's cursor has passed are emptied whole, one a maintenance step (`DELETE` without
- * `WHERE`: a handful of page writes, where deleting its entries by ranges wrote about a page per
- * 14 entries). Only when no table is empty (a partition far behind holds the old segments) are
- * processed entries deleted by ranges as before, so the log stays bounded as it was.
- *
- * 4,096 entries: emptying a segment reads every page of its table, about 5.5 ms at 8,192 entries
- * of `bench:ingest` (up to 14 ms for several at once) and at most 4.4 ms at 4,096 (README,
- * Performance, round 27), while eight segments still hold a backlog of 32,768 entries before the
- * newest grows.
+ * the newest grows). Every LOG_TRIM_EVERY commits, each older segment whose entries every
+ * partition's cursor has passed is emptied whole (`DELETE` without `WHERE`: a handful of page
+ * writes, where deleting its entries by ranges wrote about a page per 14 entries). Only when no
+ * table is empty (a partition far behind holds the old segments) are processed entries deleted by
+ * ranges as before, so the log stays bounded as it was.
  */
-const SEGMENT_ROWS = 4096;
+const SEGMENT_ROWS = 8192;
 /**
  * The group log (schema version 3) is folded into `groups` once it holds this many rows, or once
  * this many page commits have appended to it: often enough that the states kept in memory for it
@@ -418,34 +413,31 @@ export class SqliteStore implements StateStore {
   }
 
   /**
-   * Empties the oldest segment but the newest whose entries each partition's cursor has passed
-   * (one `DELETE` without `WHERE`), after keeping its last sequence number in `meta`; returns
-   * whether one was emptied (then the next maintenance step looks for another). One a step: the
-   * `DELETE` reads every page of the table it frees, and several in one transaction held the event
-   * loop up to 14 ms (README, Performance, round 27). When every table is in use after that, the
-   * processed entries of the partitions committed since are deleted by ranges (the trim steps), as
-   * before segments.
+   * Empties, in one transaction, every segment but the newest whose entries each partition's cursor
+   * has passed (one `DELETE` without `WHERE` each), after keeping its last sequence number in
+   * `meta`. When every table is in use after that, the processed entries of the partitions
+   * committed since are deleted by ranges (the trim steps), as before segments.
    */
-  private freeSegments(db: Db): boolean {
+  private freeSegments(db: Db): void {
     const ql = this.ql!;
     const freed = db
       .transaction(() => {
+        const out: number[] = [];
         for (const slot of this.segments.slice(0, -1)) {
           if (ql.unprocessed[slot]!.get()) continue;
           ql.keepSeq.run(this.logSeq);
           ql.clear[slot]!.run();
-          return slot;
+          out.push(slot);
         }
-        return undefined;
+        return out;
       })
       .immediate();
-    if (freed !== undefined) this.segments = this.segments.filter((s) => s !== freed);
+    if (freed.length) this.segments = this.segments.filter((s) => !freed.includes(s));
     if (this.segments.length >= LOG_SLOTS && this.untrimmed.size && !this.trimming.length) {
       this.trimming = [...this.untrimmed.values()];
       this.trimFrom = 0;
       this.untrimmed.clear();
     }
-    return freed !== undefined;
   }
 
   /** Checkpoints move to a worker thread; without one (it failed, or could not start) the writer checkpoints on its own again. */
@@ -596,7 +588,7 @@ export class SqliteStore implements StateStore {
       for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
       this.trimming = [];
       if (db && this.untrimmed.size) db.transaction(() => this.trimLog())();
-      if (db && this.ql) while (this.freeSegments(db));
+      if (db && this.ql) this.freeSegments(db);
     } catch (err) {
       this.logger?.warn('could not trim the ingest log on close; the next start does', { path: this.file, error: errorMessage(err) });
     }
@@ -1284,8 +1276,10 @@ export class SqliteStore implements StateStore {
         // Taking turns: a trim does not hold a fold back, nor the other way round.
         this.trimTurn = !this.trimTurn;
         const folding = this.folding && !this.folding.stalled ? this.folding : undefined;
-        if (this.freeing && (this.trimTurn || !folding)) this.freeing = this.freeSegments(db);
-        else if (this.trimming.length && (this.trimTurn || !folding)) this.trimStep(db);
+        if (this.freeing && (this.trimTurn || !folding)) {
+          this.freeing = false;
+          this.freeSegments(db);
+        } else if (this.trimming.length && (this.trimTurn || !folding)) this.trimStep(db);
         else if (folding) this.foldStep(db, folding);
       });
       this.checkpointer?.wrote();
