@@ -6,6 +6,7 @@
 import type { StoreFactory } from '../component.ts';
 import { s, type Infer } from '../config/schema.ts';
 import { VigilError } from '../errors.ts';
+import { deepFreeze } from '../internal/deep-freeze.ts';
 import { dedupeTime, type AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
 import { BoundedMap } from './bounded-map.ts';
@@ -472,22 +473,4 @@ function hasKeys(o: object, keys: readonly string[]): boolean {
     n++;
   }
   return n === keys.length;
-}
-
-/**
- * Freezes a value and everything it holds, in place: what the store keeps is shared with readers
- * (no copy per read), so it must not change under them. Already frozen parts are not walked again.
- */
-function deepFreeze<T>(value: T): T {
-  // Binary views cannot be frozen (and the durable stores keep JSON only).
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value) || ArrayBuffer.isView(value)) return value;
-  Object.freeze(value);
-  // Primitives (most of an event's values) are not visited. Walked by key rather than with
-  // `Object.values`, which builds an array per object (a work event holds four objects).
-  for (const key in value) {
-    const v: unknown = value[key];
-    // Own properties only, as `Object.values` (plain data inherits none that are enumerable).
-    if (typeof v === 'object' && v !== null && Object.hasOwn(value, key)) deepFreeze(v);
-  }
-  return value;
 }
