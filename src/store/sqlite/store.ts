@@ -47,6 +47,7 @@ import {
   type StateStore,
   type StoreStatus,
 } from '../types.ts';
+import { AppendedEntries, HELD_BYTES, HOLD_FROM_BACKLOG } from './appended-entries.ts';
 import { sqliteError } from './errors.ts';
 import { CHECK_MS, Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
@@ -140,6 +141,12 @@ export interface SqliteStoreTuning {
   segmentRows?: number;
   /** Page commits between two trims of the ingest log (LOG_TRIM_EVERY otherwise). */
   trimEvery?: number;
+  /** Length of the JSON of the appended entries kept for pages (appended-entries.ts; HELD_BYTES otherwise): 0 reads every page from the file. */
+  heldBytes?: number;
+  /** Appended entries kept for pages, at most (HELD_ENTRIES otherwise). */
+  heldEntries?: number;
+  /** Entries a pipeline has pending from which its appended entries are held (HOLD_FROM_BACKLOG otherwise; 0: always). */
+  holdFrom?: number;
 }
 
 /** The tables a file's log statements read: the segments and both group logs (version 4), or an older file's single tables (a read-only open). */
@@ -157,6 +164,9 @@ interface Appended {
   pipeline: string;
   partition: string;
   seq: number;
+  event: AgentEvent;
+  /** Its JSON's length in the file. */
+  bytes: number;
 }
 
 /** A group state appended to the group log and not yet folded into `groups`. */
@@ -214,6 +224,10 @@ export class SqliteStore implements StateStore {
   private legacySeen = false;
   /** The writer's backlog per pipeline (readers count in the file). */
   private readonly backlogs = new WriterBacklog();
+  /** The entries appended and not yet passed, as appended: pages are served from them (appended-entries.ts). */
+  private readonly appendedEntries: AppendedEntries | undefined;
+  /** Pending entries of a pipeline from which its appended entries are held. */
+  private readonly holdFrom: number;
   private lastPurge = 0;
   private lastVacuum = 0;
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
@@ -306,6 +320,9 @@ export class SqliteStore implements StateStore {
     this.rowChunks = tuning.rowChunks ?? ROW_CHUNKS;
     this.segmentRows = tuning.segmentRows ?? SEGMENT_ROWS;
     this.trimEvery = tuning.trimEvery ?? LOG_TRIM_EVERY;
+    const heldBytes = tuning.heldBytes ?? HELD_BYTES;
+    this.appendedEntries = heldBytes > 0 ? new AppendedEntries(heldBytes, tuning.heldEntries) : undefined;
+    this.holdFrom = tuning.holdFrom ?? HOLD_FROM_BACKLOG;
   }
 
   async open(opts: OpenOptions = {}): Promise<void> {
@@ -397,6 +414,7 @@ export class SqliteStore implements StateStore {
     this.segmentFill = used.length ? used[used.length - 1]!.n : 0;
     const floor = db.prepare("SELECT value FROM meta WHERE key = 'ingest_seq'").get() as { value: string } | undefined;
     this.logSeq = Number(floor?.value ?? 0);
+    this.appendedEntries?.reset(this.logSeq);
   }
 
   /** The segment an entry goes to: the newest, or a new one in an empty table once the newest is full. */
@@ -914,8 +932,9 @@ export class SqliteStore implements StateStore {
         duplicates++;
         continue;
       }
-      this.ql!.insert[this.appendSlot()]!.run(++this.logSeq, pipeline, event.partition, JSON.stringify(event));
-      added.push({ pipeline, partition: event.partition, seq: this.logSeq });
+      const json = JSON.stringify(event);
+      this.ql!.insert[this.appendSlot()]!.run(++this.logSeq, pipeline, event.partition, json);
+      added.push({ pipeline, partition: event.partition, seq: this.logSeq, event, bytes: json.length });
       this.segmentFill++;
       appended++;
     }
@@ -978,9 +997,19 @@ export class SqliteStore implements StateStore {
     return { count, next };
   }
 
-  /** Entries of a committed transaction, counted in the writer's backlog. */
+  /** Entries of a committed transaction, counted in the writer's backlog and held for pages while their pipeline is behind. */
   private noteAppended(added: readonly Appended[]): void {
-    for (const a of added) this.backlogs.appended(a.pipeline, a.partition, a.seq);
+    for (const a of added) {
+      this.backlogs.appended(a.pipeline, a.partition, a.seq);
+      if (!this.appendedEntries) continue;
+      // Behind: a backlog of several pages, or one nobody has asked about yet (no pipeline reads
+      // it now). A pipeline that keeps up reads its page right after the append, from rows still
+      // in SQLite's cache; holding the receiver's events until then made the ack's tail a few ms
+      // longer (README, Performance, round 29).
+      if (!this.backlogs.has(a.pipeline) || this.backlogs.total(a.pipeline) >= this.holdFrom) {
+        this.appendedEntries.add(a.pipeline, a.partition, a.seq, a.event, a.bytes);
+      } else this.appendedEntries.skip(a.seq);
+    }
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
@@ -1004,10 +1033,12 @@ export class SqliteStore implements StateStore {
     }
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
-      const page = this.logRows(pipeline, partition, Math.max(base, after), limit).map((r) => ({
-        id: String(r.seq),
-        event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
-      }));
+      const page =
+        (this.ql && this.appendedEntries?.read(pipeline, partition, Math.max(base, after), limit)) ??
+        this.logRows(pipeline, partition, Math.max(base, after), limit).map((r) => ({
+          id: String(r.seq),
+          event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
+        }));
       if (remember) this.bases.remember(pipeline, partition, page[page.length - 1]?.id, String(base));
       return page;
     });
@@ -1225,6 +1256,7 @@ export class SqliteStore implements StateStore {
     }
     if (moved) this.backlogs.processed(c.pipeline, c.partition, moved.count, moved.next);
     this.noteAppended(added);
+    if (c.cursor !== null) this.appendedEntries?.passed(c.pipeline, c.partition, cursor);
     if (outboxFrom && syncOffLoop) {
       const commits = this.unsyncedOutbox.get(c.pipeline);
       const entry = { gen: this.written + 1, from: outboxFrom };
