@@ -172,6 +172,17 @@ describe('sqlite store: pages from the appended entries agree with pages read fr
           `${label}: ${what}\nsteps:\n  ${steps.slice(-40).join('\n  ')}\nreplay with VIGIL_TEST_SEED=${testSeed()} node --import tsx --test test/store-sqlite-appended-entries.test.ts`,
         );
       };
+      /** Both stores' answers to one read: the same page, as the file gives it; returns the file's. */
+      const samePages = (read: string, a: PromiseSettledResult<LogEntry[]>, b: PromiseSettledResult<LogEntry[]>): LogEntry[] => {
+        if (a.status !== 'fulfilled' || b.status !== 'fulfilled') return fail(`${read} failed: ${a.status} / ${b.status}`);
+        steps.push(`${read} → ${ids(b.value)!.join(',')}`);
+        try {
+          assert.deepStrictEqual(asStored(a.value), asStored(b.value));
+        } catch {
+          fail(`${read}: held ${JSON.stringify(ids(a.value))}, file ${JSON.stringify(ids(b.value))}`);
+        }
+        return b.value;
+      };
       const batch = () =>
         Array.from({ length: 1 + Math.floor(random() * 5) }, () => {
           // Now and then an id given before: both stores must skip the duplicate.
@@ -195,16 +206,7 @@ describe('sqlite store: pages from the appended entries agree with pages read fr
           } else if (r < 0.85) {
             const partition = pick(partitions);
             const limit = 1 + Math.floor(random() * 12);
-            const [a, b] = await both(run, (s) => s.readPage('logs', partition, limit));
-            if (a.status !== 'fulfilled' || b.status !== 'fulfilled') fail(`readPage ${partition} failed: ${String(a.status)} / ${String(b.status)}`);
-            const held = (a as PromiseFulfilledResult<LogEntry[]>).value;
-            const file = (b as PromiseFulfilledResult<LogEntry[]>).value;
-            steps.push(`readPage ${partition} ${limit} → ${ids(file)!.join(',')}`);
-            try {
-              assert.deepStrictEqual(asStored(held), asStored(file));
-            } catch {
-              fail(`page of ${partition}: held ${JSON.stringify(ids(held))}, file ${JSON.stringify(ids(file))}`);
-            }
+            const file = samePages(`readPage ${partition} ${limit}`, ...(await both(run, (s) => s.readPage('logs', partition, limit))));
             if (file.length && random() < 0.8) {
               // Commit through the page, or to any entry of it; now and then one already passed (refused on both).
               const stale = random() < 0.1;
@@ -216,15 +218,7 @@ describe('sqlite store: pages from the appended entries agree with pages read fr
           } else if (r < 0.99) {
             const partition = pick(partitions);
             const after = String(Math.floor(random() * (next + 2)));
-            const [a, b] = await both(run, (s) => s.readAfter('logs', partition, after, 4));
-            const held = (a as PromiseFulfilledResult<LogEntry[]>).value;
-            const file = (b as PromiseFulfilledResult<LogEntry[]>).value;
-            steps.push(`readAfter ${partition} ${after} → ${ids(file)!.join(',')}`);
-            try {
-              assert.deepStrictEqual(asStored(held), asStored(file));
-            } catch {
-              fail(`readAfter ${partition} ${after}: held ${JSON.stringify(ids(held))}, file ${JSON.stringify(ids(file))}`);
-            }
+            samePages(`readAfter ${partition} ${after}`, ...(await both(run, (s) => s.readAfter('logs', partition, after, 4))));
           } else {
             steps.push('reopen');
             await run.reopen();
