@@ -38,11 +38,9 @@ interface Held {
   /** `pipeline \u0000 partition` */
   key: string;
   seq: number;
-  /** Released once the entry left (it may wait in `order` a while). */
+  /** Undefined once the entry left (its cursor passed it, or it was dropped for the bounds); it may wait in `order` a while. */
   event: AgentEvent | undefined;
   bytes: number;
-  /** Left the partition's list (its cursor passed it, or it was dropped for the bounds). */
-  gone: boolean;
 }
 
 /** A partition's held entries in sequence order, from `head` on. */
@@ -84,7 +82,7 @@ export class AppendedEntries {
     else this.floor = Math.max(this.floor, seq);
   }
 
-  /** Entries held now (tests, status). */
+  /** Entries held now (tests). */
   get size(): number {
     return this.held;
   }
@@ -92,7 +90,7 @@ export class AppendedEntries {
   /** An entry of a committed append: `bytes` is the length of its JSON in the file (what the bound counts). */
   add(pipeline: string, partition: string, seq: number, event: AgentEvent, bytes: number): void {
     const key = `${pipeline}\u0000${partition}`;
-    const entry: Held = { key, seq, event, bytes, gone: false };
+    const entry: Held = { key, seq, event, bytes };
     const p = this.partitions.get(key);
     if (p) p.entries.push(entry);
     else this.partitions.set(key, { entries: [entry], head: 0 });
@@ -138,7 +136,7 @@ export class AppendedEntries {
     while (p.head < p.entries.length && p.entries[p.head]!.seq <= cursor) this.leave(p.entries[p.head++]!);
     this.compact(key, p);
     // Entries that left stay in `order` until they reach its head.
-    while (this.head < this.order.length && this.order[this.head]!.gone) this.order[this.head++] = undefined as unknown as Held;
+    while (this.head < this.order.length && this.order[this.head]!.event === undefined) this.order[this.head++] = undefined as unknown as Held;
     this.compactOrder();
   }
 
@@ -146,7 +144,7 @@ export class AppendedEntries {
   private dropOldest(): void {
     const oldest = this.order[this.head]!;
     this.order[this.head++] = undefined as unknown as Held;
-    if (oldest.gone) return;
+    if (oldest.event === undefined) return;
     const p = this.partitions.get(oldest.key)!;
     // The oldest entry of all is its partition's oldest too (both in sequence order).
     p.head++;
@@ -156,7 +154,6 @@ export class AppendedEntries {
   }
 
   private leave(entry: Held): void {
-    entry.gone = true;
     entry.event = undefined;
     this.bytes -= entry.bytes;
     this.held--;

@@ -1033,9 +1033,10 @@ export class SqliteStore implements StateStore {
     }
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
+      const from = Math.max(base, after);
       const page =
-        (this.ql && this.appendedEntries?.read(pipeline, partition, Math.max(base, after), limit)) ??
-        this.logRows(pipeline, partition, Math.max(base, after), limit).map((r) => ({
+        (this.ql && this.appendedEntries?.read(pipeline, partition, from, limit)) ??
+        this.logRows(pipeline, partition, from, limit).map((r) => ({
           id: String(r.seq),
           event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
         }));
