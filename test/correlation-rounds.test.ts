@@ -327,7 +327,12 @@ describe('the runner keeps what it read', () => {
         clock.now = T0 + DEFAULT_CORRELATION.failureWait + 1;
         assert.equal(await runner.runOnce(), true, 'the first request went');
         assert.deepEqual(read, { fromCursor: 3 * perRequest, after: 0 });
+        // The SQLite writer keeps appended entries for pages while a log is behind, but not this
+        // log's (readerKeeps): the runner keeps what it reads.
+        const heldBy = (s: StateStore) => (s instanceof SqliteStore ? (s as unknown as { appendedEntries: { size: number } }).appendedEntries.size : 0);
+        const heldBefore = heldBy(store);
         await store.append(CORRELATION_PIPELINE, waiting([aiSdkTurn(T0 + 3000, 'sess-A').generateText], T0 + 3000));
+        assert.equal(heldBy(store), heldBefore, 'the store keeps none of the new entries');
         clock.now = T0 + 1000 + DEFAULT_CORRELATION.failureWait + 1;
         assert.equal(await runner.runOnce(), true, 'the second went');
         assert.deepEqual(read, { fromCursor: 3 * perRequest, after: perRequest }, 'only the new request was read');

@@ -237,3 +237,34 @@ describe('sqlite store: pages from the appended entries agree with pages read fr
     });
   }
 });
+
+describe('sqlite store: a log whose reader keeps what it reads', () => {
+  test('its entries are never kept, nor do they drop what is kept of other logs; its pages come from the file', async () => {
+    const dir = tempDir('vigil-reader-kept-');
+    const store = new SqliteStore(config(join(dir, 'state.db')), undefined, () => Date.UTC(2026, 0, 1), { holdFrom: 0 });
+    await store.open();
+    try {
+      const held = (store as unknown as { appendedEntries: AppendedEntries }).appendedEntries;
+      store.readerKeeps('waiting');
+      await store.backlog('logs');
+      await store.backlog('waiting');
+      const logs = [ev('l1'), ev('l2')];
+      await store.append('logs', logs);
+      assert.equal(held.size, 2, 'the other log is kept while it is behind (holdFrom 0)');
+      const waiting = [ev('w1'), ev('w2', 'B')];
+      await store.append('waiting', waiting);
+      await store.append('logs', [ev('l3')]);
+      assert.equal(held.size, 3, "the reader's log is not kept, and did not drop what was kept before it");
+      const page = await store.readAfter('waiting', 'A', '0', 10);
+      assert.deepEqual(ids(page), ['3']);
+      assert.notEqual(page[0]!.event, waiting[0], 'read back from the file, not the appended object');
+      assert.deepEqual(page[0]!.event, JSON.parse(JSON.stringify(waiting[0])));
+      assert.deepEqual(ids(await store.readPage('waiting', 'B', 10)), ['4']);
+      const logsPage = await store.readPage('logs', 'A', 10);
+      assert.deepEqual(ids(logsPage), ['1', '2', '5']);
+      assert.equal(logsPage[0]!.event, logs[0], 'the other log is served from what was appended');
+    } finally {
+      await store.close();
+    }
+  });
+});

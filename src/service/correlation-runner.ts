@@ -177,6 +177,8 @@ export class CorrelationRunner {
   constructor(private readonly opts: CorrelationRunnerOptions) {
     this.now = opts.now ?? Date.now;
     this.startLimit = opts.pageSize;
+    // This runner keeps what it reads of the log (`kept`) until a release commits past it.
+    opts.store.readerKeeps?.(CORRELATION_PIPELINE);
   }
 
   start(): void {

@@ -154,6 +154,14 @@ export interface StateStore {
    * follows a cursor until that reader commits.
    */
   readAfter?(pipeline: string, partition: string, after: string, limit: number): Promise<LogEntry[]>;
+  /**
+   * `pipeline`'s log has a reader that keeps what it reads until it commits past it (the
+   * correlation runner, through readAfter). A store that keeps appended entries for the pages read
+   * after them (the SQLite writer, while a pipeline is behind) keeps none of this log's: the
+   * reader keeps its own, and keeping the appended objects too cost the collector more than the
+   * parse it saved (README, Performance, round 30).
+   */
+  readerKeeps?(pipeline: string): void;
 
   loadGroups(keys: readonly string[]): Promise<Map<string, GroupState>>;
   loadTurns(pipeline: string, turnIds: readonly string[]): Promise<Map<string, number>>;
