@@ -67,7 +67,7 @@ describe('appended entries: what a page may take from memory', () => {
     const held = new AppendedEntries();
     held.reset(0);
     held.add('logs', 'A', 1, ev('a1'), 10);
-    held.skip(2);
+    held.skip('logs', 2);
     held.add('logs', 'A', 3, ev('a3'), 10);
     assert.equal(held.size, 1);
     assert.equal(held.read('logs', 'A', 0, 10), undefined, 'entries 1 and 2 are in the file only');

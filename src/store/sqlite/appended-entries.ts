@@ -8,7 +8,8 @@
  * What it relies on, all of it the writer's (only the writer appends, moves cursors or deletes
  * entries, and it holds the writer lock):
  * - Every entry with a sequence number above `floor` that its partition's cursor has not passed is
- *   held here. `floor` starts at the highest sequence number in the file at open (entries from
+ *   held here, but those of a pipeline whose reader keeps what it reads (`keepNone`): pages of such
+ *   a pipeline are always read from the file. `floor` starts at the highest sequence number in the file at open (entries from
  *   before are only in the file) and rises to each held entry dropped to keep within the bounds.
  * - A page starts after the partition's cursor (and after `after`), so one that starts at or
  *   above `floor` finds here every entry the file holds for it, in the same order.
@@ -57,6 +58,8 @@ export class AppendedEntries {
   private bytes = 0;
   private held = 0;
   private floor = 0;
+  /** Pipelines whose reader keeps what it reads (keepNone): none of their entries are held. */
+  private readonly unkept = new Set<string>();
 
   constructor(
     private readonly maxBytes = HELD_BYTES,
@@ -74,10 +77,20 @@ export class AppendedEntries {
   }
 
   /**
+   * `pipeline`'s reader keeps what it reads (StateStore.readerKeeps): its entries are neither held
+   * nor skipped (they do not raise the floor for the others), and its pages come from the file.
+   * Entries held before stay until their cursor passes them.
+   */
+  keepNone(pipeline: string): void {
+    this.unkept.add(pipeline);
+  }
+
+  /**
    * An entry appended and not held (the writer holds entries only while its pipeline is behind):
    * pages that reach back to it read the file, so what was held before it is of no use any more.
    */
-  skip(seq: number): void {
+  skip(pipeline: string, seq: number): void {
+    if (this.unkept.has(pipeline)) return;
     if (this.order.length > this.head) this.reset(seq);
     else this.floor = Math.max(this.floor, seq);
   }
@@ -89,6 +102,7 @@ export class AppendedEntries {
 
   /** An entry of a committed append: `bytes` is the length of its JSON in the file (what the bound counts). */
   add(pipeline: string, partition: string, seq: number, event: AgentEvent, bytes: number): void {
+    if (this.unkept.has(pipeline)) return;
     const key = `${pipeline}\u0000${partition}`;
     const entry: Held = { key, seq, event, bytes };
     const p = this.partitions.get(key);
@@ -108,7 +122,7 @@ export class AppendedEntries {
    * or undefined when some of them may be in the file only.
    */
   read(pipeline: string, partition: string, after: number, limit: number): LogEntry[] | undefined {
-    if (after < this.floor) return undefined;
+    if (after < this.floor || this.unkept.has(pipeline)) return undefined;
     const p = this.partitions.get(`${pipeline}\u0000${partition}`);
     if (!p) return [];
     const { entries } = p;

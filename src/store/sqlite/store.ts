@@ -228,8 +228,6 @@ export class SqliteStore implements StateStore {
   private readonly appendedEntries: AppendedEntries | undefined;
   /** Pending entries of a pipeline from which its appended entries are held. */
   private readonly holdFrom: number;
-  /** Pipelines whose reader keeps what it reads (readerKeeps): the writer keeps none of their entries. */
-  private readonly readerKept = new Set<string>();
   private lastPurge = 0;
   private lastVacuum = 0;
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
@@ -1003,21 +1001,19 @@ export class SqliteStore implements StateStore {
   private noteAppended(added: readonly Appended[]): void {
     for (const a of added) {
       this.backlogs.appended(a.pipeline, a.partition, a.seq);
-      // Neither kept nor skipped: its pages never come from memory, so they do not lower the floor.
-      if (!this.appendedEntries || this.readerKept.has(a.pipeline)) continue;
+      if (!this.appendedEntries) continue;
       // Behind: a backlog of several pages, or one nobody has asked about yet (no pipeline reads
       // it now). A pipeline that keeps up reads its page right after the append, from rows still
       // in SQLite's cache; holding the receiver's events until then made the ack's tail a few ms
       // longer (README, Performance, round 29).
       if (!this.backlogs.has(a.pipeline) || this.backlogs.total(a.pipeline) >= this.holdFrom) {
         this.appendedEntries.add(a.pipeline, a.partition, a.seq, a.event, a.bytes);
-      } else this.appendedEntries.skip(a.seq);
+      } else this.appendedEntries.skip(a.pipeline, a.seq);
     }
   }
 
   readerKeeps(pipeline: string): void {
-    // Entries kept before this stay until their cursor passes them; pages no longer look at them.
-    this.readerKept.add(pipeline);
+    this.appendedEntries?.keepNone(pipeline);
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
@@ -1042,9 +1038,8 @@ export class SqliteStore implements StateStore {
     return this.run('read a page of the ingest log', () => {
       const base = (this.q.cursorGet.get(pipeline, partition) as { cursor: number } | undefined)?.cursor ?? 0;
       const from = Math.max(base, after);
-      const held = this.ql && !this.readerKept.has(pipeline) ? this.appendedEntries?.read(pipeline, partition, from, limit) : undefined;
       const page =
-        held ??
+        (this.ql && this.appendedEntries?.read(pipeline, partition, from, limit)) ??
         this.logRows(pipeline, partition, from, limit).map((r) => ({
           id: String(r.seq),
           event: parseJson<AgentEvent>(r.event, this.file, 'ingest log entry'),
