@@ -8,9 +8,10 @@
  * What it relies on, all of it the writer's (only the writer appends, moves cursors or deletes
  * entries, and it holds the writer lock):
  * - Every entry with a sequence number above `floor` that its partition's cursor has not passed is
- *   held here, but those of a pipeline whose reader keeps what it reads (`keepNone`): pages of such
- *   a pipeline are always read from the file. `floor` starts at the highest sequence number in the file at open (entries from
- *   before are only in the file) and rises to each held entry dropped to keep within the bounds.
+ *   held here, except those of a pipeline whose reader keeps what it reads (`keepNone`): pages of
+ *   such a pipeline are always read from the file. `floor` starts at the highest sequence number
+ *   in the file at open (entries from before are only in the file) and rises to each held entry
+ *   dropped to keep within the bounds.
  * - A page starts after the partition's cursor (and after `after`), so one that starts at or
  *   above `floor` finds here every entry the file holds for it, in the same order.
  * - Cursors only move forward, and the entries they pass are never read again; they leave here when
