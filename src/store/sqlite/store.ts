@@ -80,8 +80,14 @@ const VACUUM_EVERY_MS = 60_000;
 const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 /** SQLite's own default, restored if the checkpoint worker fails. */
 const AUTOCHECKPOINT_PAGES = 1000;
-/** Free pages returned to the file system per purge (incremental auto-vacuum, new databases only). */
+/** Free pages returned to the file system per vacuum (incremental auto-vacuum, new databases only). */
 const VACUUM_PAGES = 4096;
+/**
+ * Free pages returned per step of a vacuum, a transaction of its own in a turn of the event loop
+ * (as the trims' steps). All of VACUUM_PAGES at once held the loop 86–134 ms, the longest stall of
+ * a run at half the full rate, once a minute (README, Performance, round 32).
+ */
+const VACUUM_STEP_PAGES = 64;
 /**
  * Processed log entries are deleted every this many page commits, for all partitions committed
  * since, not at each commit. The partitions' entries are interleaved in the log (one sequence), so
@@ -230,6 +236,8 @@ export class SqliteStore implements StateStore {
   private readonly holdFrom: number;
   private lastPurge = 0;
   private lastVacuum = 0;
+  /** Free pages the vacuum under way may still return (VACUUM_STEP_PAGES a step, in maintain). */
+  private vacuumLeft = 0;
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
   private untrimmed = new Map<string, [string, string]>();
   private commitsSinceTrim = 0;
@@ -942,22 +950,41 @@ export class SqliteStore implements StateStore {
     return { appended, duplicates };
   }
 
-  /** Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it. */
+  /**
+   * Deletes expired bookkeeping now and then, in chunks, so a write never waits long for it; and
+   * now and then starts a vacuum, which maintain() runs in steps. The deletes need no sync of their
+   * own (one lost in a crash is expired still, and deleted again), so they do not wait for the disk.
+   */
   private purge(now: number): void {
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
-    this.run('purge expired entries', () => {
-      const until = performance.now() + PURGE_BUDGET_MS;
-      const seen = this.legacySeen ? [this.qh!.purgeSeen, this.q.purgeSeen] : [this.qh!.purgeSeen];
-      for (const stmt of [...seen, this.q.purgeTurns, this.q.purgeRevisions]) {
-        while (stmt.run(now, PURGE_CHUNK).changes === PURGE_CHUNK && performance.now() < until);
-      }
-      if (this.legacySeen && !this.qh!.legacyAny.get()) this.legacySeen = false;
-      if (now - this.lastVacuum >= VACUUM_EVERY_MS) {
-        this.lastVacuum = now;
-        this.db?.pragma(`incremental_vacuum(${VACUUM_PAGES})`);
-      }
-    });
+    this.run('purge expired entries', (db) =>
+      this.relaxed(db, this.cfg.synchronous === 'full', () => {
+        const until = performance.now() + PURGE_BUDGET_MS;
+        const seen = this.legacySeen ? [this.qh!.purgeSeen, this.q.purgeSeen] : [this.qh!.purgeSeen];
+        for (const stmt of [...seen, this.q.purgeTurns, this.q.purgeRevisions]) {
+          while (stmt.run(now, PURGE_CHUNK).changes === PURGE_CHUNK && performance.now() < until);
+        }
+        if (this.legacySeen && !this.qh!.legacyAny.get()) this.legacySeen = false;
+      }),
+    );
+    this.checkpointer?.wrote();
+    if (now - this.lastVacuum >= VACUUM_EVERY_MS) {
+      this.lastVacuum = now;
+      this.vacuumLeft = VACUUM_PAGES;
+      this.scheduleMaintenance();
+    }
+  }
+
+  /** One step of the vacuum under way: up to VACUUM_STEP_PAGES free pages back to the file system; it ends once none are free. */
+  private vacuumStep(db: Db): void {
+    if ((db.pragma('freelist_count', { simple: true }) as number) === 0) {
+      this.vacuumLeft = 0;
+      return;
+    }
+    const pages = Math.min(VACUUM_STEP_PAGES, this.vacuumLeft);
+    db.pragma(`incremental_vacuum(${pages})`);
+    this.vacuumLeft -= pages;
   }
 
   async pendingCount(pipeline: string): Promise<number> {
@@ -1299,10 +1326,11 @@ export class SqliteStore implements StateStore {
   }
 
   /**
-   * One bounded step of a trim or a fold, in a transaction of its own, then the next in the next
-   * turn of the event loop while any is left: commits, appends and requests run in between. These
-   * transactions need no sync of their own: a crash that loses one leaves the log (and its group
-   * rows) as it was, and the next open trims and folds whatever is left.
+   * One bounded step of a trim, a fold or a vacuum, in a transaction of its own, then the next in
+   * the next turn of the event loop while any is left: commits, appends and requests run in
+   * between. These transactions need no sync of their own: a crash that loses one leaves the log
+   * (and its group rows) as it was, and the next open trims and folds whatever is left (a vacuum
+   * lost only moved pages; the next returns them).
    */
   private maintain(): void {
     this.maintenance = undefined;
@@ -1318,18 +1346,21 @@ export class SqliteStore implements StateStore {
           this.freeSegments(db);
         } else if (this.trimming.length && (this.trimTurn || !folding)) this.trimStep(db);
         else if (folding) this.foldStep(db, folding);
+        // Last: the trims and folds free the pages it returns.
+        else if (this.vacuumLeft > 0) this.vacuumStep(db);
       });
       this.checkpointer?.wrote();
     } catch (err) {
       // Tried again from the start later (the next batch of commits).
-      this.logger?.warn('could not trim the ingest log or fold the group log; tried again later', { path: this.file, error: errorMessage(err) });
+      this.logger?.warn('could not trim the ingest log, fold the group log or return free pages; tried again later', { path: this.file, error: errorMessage(err) });
+      this.vacuumLeft = 0;
       for (const p of this.trimming) this.untrimmed.set(`${p[0]}\u0000${p[1]}`, p);
       this.trimming = [];
       this.freeing = false;
       if (this.folding) this.folding.stalled = true;
       return;
     }
-    if (this.freeing || this.trimming.length || (this.folding && !this.folding.stalled)) this.scheduleMaintenance();
+    if (this.freeing || this.trimming.length || (this.folding && !this.folding.stalled) || this.vacuumLeft > 0) this.scheduleMaintenance();
   }
 
   /**
@@ -1381,7 +1412,7 @@ export class SqliteStore implements StateStore {
     this.folding = undefined;
   }
 
-  /** Resolves once no trim or fold step is left to run (tests). */
+  /** Resolves once no trim, fold or vacuum step is left to run (tests). */
   async settled(): Promise<void> {
     while (this.maintenance) await new Promise((resolve) => setImmediate(resolve));
   }
