@@ -236,7 +236,7 @@ export class SqliteStore implements StateStore {
   private readonly holdFrom: number;
   private lastPurge = 0;
   private lastVacuum = 0;
-  /** Free pages the vacuum under way may still return (VACUUM_STEP_PAGES a step, in maintain). */
+  /** Free pages the vacuum under way still returns (VACUUM_STEP_PAGES a step, in maintain). */
   private vacuumLeft = 0;
   /** Partitions committed since the last log trim (pipeline, partition), and how many commits ago it was. */
   private untrimmed = new Map<string, [string, string]>();
@@ -971,17 +971,16 @@ export class SqliteStore implements StateStore {
     this.checkpointer?.wrote();
     if (now - this.lastVacuum >= VACUUM_EVERY_MS) {
       this.lastVacuum = now;
-      this.vacuumLeft = VACUUM_PAGES;
-      this.scheduleMaintenance();
+      // The pages free now, counted once; a file made before incremental auto-vacuum (auto_vacuum 2) gives none back.
+      this.vacuumLeft = this.run('count free pages', (db) =>
+        db.pragma('auto_vacuum', { simple: true }) === 2 ? Math.min(VACUUM_PAGES, db.pragma('freelist_count', { simple: true }) as number) : 0,
+      );
+      if (this.vacuumLeft > 0) this.scheduleMaintenance();
     }
   }
 
-  /** One step of the vacuum under way: up to VACUUM_STEP_PAGES free pages back to the file system; it ends once none are free. */
+  /** One step of the vacuum under way: up to VACUUM_STEP_PAGES of the free pages it counted back to the file system. */
   private vacuumStep(db: Db): void {
-    if ((db.pragma('freelist_count', { simple: true }) as number) === 0) {
-      this.vacuumLeft = 0;
-      return;
-    }
     const pages = Math.min(VACUUM_STEP_PAGES, this.vacuumLeft);
     db.pragma(`incremental_vacuum(${pages})`);
     this.vacuumLeft -= pages;
