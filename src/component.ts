@@ -203,6 +203,13 @@ export interface ProcessorFactory<Cfg = unknown> extends Factory<Cfg, ProcessorS
   capabilities?(config: Cfg): ProcessorCapabilities;
   /** What it tells operators, read from its state (a client of its namespace, read-only use). */
   status?(state: StateClient, config: Cfg): Promise<ProcessorStatus>;
+  /**
+   * Writes, with a commit of its own, state that must hold from the processor's very first start
+   * on (the watchdog's history mark), before the pipeline processes its first page. `startedAt`:
+   * when the service started, before any receiver listened. Runs at every start; once the store is
+   * reachable when it connects late.
+   */
+  prepare?(settings: ProcessorSettings, config: Cfg, startedAt: number): Promise<void>;
 }
 export interface ExporterFactory<Cfg = unknown> extends Factory<Cfg, ExporterSettings, Exporter> {
   /** What this exporter, so configured, consumes; absent means work events only. */

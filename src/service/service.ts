@@ -77,6 +77,9 @@ export class Service {
   private selfTracing: SelfTracing | undefined;
   /** Whether the exporter and pipeline runners run (they wait for a reachable store). */
   private processing = false;
+  /** The processors' `prepare` steps, run once before any pipeline runs (prepareProcessors). */
+  private readonly preparations: Array<() => Promise<void>> = [];
+  private prepared = false;
   /**
    * Set while the store refuses appends although it is reachable (a full disk, Redis out of
    * memory): readiness says so until an append, or a probe write of the failed append's size,
@@ -190,6 +193,8 @@ export class Service {
   private async startInner(): Promise<void> {
     const { config, registry, opts } = this;
     const log = opts.logger;
+    // Before any receiver listens: what processors keep from their first start (prepare) dates from here.
+    const startedAt = this.now();
     for (const w of config.warnings) log.warn(`${w.file}:${w.line}:${w.col}: ${w.message}`);
 
     this.selfTracing = createSelfTracing(config.service.telemetry.traces);
@@ -213,9 +218,10 @@ export class Service {
         .map((o) => o.id);
       const processors: OperatorFunction<WorkPage, WorkPage>[] = p.processors.map((id) => {
         const c = config.processors.get(id)!;
-        return registry.processors
-          .get(c.type)!
-          .create({ id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }), peers }, c.config);
+        const factory = registry.processors.get(c.type)!;
+        const settings = { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }), peers };
+        if (factory.prepare) this.preparations.push(() => factory.prepare!(settings, c.config, startedAt));
+        return factory.create(settings, c.config);
       });
       // The stages the pipeline's exporters asked for, after the configured processors.
       if (this.consumes.get(pid)!.forwardedRecords) processors.push(forwardRecords());
@@ -267,6 +273,10 @@ export class Service {
       now: this.now,
       activity: this.activity,
     });
+
+    // A store reachable now is prepared before the receivers listen, so nothing they acknowledge can
+    // be processed, or outlive a crash, before the processors' first-start state exists.
+    if (store.isAvailable?.() ?? true) await this.prepareProcessors();
 
     const receiverTokens = this.receiverTokens();
     if (config.service.telemetry.metrics.address) {
@@ -331,19 +341,28 @@ export class Service {
     }
   }
 
+  /** Runs the processors' `prepare` steps (ProcessorFactory), once. */
+  private async prepareProcessors(): Promise<void> {
+    if (this.prepared) return;
+    for (const prepare of this.preparations) await prepare();
+    this.prepared = true;
+  }
+
   /** The bearer tokens the configured receivers require (operator endpoints accept them too). */
   private receiverTokens(): string[] {
     return [...this.config.receivers.values()].flatMap((c) => [...(this.registry.receivers.get(c.type)?.bearerTokens?.(c.config) ?? [])]);
   }
 
   /**
-   * Registers the exporters' cursors, then starts exporter and pipeline runners. At start a failure
-   * is a startup error; once running (`retry`, the store connected late) a transient one is retried.
+   * Prepares the processors (once), registers the exporters' cursors, then starts exporter and
+   * pipeline runners. At start a failure is a startup error; once running (`retry`, the store
+   * connected late) a transient one is retried.
    */
   private async startProcessing(retry = false): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       if (this.state === 'stopping' || this.state === 'stopped') return;
       try {
+        await this.prepareProcessors();
         for (const [, p] of this.pipelines) for (const r of p.exporters) await r.start();
         await this.retireRemovedExporters();
         break;

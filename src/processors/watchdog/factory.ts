@@ -1,8 +1,9 @@
 import { from } from 'rxjs';
 import type { ProcessorFactory, ProcessorStatus, ReportedFailure } from '../../component.ts';
 import { s, type Infer } from '../../config/schema.ts';
+import { isVigilError } from '../../errors.ts';
 import type { StateClient } from '../../store/state-client.ts';
-import { RECENT_KEY, watchdog, type RecentReports, type WatchdogNamespace, type WatchdogStateView } from './operator.ts';
+import { MARK_KEY, RECENT_KEY, watchdog, type RecentReports, type WatchdogNamespace, type WatchdogStateView } from './operator.ts';
 
 /** The wait before the one automatic retry of a temporary failure (DESIGN 3.4). */
 export const DEFAULT_RETRY_AFTER_MS = 60_000;
@@ -74,6 +75,24 @@ export const watchdogFactory: ProcessorFactory<WatchdogConfig> = {
         },
       },
     );
+  },
+  /**
+   * The history mark, written at the very first start, before any receiver listens: failures
+   * before it are history. Written by the operator at its first page instead, a first run stopped
+   * before that page left none, and the next start's later time made the failures the first run
+   * had acknowledged history, never reported.
+   */
+  async prepare(settings, _cfg, startedAt) {
+    const checkpoints = watchdogClients(settings.state).checkpoints;
+    if (await checkpoints.get(MARK_KEY)) return;
+    const write = checkpoints.put(MARK_KEY, { v: 1, since: startedAt }, { version: 1 });
+    const commit = { pipeline: settings.pipeline, partition: '', cursor: null, groups: [], turns: [], revisions: [], outbox: [], failures: [], state: [write] };
+    try {
+      await settings.store.commit(commit);
+    } catch (err) {
+      // Another sidecar sharing the store wrote its mark first: that one stands.
+      if (!isVigilError(err, 'VIGIL_STORE_CONFLICT')) throw err;
+    }
   },
   async status(state): Promise<ProcessorStatus> {
     const recent = (await watchdogClients(state).reports.get(RECENT_KEY))?.value as Partial<RecentReports> | undefined;

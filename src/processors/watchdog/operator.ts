@@ -81,7 +81,10 @@ export function watchdog(opts: WatchdogOptions, state: WatchdogStateView, hooks:
     for (const l of fx.logs) hooks.log?.(l);
   };
 
-  /** The history mark: read once; on the very first start, written with the start time. */
+  /**
+   * The history mark: read once. The factory's `prepare` writes it at the very first start; only
+   * where none ran (the operator alone) is it written here, with `startedAt`, at the first page.
+   */
   const mark = (): ObservableInput<{ since: number; write: StateWrite[] }> => {
     if (since !== undefined) return of({ since, write: [] });
     return from(state.load('checkpoints', [MARK_KEY])).pipe(
