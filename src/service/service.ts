@@ -77,8 +77,11 @@ export class Service {
   private selfTracing: SelfTracing | undefined;
   /** Whether the exporter and pipeline runners run (they wait for a reachable store). */
   private processing = false;
-  /** The processors' `prepare` steps, run once before any pipeline runs (prepareProcessors). */
-  private readonly preparations: Array<() => Promise<void>> = [];
+  /**
+   * The processors' `prepare` steps, run once before any pipeline runs (prepareProcessors): one per
+   * processor id, as its state is (a processor in several pipelines shares its namespace).
+   */
+  private readonly preparations = new Map<string, () => Promise<void>>();
   private prepared = false;
   /**
    * Set while the store refuses appends although it is reachable (a full disk, Redis out of
@@ -220,7 +223,7 @@ export class Service {
         const c = config.processors.get(id)!;
         const factory = registry.processors.get(c.type)!;
         const settings = { id, logger: log.child({ component: id }), pipeline: pid, store, state: stateClient(store, id, { owner: id }), peers };
-        if (factory.prepare) this.preparations.push(() => factory.prepare!(settings, c.config, startedAt));
+        if (factory.prepare && !this.preparations.has(id)) this.preparations.set(id, () => factory.prepare!(settings, c.config, startedAt));
         return factory.create(settings, c.config);
       });
       // The stages the pipeline's exporters asked for, after the configured processors.
@@ -344,7 +347,7 @@ export class Service {
   /** Runs the processors' `prepare` steps (ProcessorFactory), once. */
   private async prepareProcessors(): Promise<void> {
     if (this.prepared) return;
-    for (const prepare of this.preparations) await prepare();
+    for (const prepare of this.preparations.values()) await prepare();
     this.prepared = true;
   }
 

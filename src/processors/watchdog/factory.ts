@@ -3,6 +3,7 @@ import type { ProcessorFactory, ProcessorStatus, ReportedFailure } from '../../c
 import { s, type Infer } from '../../config/schema.ts';
 import { isVigilError } from '../../errors.ts';
 import type { StateClient } from '../../store/state-client.ts';
+import { newTimerPage, withState } from '../page.ts';
 import { MARK_KEY, RECENT_KEY, watchdog, type RecentReports, type WatchdogNamespace, type WatchdogStateView } from './operator.ts';
 
 /** The wait before the one automatic retry of a temporary failure (DESIGN 3.4). */
@@ -86,9 +87,9 @@ export const watchdogFactory: ProcessorFactory<WatchdogConfig> = {
     const checkpoints = watchdogClients(settings.state).checkpoints;
     if (await checkpoints.get(MARK_KEY)) return;
     const write = checkpoints.put(MARK_KEY, { v: 1, since: startedAt }, { version: 1 });
-    const commit = { pipeline: settings.pipeline, partition: '', cursor: null, groups: [], turns: [], revisions: [], outbox: [], failures: [], state: [write] };
     try {
-      await settings.store.commit(commit);
+      // A commit that moves no cursor, as a timer page's does: the mark alone.
+      await settings.store.commit(withState(newTimerPage(settings.pipeline, '', []), [write]).commit);
     } catch (err) {
       // Another sidecar sharing the store wrote its mark first: that one stands.
       if (!isVigilError(err, 'VIGIL_STORE_CONFLICT')) throw err;
