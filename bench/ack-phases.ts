@@ -28,7 +28,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance, PerformanceObserver, type EventLoopUtilization } from 'node:perf_hooks';
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { load, loadSpec, startVigil } from './harness.ts';
+import { describeV8, load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { calibrate, describeCalibrations, threadTimes, type ThreadTimes } from './machine-speed.ts';
 import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
@@ -171,7 +171,7 @@ const totals = complete.map((r) => r.end! - r.start);
 const slowest = complete.filter((r) => r.end! - r.start >= quantile(totals, 0.99));
 const f = (n: number) => n.toFixed(2).padStart(7);
 console.log(
-  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; failure_wait ${args['failure-wait'] ?? '0s'}; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version}`,
+  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; failure_wait ${args['failure-wait'] ?? '0s'}; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version} (${describeV8()})`,
 );
 console.log(
   `vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time; garbage collection ${gcMs.toFixed(0)} ms in ${gcCount} pauses (${((gcMs / (seconds * 1000)) * 100).toFixed(1)}%)`,

@@ -65,7 +65,19 @@ import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
 import { calibrate, describeCalibration, describeCalibrations, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
-import { load, loadSpec, startVigil, type Encoding, type LoadResult, type LoadSpec, type Running, type Setup, type Times, type TraceIds } from './harness.ts';
+import {
+  describeV8,
+  load,
+  loadSpec,
+  startVigil,
+  type Encoding,
+  type LoadResult,
+  type LoadSpec,
+  type Running,
+  type Setup,
+  type Times,
+  type TraceIds,
+} from './harness.ts';
 
 type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
 
@@ -138,7 +150,7 @@ async function main(): Promise<void> {
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}; times ${times === 'now' ? 'of the moment each request is sent' : 'the same in every request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
       `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}, each slice after ${halfWarmupMs / 1000} s untimed at its rate; ` +
-      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version}, ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
+      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version} (${describeV8()}), ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
   );
   console.log(
     `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}\n`,

@@ -161,15 +161,15 @@ function longGaps(gaps: ReadonlyArray<readonly [number, number, string]>, stages
   const totals = new Map<string, number>();
   let count = 0;
   let stalled = 0;
-  console.log(`\ngaps of ${longMs} ms or more, by stage (ms of profile samples; the rest of a gap fell between samples):`);
-  gaps.forEach(([start, end], i) => {
+  console.log(`\ngaps of ${longMs} ms or more, with their slice, by stage (ms of profile samples; the rest of a gap fell between samples):`);
+  gaps.forEach(([start, end, slice], i) => {
     const ms = (end - start) / 1000;
     if (ms < longMs) return;
     count++;
     stalled += ms;
     const parts = [...stages[i]!].sort((a, b) => b[1] - a[1]);
     for (const [stage, v] of parts) totals.set(stage, (totals.get(stage) ?? 0) + v);
-    console.log(`${ms.toFixed(1).padStart(7)}  ${parts.map(([stage, v]) => `${stage} ${v.toFixed(1)}`).join(', ')}`);
+    console.log(`${ms.toFixed(1).padStart(7)}  ${slice}: ${parts.map(([stage, v]) => `${stage} ${v.toFixed(1)}`).join(', ')}`);
   });
   console.log(`\n${count} gaps of ${longMs} ms or more, ${stalled.toFixed(0)} ms in all; by stage:`);
   for (const [stage, v] of [...totals].sort((a, b) => b[1] - a[1])) console.log(`${v.toFixed(0).padStart(7)} ms  ${stage}`);

@@ -38,7 +38,7 @@ import { stateClient } from '../src/store/state-client.ts';
 import type { StateStore } from '../src/store/types.ts';
 import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
 import { tempDir } from '../test/helpers/vigil-process.ts';
-import { tuneBenchHeap } from './harness.ts';
+import { describeV8, tuneBenchHeap } from './harness.ts';
 import { calibrate, describeCalibration, describeCalibrations } from './machine-speed.ts';
 
 const { values: args } = parseArgs({
@@ -249,7 +249,7 @@ async function main(): Promise<void> {
   // the next: the same fixed work timed before and after says how fast it was for this run.
   const speed0 = calibrate();
   console.log(
-    `node ${process.version}, ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit); calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)\n`,
+    `node ${process.version} (${describeV8()}), ${process.platform}/${process.arch}; redis on a private redis-server (no persistence); sqlite synchronous=full (fsync per commit); calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)\n`,
   );
   const rows: Array<Record<string, string | number>> = [];
   let baseline: { append: number; process: number } | undefined;
