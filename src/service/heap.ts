@@ -10,13 +10,13 @@
  * garbage collector took about half the time at 45 requests/s on the SQLite default, with
  * shorter scavenges and a lower ack p99 in 11 comparisons of 12 (README, Performance, round 24).
  *
- * The young generation is 16 MB semi-spaces, what V8 chooses on Node.js 20 and 22. Node.js 24's V8
- * grows it to 64 MB: a scavenge then runs a quarter as often but copies more of what is alive at
- * that moment (the requests in flight, the pages waiting for their commits) and holds the event
- * loop twice as long, 8–9 ms on average against 3–4, 17–37 ms at the longest against 10–20, on
- * the SQLite default at half its maximum rate (README, Performance, round 34). The ack latency's
- * tail is made of those pauses. V8 reads this size only when the process starts (a flag set at run
- * time changes nothing), so a process started without it replaces itself with one started with it.
+ * The young generation's semi-spaces are at most 16 MB, as V8 sizes them on Node.js 20 and 22.
+ * Node.js 24's V8 lets them grow to 64 MB: a scavenge then runs a quarter as often but copies more
+ * of what is alive at that moment (the requests in flight, the pages waiting for their commits)
+ * and holds the event loop about twice as long, 7–9 ms on average against 3–3.5, on the SQLite
+ * default at half its maximum rate; protobuf's ack p99 followed (README, Performance, round 34).
+ * V8 reads this size only when the process starts (a flag set at run time changes nothing), so a
+ * process started without it replaces itself with one started with it.
  */
 import { setFlagsFromString } from 'node:v8';
 
