@@ -223,8 +223,12 @@ export function tuneBenchHeap(): void {
 /** The V8 settings the bench runs vigil with, for its header. */
 export function describeV8(): string {
   if (process.env.VIGIL_BENCH_V8_DEFAULTS) return "V8's defaults (VIGIL_BENCH_V8_DEFAULTS)";
-  const young = process.execArgv.find((a) => a.startsWith('--max-semi-space-size')) ?? "V8's default (16 MB on Node.js 20 and 22)";
-  return `V8 as vigil run sets it: no allocation-site pretenuring, young generation ${young}`;
+  const chosen = (a: string) => a.startsWith('--max-semi-space-size');
+  const young =
+    process.execArgv.find(chosen) ??
+    (process.env.NODE_OPTIONS ?? '').split(/\s+/).find(chosen)?.concat(' (NODE_OPTIONS)') ??
+    "V8's default (vigil run's on Node.js 20 and 22)";
+  return `V8: no allocation-site pretenuring (as vigil run), young generation ${young}`;
 }
 
 export async function startVigil(encoding: Encoding, setup: Setup, decodeThreads: number | undefined, failureWait = '0s'): Promise<Running> {
