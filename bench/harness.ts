@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { restartWithYoungGeneration, tuneHeap } from '../src/service/heap.ts';
+import { chosenYoungGeneration, restartWithYoungGeneration, tuneHeap } from '../src/service/heap.ts';
 import { TIME_BASE_NANOS, type Payload } from './otlp-payloads.ts';
 
 export type Encoding = 'json' | 'protobuf' | 'grpc';
@@ -223,11 +223,7 @@ export function tuneBenchHeap(): void {
 /** The V8 settings the bench runs vigil with, for its header. */
 export function describeV8(): string {
   if (process.env.VIGIL_BENCH_V8_DEFAULTS) return "V8's defaults (VIGIL_BENCH_V8_DEFAULTS)";
-  const chosen = (a: string) => a.startsWith('--max-semi-space-size');
-  const young =
-    process.execArgv.find(chosen) ??
-    (process.env.NODE_OPTIONS ?? '').split(/\s+/).find(chosen)?.concat(' (NODE_OPTIONS)') ??
-    "V8's default (vigil run's on Node.js 20 and 22)";
+  const young = chosenYoungGeneration(process.execArgv, process.env.NODE_OPTIONS) ?? "V8's default (vigil run's on Node.js 20 and 22)";
   return `V8: no allocation-site pretenuring (as vigil run), young generation ${young}`;
 }
 

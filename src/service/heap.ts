@@ -28,6 +28,12 @@ export function tuneHeap(): void {
   setFlagsFromString('--no-allocation-site-pretenuring');
 }
 
+/** The young-generation size the command line or NODE_OPTIONS chose (the flag as given), if any. */
+export function chosenYoungGeneration(execArgv: readonly string[], nodeOptions: string | undefined): string | undefined {
+  const chosen = (arg: string) => arg.startsWith('--max-semi-space-size') || arg.startsWith('--max_semi_space_size');
+  return execArgv.find(chosen) ?? (nodeOptions ?? '').split(/\s+/).find(chosen);
+}
+
 /**
  * Whether this process needs YOUNG_GENERATION_FLAG and can restart itself with it: not on Node.js
  * 20 and 22, whose V8 already sizes the young generation so; not when the command line or
@@ -35,17 +41,15 @@ export function tuneHeap(): void {
  * (Node.js before 22.15, Windows). Pure, for tests.
  */
 export function needsYoungGenerationRestart(nodeMajor: number, execArgv: readonly string[], nodeOptions: string | undefined, canExecve: boolean): boolean {
-  if (nodeMajor < 24 || !canExecve) return false;
-  const chosen = (arg: string) => arg.startsWith('--max-semi-space-size') || arg.startsWith('--max_semi_space_size');
-  return !execArgv.some(chosen) && !(nodeOptions ?? '').split(/\s+/).some(chosen);
+  return nodeMajor >= 24 && canExecve && chosenYoungGeneration(execArgv, nodeOptions) === undefined;
 }
 
 /**
  * Replaces this process with the same command started with YOUNG_GENERATION_FLAG, where
  * needsYoungGenerationRestart says so; returns otherwise. `process.execve` keeps the process id,
  * the environment, stdin, stdout and stderr (no other open file: call it first, before the process
- * opens or starts anything), so a supervisor, a pid file or a
- * SIGKILL reaches the restarted process as it would have this one.
+ * opens or starts anything), so a supervisor, a pid file or a SIGKILL reaches the restarted process
+ * as it would have this one.
  */
 export function restartWithYoungGeneration(): void {
   const execve = (process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never }).execve;
