@@ -381,9 +381,12 @@ function readBody(req: IncomingMessage, max: number, encoding: 'gzip' | 'identit
     }
     req.on('data', onWire);
     req.on('end', () => (gunzip ? gunzip.end() : finish()));
-    req.on('error', (err) => fail(err));
+    // The request's only errors are its connection's ('aborted': the client went away mid-body):
+    // the client's doing, not vigil's, so they are refusals like the close below, not internal errors.
+    const gone = () => new Refused(400, RPC.INVALID_ARGUMENT, 'the client closed the connection before the body was complete');
+    req.on('error', () => fail(gone()));
     req.on('close', () => {
-      if (!req.complete) fail(new Refused(400, RPC.INVALID_ARGUMENT, 'the client closed the connection before the body was complete'));
+      if (!req.complete) fail(gone());
     });
   });
 }
