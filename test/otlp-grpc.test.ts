@@ -16,6 +16,7 @@ import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
 import { RETRY_INFO_TYPE_URL } from '../src/receivers/otlp/protobuf.ts';
 import { RawOtlpClient } from './helpers/raw-grpc.ts';
+import { waitFor } from './helpers/vigil-process.ts';
 
 const otlp = (root0214 as any).opentelemetry.proto;
 const TraceRequest = otlp.collector.trace.v1.ExportTraceServiceRequest;
@@ -23,6 +24,8 @@ const LogsRequest = otlp.collector.logs.v1.ExportLogsServiceRequest;
 const TRACE_ID = '5b8efff798038103d269b633813fc60c';
 const TOKEN = 'grpc-s3cret';
 const hex = (h: string) => Buffer.from(h, 'hex');
+/** Resolves once `cond` holds (checked every 5 ms). */
+const until = (cond: () => boolean, what: string) => waitFor(() => cond() || undefined, what, 10_000, 5);
 
 /** google.rpc.Status and RetryInfo, with a schema of our own (field numbers from the spec). */
 const rpc = protobuf.Root.fromJSON({
@@ -233,6 +236,46 @@ describe('OTLP/gRPC receiver: refusals', () => {
     }
     const { error } = await h.call('logs', logsRequest('Error: still serving'));
     assert.equal(error, undefined);
+  });
+});
+
+describe('OTLP/gRPC receiver: admission', () => {
+  test('calls past the request limit wait for room, in order; past the waiting limit RESOURCE_EXHAUSTED with RetryInfo', async () => {
+    // The consumer holds every batch until the gate opens, so the first call keeps its bytes admitted.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const order: string[] = [];
+    const h = await startReceiver({
+      config: { admission: { request_limit_mib: 1, waiting_limit_mib: 1 } },
+      consumers: {
+        traces: async (batch) => {
+          await gate;
+          order.push(...batch.map((e) => e.spanId ?? ''));
+          return { appended: batch.length, duplicates: 0 };
+        },
+      },
+    });
+    // About 0.6 MiB each: one fits the 1 MiB limit, two do not.
+    const big = (spanId: string) => tracesRequest([{ ...errorSpan(spanId), attributes: [{ key: 'pad', value: { stringValue: 'x'.repeat(600_000) } }] }]);
+    try {
+      const first = h.call('traces', big('0000000000000001'));
+      await until(() => h.receiver.admission().admittedBytes > 0, 'the first call admitted');
+      const second = h.call('traces', big('0000000000000002'));
+      await until(() => h.receiver.admission().waiting === 1, 'the second call waiting');
+      // A third would take the waiting past 1 MiB: refused at once, while the first still holds.
+      const { error } = await h.call('traces', big('0000000000000003'));
+      assert.equal(error?.code, GrpcStatus.RESOURCE_EXHAUSTED);
+      assert.match(error!.details, /admission\.request_limit_mib: 1.*admission\.waiting_limit_mib: 1/);
+      assert.equal(retryDelaySeconds(error!), 1);
+      open();
+      assert.equal((await first).error, undefined);
+      assert.equal((await second).error, undefined);
+      assert.deepEqual(order, ['0000000000000001', '0000000000000002']);
+      assert.deepEqual(h.receiver.admission(), { admittedBytes: 0, waitingBytes: 0, waiting: 0, waited: 1, refused: 1 });
+    } finally {
+      open();
+      await h.stop();
+    }
   });
 });
 

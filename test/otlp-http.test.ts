@@ -466,7 +466,12 @@ describe('OTLP receiver: lifecycle and config', () => {
     };
     const defaults = parse({});
     assert.ok(defaults.ctx.ok);
-    assert.deepEqual(defaults.value, { protocols: {}, max_request_body_size: 4 * 1024 * 1024, decode_threads: 0 });
+    assert.deepEqual(defaults.value, {
+      protocols: {},
+      max_request_body_size: 4 * 1024 * 1024,
+      decode_threads: 0,
+      admission: { request_limit_mib: 128, waiting_limit_mib: 32 },
+    });
     const full = parse({ protocols: { http: null, grpc: { endpoint: ':5317' } }, max_request_body_size: '1MiB', auth: { bearer_token: 't' } });
     assert.ok(full.ctx.ok, JSON.stringify(full.ctx.issues));
     assert.deepEqual(full.value, {
@@ -474,6 +479,7 @@ describe('OTLP receiver: lifecycle and config', () => {
       max_request_body_size: 1024 * 1024,
       auth: { bearer_token: 't' },
       decode_threads: 0,
+      admission: { request_limit_mib: 128, waiting_limit_mib: 32 },
     });
     const bad = parse({ protocols: { htp: {} }, auth: { bearer_token: '' } });
     assert.equal(bad.ctx.ok, false);

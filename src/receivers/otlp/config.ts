@@ -10,8 +10,10 @@
  *     max_request_body_size: 4MiB
  *     auth: { bearer_token: ${env:VIGIL_OTLP_TOKEN} }
  *     decode_threads: 0
+ *     admission: { request_limit_mib: 128, waiting_limit_mib: 32 }
  * ```
  */
+import { MIB } from './admission.ts';
 import { Schema, s } from '../../config/schema.ts';
 import type { ParseContext, Path } from '../../config/schema.ts';
 
@@ -26,6 +28,13 @@ export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
  * and the checkpointer for the second core). README, Performance, round 12.
  */
 export const DEFAULT_DECODE_THREADS = 0;
+/**
+ * Admission (admission.ts), the OpenTelemetry Collector's defaults for it: 128 MiB of requests held
+ * at once (32 bodies of the largest size, far more than two cores decode at a time) and 32 MiB more
+ * waiting; past that, requests are refused retryably. README, Bounds.
+ */
+export const DEFAULT_REQUEST_LIMIT_MIB = 128;
+export const DEFAULT_WAITING_LIMIT_MIB = 32;
 
 export interface OtlpReceiverConfig {
   protocols: {
@@ -45,6 +54,8 @@ export interface OtlpReceiverConfig {
    * event loop (the default).
    */
   decode_threads?: number;
+  /** Bytes of requests held at once and waiting, in MiB (admission.ts); request_limit_mib 0 turns it off. */
+  admission?: { request_limit_mib: number; waiting_limit_mib: number };
 }
 
 /**
@@ -77,8 +88,20 @@ export const otlpConfigSchema: Schema<OtlpReceiverConfig> = s
     // Written but empty (`auth:`, `bearer_token: ${env:TOK}` with TOK empty) is an error, never "no auth".
     auth: s.object({ bearer_token: s.secret() }).nonEmpty().optional(),
     decode_threads: s.int({ min: 0, max: 64 }).default(DEFAULT_DECODE_THREADS),
+    admission: s.object({
+      request_limit_mib: s.int({ min: 0, max: 1 << 20 }).default(DEFAULT_REQUEST_LIMIT_MIB),
+      waiting_limit_mib: s.int({ min: 0, max: 1 << 20 }).default(DEFAULT_WAITING_LIMIT_MIB),
+    }),
   })
   .check((c, report) => {
+    const limit = c.admission?.request_limit_mib ?? 0;
+    if (limit > 0 && limit * MIB < c.max_request_body_size) {
+      const needed = Math.ceil(c.max_request_body_size / MIB);
+      report(
+        ['admission', 'request_limit_mib'],
+        `(${limit}) is less than max_request_body_size (${c.max_request_body_size} bytes): a request of that size could never be admitted; set it to at least ${needed}, or to 0 to turn admission off`,
+      );
+    }
     const { http, grpc } = c.protocols;
     if (http && grpc && http.endpoint === grpc.endpoint && !http.endpoint.endsWith(':0')) {
       report(

@@ -3,7 +3,8 @@
  * normalized records, mapping, counters and ingest path.
  */
 import type { Lifecycle, ReceiverFactory, ReceiverSettings } from '../../component.ts';
-import { otlpConfigSchema, httpEndpointOf } from './config.ts';
+import { Admission, MIB, type AdmissionStats } from './admission.ts';
+import { DEFAULT_REQUEST_LIMIT_MIB, DEFAULT_WAITING_LIMIT_MIB, otlpConfigSchema, httpEndpointOf } from './config.ts';
 import type { OtlpReceiverConfig } from './config.ts';
 import { DecodePool } from './decode-pool.ts';
 import type { DecodePoolStats } from './decode-pool.ts';
@@ -11,7 +12,7 @@ import { OtlpGrpcServer } from './grpc.ts';
 import { OtlpHttpServer } from './http.ts';
 import { OtlpCounters } from './ingest.ts';
 import type { OtlpReceiverStats } from './ingest.ts';
-import { otlpReceiverMetrics } from './metrics.ts';
+import { admissionMetrics, otlpReceiverMetrics } from './metrics.ts';
 
 /** The receiver instance: a Lifecycle with counters and the bound addresses. */
 export interface OtlpReceiver extends Lifecycle {
@@ -23,6 +24,8 @@ export interface OtlpReceiver extends Lifecycle {
   grpcAddress(): { host: string; port: number } | undefined;
   /** Where bodies were decoded (worker threads or the event loop); undefined with `decode_threads: 0`. */
   decoding(): DecodePoolStats | undefined;
+  /** What admission control holds and has refused (admission.ts). */
+  admission(): AdmissionStats;
 }
 
 export interface OtlpReceiverOptions {
@@ -36,6 +39,9 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
   const { id, logger, consumers } = settings;
   const counters = new OtlpCounters();
   const decoder = (config.decode_threads ?? 0) > 0 ? new DecodePool(config.decode_threads!, logger) : undefined;
+  // One admission for both protocols: together they hold at most the limit.
+  const { request_limit_mib = DEFAULT_REQUEST_LIMIT_MIB, waiting_limit_mib = DEFAULT_WAITING_LIMIT_MIB } = config.admission ?? {};
+  const admission = new Admission(request_limit_mib * MIB, waiting_limit_mib * MIB);
   const common = {
     id,
     bearerToken: config.auth?.bearer_token,
@@ -48,6 +54,7 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
     markers: settings.markers ?? {},
     decoder,
     activity: settings.activity,
+    admission,
   };
   const httpEndpoint = httpEndpointOf(config);
   const http = httpEndpoint === undefined ? undefined : new OtlpHttpServer({ ...common, endpoint: httpEndpoint, maxBodySize: config.max_request_body_size });
@@ -78,10 +85,11 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
       logger.debug('OTLP receiver stopped', { receiver: id, stats: counters.snapshot(), decoding: decoder?.stats() });
     },
     stats: () => counters.snapshot(),
-    metrics: () => otlpReceiverMetrics(counters.snapshot()),
+    metrics: () => [...otlpReceiverMetrics(counters.snapshot()), ...admissionMetrics(admission.stats())],
     address: () => http?.address(),
     grpcAddress: () => grpc?.address(),
     decoding: () => decoder?.stats(),
+    admission: () => admission.stats(),
   };
 }
 

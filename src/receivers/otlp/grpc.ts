@@ -15,11 +15,12 @@
  */
 import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServerInterceptor, ServerUnaryCall, ServiceDefinition, StatusObject, sendUnaryData } from '@grpc/grpc-js';
-import type { Signal } from '../../component.ts';
+import type { IngestConsumer, Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
 import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listenError, warnIfExposed } from '../../internal/listen.ts';
+import { NOTHING_HELD, admissionRefusal, type Release } from './admission.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -178,13 +179,37 @@ export class OtlpGrpcServer {
   }
 
   private async export(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>): Promise<Buffer> {
-    const { id, consumers, counters } = this.options;
+    const { id, consumers } = this.options;
     if (this.stopping) throw new Refused(GrpcStatus.UNAVAILABLE, `receiver '${id}' is shutting down`, GRPC_RETRY_AFTER_SECONDS);
     if (!this.auth.check(authorizationOf(call.metadata))) {
       throw new Refused(GrpcStatus.UNAUTHENTICATED, 'missing or wrong bearer token (metadata authorization: Bearer <token>)');
     }
     const consumer = consumers[signal];
     if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
+    const release = await this.admit(call);
+    if (release === undefined) throw new Refused(GrpcStatus.CANCELLED, 'the client cancelled the call while it waited for admission');
+    try {
+      return await this.decodeAndExport(signal, call, consumer);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Waits until admission control (admission.ts) lets the call in; undefined when the client
+   * cancels meanwhile. grpc-js has read the message whole by now, so here the bound holds what is
+   * decoded and appended at once, and the calls kept waiting. Refuses retryably when waiting is full.
+   */
+  private async admit(call: ServerUnaryCall<Buffer, Buffer>): Promise<Release | undefined> {
+    const { admission, id } = this.options;
+    if (!admission) return NOTHING_HELD;
+    const admitted = admission.acquire(call.request.length, (drop) => call.once('cancelled', drop));
+    if (admitted === undefined) throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, admissionRefusal(id, admission), GRPC_RETRY_AFTER_SECONDS);
+    return admitted;
+  }
+
+  private async decodeAndExport(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, consumer: IngestConsumer): Promise<Buffer> {
+    const { counters } = this.options;
     let input: DecodedSignal;
     try {
       const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };

@@ -19,6 +19,7 @@ import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
+import { NOTHING_HELD, admissionRefusal, type Release } from './admission.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -168,8 +169,11 @@ export class OtlpHttpServer {
     const { counters } = this.options;
     const protocol = encoding ? PROTOCOLS[encoding] : undefined;
     counters.add(signal, protocol, { requests: 1 });
+    let release: Release | undefined;
     try {
       const { consumer, encoding: bodyEncoding } = this.checkRequest(req, signal, encoding);
+      release = await this.admit(req, res);
+      if (release === undefined) return; // the client left while waiting
       const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
       let input: DecodedSignal;
       try {
@@ -204,7 +208,26 @@ export class OtlpHttpServer {
       if (!(err instanceof Refused)) throw err;
       counters.add(signal, protocol, { refused: 1 });
       this.refuse(res, req, signal, encoding, err);
+    } finally {
+      release?.();
     }
+  }
+
+  /**
+   * Waits until admission control (admission.ts) lets the request in, its body unread meanwhile;
+   * undefined when the client leaves while waiting. Refuses retryably (429) when waiting is full.
+   */
+  private async admit(req: IncomingMessage, res: ServerResponse): Promise<Release | undefined> {
+    const { admission, maxBodySize } = this.options;
+    if (!admission) return NOTHING_HELD;
+    const declared = req.headers['content-length'];
+    // A gzip body may inflate to the limit and a chunked one may grow to it: both are charged the limit.
+    const bytes = declared !== undefined && contentEncoding(req) === 'identity' ? Number(declared) : maxBodySize;
+    const admitted = admission.acquire(bytes, (drop) => res.once('close', drop));
+    if (admitted === undefined) {
+      throw new Refused(429, RPC.RESOURCE_EXHAUSTED, admissionRefusal(this.options.id, admission), { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    }
+    return admitted;
   }
 
   /** 200 with the export response: empty, or `partialSuccess` when records were rejected or something was bounded. */

@@ -13,6 +13,7 @@ import { summarize } from './normalized.ts';
 import type { DecodeStats, DecodedLogs, DecodedTraces } from './normalized.ts';
 import type { Logger } from '../../logger.ts';
 import type { DecodePool } from './decode-pool.ts';
+import type { Admission } from './admission.ts';
 
 /** The wire protocols of the receiver, as counted in its stats. */
 export type OtlpProtocol = 'http-json' | 'http-protobuf' | 'grpc';
@@ -103,6 +104,8 @@ export interface OtlpTransportOptions {
   decoder?: DecodePool;
   /** Told of every request from its start until it is answered (src/internal/ingest-activity.ts). */
   activity?: IngestActivity;
+  /** Bounds the bytes of requests held at once and waiting (admission.ts), across the receiver's protocols. */
+  admission?: Admission;
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */

@@ -4,6 +4,7 @@
  * encoding was known, which no protocol counts).
  */
 import type { ComponentMetric } from '../../component.ts';
+import type { AdmissionStats } from './admission.ts';
 import { OTLP_PROTOCOLS, type OtlpCounts, type OtlpReceiverStats } from './ingest.ts';
 
 const FAMILIES: ReadonlyArray<[keyof OtlpCounts, string, string]> = [
@@ -40,4 +41,33 @@ export function otlpReceiverMetrics(stats: OtlpReceiverStats): ComponentMetric[]
     }
   }
   return out;
+}
+
+/** Admission control's state (admission.ts): what it holds and keeps waiting now, and what it made wait or refused. */
+export function admissionMetrics(stats: AdmissionStats): ComponentMetric[] {
+  return [
+    {
+      name: 'vigil_receiver_admitted_bytes',
+      type: 'gauge',
+      help: 'Bytes of the requests admitted and not yet answered (admission.request_limit_mib bounds them).',
+      labels: {},
+      value: stats.admittedBytes,
+    },
+    {
+      name: 'vigil_receiver_waiting_bytes',
+      type: 'gauge',
+      help: 'Bytes of the requests waiting to be admitted (admission.waiting_limit_mib bounds them).',
+      labels: {},
+      value: stats.waitingBytes,
+    },
+    { name: 'vigil_receiver_waiting_requests', type: 'gauge', help: 'Requests waiting to be admitted, their bodies unread.', labels: {}, value: stats.waiting },
+    { name: 'vigil_receiver_admission_waited_total', type: 'counter', help: 'Requests that had to wait for admission.', labels: {}, value: stats.waited },
+    {
+      name: 'vigil_receiver_admission_refused_total',
+      type: 'counter',
+      help: 'Requests refused because the waiting was full (HTTP 429, gRPC RESOURCE_EXHAUSTED).',
+      labels: {},
+      value: stats.refused,
+    },
+  ];
 }

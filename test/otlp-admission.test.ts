@@ -1,0 +1,387 @@
+/**
+ * Admission control (src/receivers/otlp/admission.ts): the bytes of requests held at once and
+ * waiting are bounded. The queue's rules on their own (with a model-based property), then a real
+ * OTLP/HTTP receiver with raw sockets that hold their bodies back, then a real `vigil run` flooded
+ * with unfinished 4 MiB uploads, its memory read from /proc. The gRPC side is in otlp-grpc.test.ts.
+ */
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { memoryLogger } from '../src/logger.ts';
+import { Admission, MIB, type Release } from '../src/receivers/otlp/admission.ts';
+import { createOtlpReceiver, type OtlpReceiver } from '../src/receivers/otlp/factory.ts';
+import { otlpReceiverFactory } from '../src/receivers/otlp/factory.ts';
+import { ParseContext } from '../src/config/schema.ts';
+import type { AgentEvent } from '../src/model/event.ts';
+import { propertyParams } from './helpers/random.ts';
+import { accepting, freePort, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
+
+/** Resolves once `cond` holds (checked every 5 ms). */
+const until = (cond: () => boolean, what: string, ms = 10_000) => waitFor(() => cond() || undefined, what, ms, 5);
+
+describe('Admission: the queue', () => {
+  test('admits at once while the bytes fit; then waits in arrival order, a small request behind a large one', async () => {
+    const a = new Admission(10, 10);
+    const first = a.acquire(8) as Release;
+    assert.equal(typeof first, 'function');
+    assert.deepEqual(a.stats(), { admittedBytes: 8, waitingBytes: 0, waiting: 0, waited: 0, refused: 0 });
+    const order: string[] = [];
+    const big = (a.acquire(4) as Promise<Release | undefined>).then((r) => (order.push('big'), r));
+    // 1 byte would fit beside the 8, but it does not pass the 4 that came first.
+    const small = (a.acquire(1) as Promise<Release | undefined>).then((r) => (order.push('small'), r));
+    assert.deepEqual(a.stats(), { admittedBytes: 8, waitingBytes: 5, waiting: 2, waited: 2, refused: 0 });
+    first();
+    first(); // twice gives back nothing more
+    const [bigRelease, smallRelease] = await Promise.all([big, small]);
+    assert.deepEqual(order, ['big', 'small']);
+    assert.deepEqual(a.stats(), { admittedBytes: 5, waitingBytes: 0, waiting: 0, waited: 2, refused: 0 });
+    bigRelease!();
+    smallRelease!();
+    assert.equal(a.stats().admittedBytes, 0);
+  });
+
+  test('a request that would take the waiting past its limit is refused at once and counted', () => {
+    const a = new Admission(10, 5);
+    void a.acquire(10);
+    assert.ok(a.acquire(5) instanceof Promise);
+    assert.equal(a.acquire(1), undefined);
+    assert.deepEqual(a.stats(), { admittedBytes: 10, waitingBytes: 5, waiting: 1, waited: 1, refused: 1 });
+    // With no waiting room at all, a request that does not fit is refused.
+    const none = new Admission(10, 0);
+    void none.acquire(6);
+    assert.equal(none.acquire(6), undefined);
+    assert.equal(typeof none.acquire(4), 'function');
+  });
+
+  test('a waiter whose client leaves is taken out: its promise gives undefined, and those behind it move up', async () => {
+    const a = new Admission(10, 20);
+    const held = a.acquire(6) as Release;
+    let leave!: () => void;
+    const leaving = a.acquire(8, (drop) => (leave = drop)) as Promise<Release | undefined>;
+    const behind = a.acquire(4) as Promise<Release | undefined>;
+    leave();
+    assert.equal(await leaving, undefined);
+    // The 4 fits beside the 6 once the 8 ahead of it is gone.
+    const release = await behind;
+    assert.deepEqual(a.stats(), { admittedBytes: 10, waitingBytes: 0, waiting: 0, waited: 2, refused: 0 });
+    leave(); // after it left, nothing more happens
+    release!();
+    held();
+    assert.equal(a.stats().admittedBytes, 0);
+  });
+
+  test('a request limit of 0 admits everything; a request larger than the limit is admitted alone', async () => {
+    const off = new Admission(0, 0);
+    for (let i = 0; i < 5; i++) assert.equal(typeof off.acquire(1 << 30), 'function');
+    assert.equal(off.stats().admittedBytes, 0);
+    const a = new Admission(10, 100);
+    const small = a.acquire(3) as Release;
+    const huge = a.acquire(50) as Promise<Release | undefined>;
+    small();
+    const release = await huge;
+    assert.equal(a.stats().admittedBytes, 10);
+    release!();
+    assert.equal(a.stats().admittedBytes, 0);
+  });
+
+  test('property: whatever the order of requests, releases and departures, the bounds hold and every byte comes back', async () => {
+    // Each step: acquire (size), release the oldest held, or drop the oldest waiting.
+    const step = fc.oneof(
+      fc.record({ op: fc.constant('acquire' as const), bytes: fc.integer({ min: 0, max: 12 }) }),
+      fc.record({ op: fc.constant('release' as const), at: fc.nat(20) }),
+      fc.record({ op: fc.constant('drop' as const), at: fc.nat(20) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 15 }), fc.array(step, { maxLength: 60 }), async (limit, waitingLimit, steps) => {
+        const a = new Admission(limit, waitingLimit);
+        const held: Release[] = [];
+        const waiting: Array<{ drop: () => void; bytes: number }> = [];
+        let admittedOrder: number[] = [];
+        let next = 0;
+        for (const s of steps) {
+          if (s.op === 'acquire') {
+            const id = next++;
+            let drop = () => {};
+            const r = a.acquire(s.bytes, (d) => (drop = d));
+            if (typeof r === 'function') {
+              held.push(r);
+              admittedOrder.push(id);
+            } else if (r instanceof Promise) {
+              const entry = { drop: () => drop(), bytes: s.bytes };
+              waiting.push(entry);
+              void r.then((release) => {
+                waiting.splice(waiting.indexOf(entry), 1);
+                if (release) {
+                  held.push(release);
+                  admittedOrder.push(id);
+                }
+              });
+            }
+          } else if (s.op === 'release' && held.length > 0) {
+            held.splice(s.at % held.length, 1)[0]!();
+          } else if (s.op === 'drop' && waiting.length > 0) {
+            waiting[s.at % waiting.length]!.drop();
+          }
+          await Promise.resolve(); // let admitted waiters record themselves
+          await Promise.resolve();
+          const st = a.stats();
+          assert.ok(st.admittedBytes <= limit, `admitted ${st.admittedBytes} > limit ${limit}`);
+          assert.ok(st.waitingBytes <= waitingLimit, `waiting ${st.waitingBytes} > limit ${waitingLimit}`);
+          assert.equal(st.waiting, waiting.length);
+          // Admission keeps arrival order.
+          assert.deepEqual(
+            admittedOrder,
+            [...admittedOrder].sort((x, y) => x - y),
+          );
+        }
+        // Everyone still waiting leaves, every holder releases: nothing is left held.
+        for (const w of [...waiting]) w.drop();
+        while (held.length > 0) {
+          held.pop()!();
+          await Promise.resolve();
+          await Promise.resolve();
+        }
+        admittedOrder = [];
+        assert.deepEqual(a.stats().admittedBytes, 0);
+        assert.deepEqual(a.stats().waitingBytes, 0);
+      }),
+      propertyParams({ numRuns: 300 }),
+    );
+  });
+
+  test('config: the limits default to the Collector\u2019s; a request limit below the body size is an error saying what to set', () => {
+    const parse = (value: unknown) => {
+      const ctx = new ParseContext();
+      return { value: otlpReceiverFactory.schema.parse(value, ['receivers', 'otlp'], ctx), ctx };
+    };
+    assert.deepEqual(parse({}).value?.admission, { request_limit_mib: 128, waiting_limit_mib: 32 });
+    assert.deepEqual(parse({ admission: { request_limit_mib: 0 } }).value?.admission, { request_limit_mib: 0, waiting_limit_mib: 32 });
+    const low = parse({ max_request_body_size: '8MiB', admission: { request_limit_mib: 4 } });
+    assert.equal(low.ctx.ok, false);
+    const issue = low.ctx.issues.find((i) => i.path.join('.') === 'receivers.otlp.admission.request_limit_mib');
+    assert.ok(issue, JSON.stringify(low.ctx.issues));
+    assert.match(issue.message, /could never be admitted; set it to at least 8, or to 0 to turn admission off/);
+    const negative = parse({ admission: { waiting_limit_mib: -1 } });
+    assert.equal(negative.ctx.ok, false);
+  });
+});
+
+/** A raw HTTP/1.1 request whose body is sent in parts under the test's control. */
+class HeldRequest {
+  readonly socket: Socket;
+  private answer = '';
+  readonly answered: Promise<string>;
+
+  constructor(port: number, declared: number) {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.on('error', () => {});
+    this.socket.setEncoding('latin1');
+    this.answered = new Promise((resolve) => {
+      this.socket.on('data', (d: string) => {
+        this.answer += d;
+        if (/\r\n\r\n/.test(this.answer)) resolve(this.answer);
+      });
+      this.socket.on('close', () => resolve(this.answer));
+    });
+    this.socket.write(`POST /v1/traces HTTP/1.1\r\nHost: vigil\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`);
+  }
+
+  send(bytes: Buffer): void {
+    this.socket.write(bytes);
+  }
+}
+
+/** An OTLP/JSON traces request with one failed span, padded with trailing whitespace to exactly `size` bytes. */
+function failedSpanBody(size: number, spanId: string): Buffer {
+  const json = JSON.stringify({
+    resourceSpans: [
+      {
+        scopeSpans: [
+          {
+            spans: [
+              {
+                traceId: '5b8efff798038103d269b633813fc60c',
+                spanId,
+                name: 'execute_tool bash',
+                endTimeUnixNano: '1700000000000000000',
+                status: { code: 2, message: 'exit 1' },
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  });
+  return Buffer.concat([Buffer.from(json), Buffer.alloc(size - json.length, 0x20)]);
+}
+
+describe('Admission: OTLP/HTTP', () => {
+  test(
+    'bodies past the request limit wait unread, in order; past the waiting limit 429 with Retry-After; a waiter that leaves gives its place back',
+    { timeout: 30_000 },
+    async () => {
+      const events: AgentEvent[] = [];
+      const logger = memoryLogger();
+      const receiver: OtlpReceiver = createOtlpReceiver(
+        {
+          id: 'otlp',
+          logger,
+          consumers: {
+            traces: async (batch) => {
+              events.push(...batch);
+              return { appended: batch.length, duplicates: 0 };
+            },
+          },
+        },
+        { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: MIB, admission: { request_limit_mib: 2, waiting_limit_mib: 1 } },
+        { shutdownGraceMs: 500 },
+      );
+      await receiver.start();
+      const port = receiver.address()!.port;
+      const open: HeldRequest[] = [];
+      const held = (declared: number) => {
+        const r = new HeldRequest(port, declared);
+        open.push(r);
+        return r;
+      };
+      try {
+        const bodyA = failedSpanBody(MIB, '0000000000000001');
+        const bodyB = failedSpanBody(MIB, '0000000000000002');
+        const bodyC = failedSpanBody(MIB, '0000000000000003');
+        // A and B are admitted (2 MiB: the limit) and send half of their bodies.
+        const a = held(MIB);
+        a.send(bodyA.subarray(0, MIB / 2));
+        await until(() => receiver.admission().admittedBytes === MIB, 'A admitted');
+        const b = held(MIB);
+        b.send(bodyB.subarray(0, MIB / 2));
+        await until(() => receiver.admission().admittedBytes === 2 * MIB, 'B admitted');
+        // C must wait (1 MiB: the waiting limit), and sends its whole body meanwhile.
+        const c = held(MIB);
+        c.send(bodyC);
+        await until(() => receiver.admission().waiting === 1, 'C waiting');
+        // D, however small, would take the waiting past its limit: refused at once.
+        const d = held(10);
+        d.send(Buffer.from('{}        '));
+        const refused = await d.answered;
+        assert.match(refused, /^HTTP\/1\.1 429 /);
+        assert.match(refused, /\r\nRetry-After: 1\r\n/i);
+        assert.match(refused, /admission\.request_limit_mib: 2.*admission\.waiting_limit_mib: 1/);
+        assert.deepEqual(receiver.admission(), { admittedBytes: 2 * MIB, waitingBytes: MIB, waiting: 1, waited: 1, refused: 1 });
+        assert.equal(receiver.stats().traces.refused, 1);
+        const metric = (name: string) => receiver.metrics!().find((m) => m.name === name)?.value;
+        assert.equal(metric('vigil_receiver_admitted_bytes'), 2 * MIB);
+        assert.equal(metric('vigil_receiver_waiting_requests'), 1);
+        assert.equal(metric('vigil_receiver_admission_refused_total'), 1);
+        // C's whole body was sent, but it is not answered while it waits.
+        assert.equal(await Promise.race([c.answered, new Promise((r) => setImmediate(() => r('not yet')))]), 'not yet');
+
+        // A's client goes away mid-body: its place goes to C, which is read and answered.
+        a.socket.destroy();
+        const answerC = await c.answered;
+        assert.match(answerC, /^HTTP\/1\.1 200 /);
+        assert.equal(events.length, 1);
+
+        // C is answered, so its place is free again: F takes it (its body unsent), E waits, then leaves.
+        await until(() => receiver.admission().admittedBytes === MIB, 'C released');
+        const f = held(MIB);
+        await until(() => receiver.admission().admittedBytes === 2 * MIB, 'F admitted');
+        const e = held(MIB);
+        await until(() => receiver.admission().waiting === 1, 'E waiting');
+        e.socket.destroy();
+        await until(() => receiver.admission().waiting === 0 && receiver.admission().waitingBytes === 0, 'E gone');
+        f.socket.destroy();
+        await until(() => receiver.admission().admittedBytes === MIB, 'F released');
+
+        // B finishes its body and is answered; nothing is held afterwards.
+        b.send(bodyB.subarray(MIB / 2));
+        assert.match(await b.answered, /^HTTP\/1\.1 200 /);
+        assert.equal(events.length, 2);
+        await until(() => receiver.admission().admittedBytes === 0, 'all released');
+        // The 429, and the two clients that left mid-body (A, F): refusals, never internal errors.
+        assert.deepEqual(
+          logger.entries.filter((r) => r.msg === 'OTLP/HTTP request refused').map((r) => r.status),
+          [429, 400, 400],
+        );
+        assert.equal(logger.entries.filter((r) => r.msg === 'OTLP/HTTP request failed').length, 0);
+        assert.equal(receiver.stats().traces.refused, 3);
+      } finally {
+        for (const r of open) r.socket.destroy();
+        await receiver.shutdown();
+      }
+    },
+  );
+});
+
+describe('Admission: vigil run flooded with unfinished uploads', () => {
+  test(
+    '300 connections each holding 4 MiB of an unfinished body: the memory stays bounded, and a request that fits is still answered',
+    { timeout: 120_000 },
+    async () => {
+      const dir = tempDir();
+      const port = await freePort();
+      const config = writeConfig(
+        dir,
+        `receivers:
+  otlp:
+    protocols:
+      http: { endpoint: 127.0.0.1:${port} }
+    admission: { request_limit_mib: 32, waiting_limit_mib: 8 }
+processors:
+  classify: {}
+exporters:
+  file/work: { path: ${join(dir, 'work.jsonl')} }
+state:
+  sqlite: { path: ${join(dir, 'state.db')} }
+service:
+  pipelines:
+    traces: { receivers: [otlp], processors: [classify], exporters: [file/work] }
+`,
+      );
+      const url = `http://127.0.0.1:${port}/v1/traces`;
+      const vigil = spawnVigil(['run', '-c', config]);
+      await untilReady(vigil, accepting(url));
+      const sockets: Socket[] = [];
+      try {
+        const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${vigil.child.pid}/status`, 'utf8'))![1]);
+        const before = rssKiB();
+        const size = 4 * MIB - 1024;
+        const part = Buffer.alloc(size - 1, 0x20); // one byte short: the body never completes
+        const statuses: string[] = [];
+        for (let i = 0; i < 300; i++) {
+          const s = connect(port, '127.0.0.1');
+          s.on('error', () => {});
+          s.setEncoding('latin1');
+          s.once('data', (d: string) => statuses.push(d.slice(9, 12)));
+          s.write(`POST /v1/traces HTTP/1.1\r\nHost: vigil\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+          s.write(part);
+          sockets.push(s);
+        }
+        // 8 fit (32 MiB), 2 wait (8 MiB), the other 290 are refused with 429 and their bodies dropped.
+        await until(() => statuses.length === 290, '290 refusals', 60_000);
+        assert.deepEqual([...new Set(statuses)], ['429']);
+        const after = rssKiB();
+        // Unbounded, 300 bodies of 4 MiB took this process from ~100 MiB to 1.3 GiB (round 35).
+        assert.ok(after - before < 200 * 1024, `RSS grew by ${Math.round((after - before) / 1024)} MiB (${before} → ${after} KiB)`);
+        // The receiver still answers a request once room is made: the held uploads go away.
+        for (const s of sockets) s.destroy();
+        const body = failedSpanBody(2000, '00000000000000aa');
+        let status = 0;
+        // Retried as an SDK would after a 429, while the destroyed connections are being let go.
+        for (let attempt = 0; attempt < 50 && status !== 200; attempt++) {
+          const res = await fetch(url, { method: 'POST', body: new Uint8Array(body), headers: { 'content-type': 'application/json' } });
+          status = res.status;
+          await res.arrayBuffer();
+          if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(status, 200);
+      } finally {
+        for (const s of sockets) s.destroy();
+        vigil.child.kill('SIGTERM');
+        assert.equal(await vigil.exited, 0, vigil.stderr().slice(-2000));
+      }
+    },
+  );
+});
