@@ -53,6 +53,8 @@ export interface LoadResult {
   elapsedMs: number;
   /** Request latencies in ms. */
   latencies: number[];
+  /** When each of them was scheduled (open loop) or sent (back to back), in ms after the warm-up: latencies[i] belongs to sentAt[i] (a load's own result; not kept where slices are merged and sorted). */
+  sentAt?: number[];
   /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
   loopStallMs?: number;
   /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
@@ -77,6 +79,8 @@ const t0 = performance.now();
 const measureFrom = t0 + spec.warmupMs;
 const stopAt = measureFrom + spec.durationMs;
 const latencies = [];
+// When each timed request was scheduled (sent, for back-to-back clients), in ms after the warm-up.
+const sentAt = [];
 let failures = 0;
 // Requests answered in the warm-up (not timed): the per-request figures of a slice count them too.
 let warmupRequests = 0;
@@ -133,7 +137,10 @@ if (spec.grpc) {
 }
 function record(ok, latency, at) {
   if (at < measureFrom) return void (warmupRequests += ok ? 1 : 0);
-  if (ok) latencies.push(latency); else failures++;
+  if (ok) {
+    latencies.push(latency);
+    sentAt.push(at - measureFrom);
+  } else failures++;
 }
 async function client() {
   while (performance.now() < stopAt) {
@@ -162,7 +169,7 @@ const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.c
 run.then(() => {
   const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
   close();
-  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies });
+  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies, sentAt });
 });
 `;
 

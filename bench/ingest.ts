@@ -51,7 +51,10 @@
  * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
  * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
- * vigil alone with `node --cpu-prof`; no ratios then).
+ * vigil alone with `node --cpu-prof`; no ratios then),
+ * --inject-stall=MS[@SECONDS] (in every server's half-rate slices alike, after the half warm-up, the main
+ * thread is held busy MS ms every SECONDS s (3): how each recovers from the same stall of its event loop,
+ * the bare servers the baseline; round 35).
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -139,6 +142,7 @@ async function main(): Promise<void> {
   const withBare = !('no-bare' in args);
   const decodeThreads = args['decode-threads'] !== undefined ? Number(args['decode-threads']) : undefined;
   const stalls = args.stalls !== undefined ? new StallRecorder() : undefined;
+  const injected = parseInjectedStall(args['inject-stall']);
   const sizes = (args.sizes ?? '16,128,512,2048')
     .split(',')
     .filter((x) => x !== '')
@@ -150,7 +154,7 @@ async function main(): Promise<void> {
   console.log(
     `bench:ingest — ${spans} spans per request (${payloads.errorSpans} failed; trace ids ${traceIds === 'random' ? 'random, as an SDK makes them' : 'ordered by request'}; times ${times === 'now' ? 'of the moment each request is sent' : 'the same in every request'}); vigil/memory: memory store, classify; vigil/sqlite: sqlite store (durable appends), ` +
       `classify → watchdog → recurrence → file exporter (activity markers on). Full rate: ${concurrency} clients back to back; half rate: open loop at ${fixedHalfRate !== undefined ? `${fixedHalfRate} requests/s for every server` : "half of each server's full rate"}, each slice after ${halfWarmupMs / 1000} s untimed at its rate; ` +
-      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices; Node.js ${process.version} (${describeV8()}), ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
+      `${durationMs / 1000} s per server and phase in ${rounds} alternating slices${injected ? `; injected stalls: ${injected.ms} ms every ${injected.everyMs / 1000} s in every half-rate slice` : ''}; Node.js ${process.version} (${describeV8()}), ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
   );
   console.log(
     `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}\n`,
@@ -183,6 +187,7 @@ async function main(): Promise<void> {
         rounds,
         (server, name) => spec(server, halfRate(name), halfWarmupMs, durationMs / rounds),
         stalls && { recorder: stalls, encoding },
+        injected && { ...injected, fromMs: halfWarmupMs, untilMs: halfWarmupMs + durationMs / rounds },
       );
       for (const name of servers.keys()) rows.push({ encoding, server: name, full: full.get(name)!, half: half.get(name)! });
       for (const [name, server] of servers) if (server.summary) console.log(`  (${encoding}) ${name}: ${await server.summary()}`);
@@ -237,6 +242,7 @@ async function alternate(
   rounds: number,
   spec: (server: Running, name: ServerName) => LoadSpec,
   stalls?: { recorder: StallRecorder; encoding: Encoding },
+  injected?: InjectedStalls & { fromMs: number; untilMs: number },
 ): Promise<Map<ServerName, LoadResult>> {
   const totals = new Map<ServerName, LoadResult>([...servers.keys()].map((name) => [name, emptyResult()]));
   const names = [...servers.keys()];
@@ -249,7 +255,9 @@ async function alternate(
       const disk0 = diskWriteBytes();
       loop.enable();
       if (stalls && name.startsWith('vigil/')) stalls.recorder.start(`${stalls.encoding} ${name}`);
+      const stop = injected && injectStalls(injected);
       const result = await load(spec(server, name));
+      stop?.();
       stalls?.recorder.stop();
       loop.disable();
       result.loopStallMs = loop.max / 1e6;
@@ -294,6 +302,38 @@ function diskWriteBytes(): number {
   } catch {
     return NaN;
   }
+}
+
+interface InjectedStalls {
+  ms: number;
+  everyMs: number;
+}
+
+/** --inject-stall=MS[@SECONDS]: undefined when not given. */
+function parseInjectedStall(arg: string | undefined): InjectedStalls | undefined {
+  if (arg === undefined) return undefined;
+  const [ms, every = '3'] = arg.split('@');
+  const out = { ms: Number(ms), everyMs: Number(every) * 1000 };
+  if (!(out.ms > 0 && out.everyMs > out.ms)) throw new Error(`--inject-stall must be MS or MS@SECONDS with MS > 0 and SECONDS*1000 > MS, got '${arg}'`);
+  return out;
+}
+
+/**
+ * Holds the main thread busy `ms` every `everyMs`, from `fromMs` after now until `untilMs` less a
+ * second (so every stall's aftermath is timed): the same stalls for every server's slice. Returns
+ * what cancels the ones not yet due.
+ */
+function injectStalls({ ms, everyMs, fromMs, untilMs }: InjectedStalls & { fromMs: number; untilMs: number }): () => void {
+  const timers: NodeJS.Timeout[] = [];
+  for (let at = fromMs + everyMs; at <= untilMs - 1000; at += everyMs) {
+    timers.push(
+      setTimeout(() => {
+        const end = performance.now() + ms;
+        while (performance.now() < end);
+      }, at),
+    );
+  }
+  return () => timers.forEach(clearTimeout);
 }
 
 function emptyResult(): LoadResult {
