@@ -55,6 +55,8 @@ export interface LoadResult {
   latencies: number[];
   /** When each of them was scheduled (open loop) or sent (back to back), in ms after the warm-up: latencies[i] belongs to sentAt[i] (a load's own result; not kept where slices are merged and sorted). */
   sentAt?: number[];
+  /** When the timed part began (the end of the warm-up), in ms since the epoch: what sentAt counts from. */
+  measureFromEpochMs?: number;
   /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
   loopStallMs?: number;
   /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
@@ -169,7 +171,7 @@ const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.c
 run.then(() => {
   const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
   close();
-  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies, sentAt });
+  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies, sentAt, measureFromEpochMs: performance.timeOrigin + measureFrom });
 });
 `;
 
@@ -203,6 +205,32 @@ export function loadSpec(
     firstRequest,
     traceIds,
   };
+}
+
+/** Stalls of the main thread to inject: `ms` long, every `everyMs`. */
+export interface InjectedStalls {
+  ms: number;
+  everyMs: number;
+}
+
+/**
+ * Holds the main thread busy `ms` every `everyMs`, from `fromMs` after now until `untilMs` less a
+ * second (so every stall's aftermath is timed): the same stalls for every server a bench times.
+ * `onStall` is told when each began, in ms after this call. Returns what cancels those not yet due.
+ */
+export function injectStalls({ ms, everyMs, fromMs, untilMs }: InjectedStalls & { fromMs: number; untilMs: number }, onStall?: (atMs: number) => void): () => void {
+  const t0 = performance.now();
+  const timers: NodeJS.Timeout[] = [];
+  for (let at = fromMs + everyMs; at <= untilMs - 1000; at += everyMs) {
+    timers.push(
+      setTimeout(() => {
+        const start = performance.now();
+        onStall?.(start - t0);
+        while (performance.now() < start + ms);
+      }, at),
+    );
+  }
+  return () => timers.forEach(clearTimeout);
 }
 
 export function load(spec: LoadSpec): Promise<LoadResult> {

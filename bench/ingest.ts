@@ -80,6 +80,8 @@ import {
   type Setup,
   type Times,
   type TraceIds,
+  injectStalls,
+  type InjectedStalls,
 } from './harness.ts';
 
 type ServerName = 'bare' | 'bare/fsync' | `vigil/${Setup}`;
@@ -304,11 +306,6 @@ function diskWriteBytes(): number {
   }
 }
 
-interface InjectedStalls {
-  ms: number;
-  everyMs: number;
-}
-
 /** --inject-stall=MS[@SECONDS]: undefined when not given. */
 function parseInjectedStall(arg: string | undefined): InjectedStalls | undefined {
   if (arg === undefined) return undefined;
@@ -316,24 +313,6 @@ function parseInjectedStall(arg: string | undefined): InjectedStalls | undefined
   const out = { ms: Number(ms), everyMs: Number(every) * 1000 };
   if (!(out.ms > 0 && out.everyMs > out.ms)) throw new Error(`--inject-stall must be MS or MS@SECONDS with MS > 0 and SECONDS*1000 > MS, got '${arg}'`);
   return out;
-}
-
-/**
- * Holds the main thread busy `ms` every `everyMs`, from `fromMs` after now until `untilMs` less a
- * second (so every stall's aftermath is timed): the same stalls for every server's slice. Returns
- * what cancels the ones not yet due.
- */
-function injectStalls({ ms, everyMs, fromMs, untilMs }: InjectedStalls & { fromMs: number; untilMs: number }): () => void {
-  const timers: NodeJS.Timeout[] = [];
-  for (let at = fromMs + everyMs; at <= untilMs - 1000; at += everyMs) {
-    timers.push(
-      setTimeout(() => {
-        const end = performance.now() + ms;
-        while (performance.now() < end);
-      }, at),
-    );
-  }
-  return () => timers.forEach(clearTimeout);
 }
 
 function emptyResult(): LoadResult {
