@@ -6,10 +6,13 @@
  */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import http2, { type ClientHttp2Session } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import fc from 'fast-check';
+import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { memoryLogger } from '../src/logger.ts';
 import { Admission, MIB, type Release } from '../src/receivers/otlp/admission.ts';
 import { createOtlpReceiver, type OtlpReceiver } from '../src/receivers/otlp/factory.ts';
@@ -17,7 +20,36 @@ import { otlpReceiverFactory } from '../src/receivers/otlp/factory.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { propertyParams } from './helpers/random.ts';
+import { RawOtlpClient } from './helpers/raw-grpc.ts';
 import { accepting, freePort, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
+
+const EXPORT_TRACES = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+const TraceRequest = (root0214 as any).opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
+/** A protobuf traces request with one failed span, encoded by the independent 0.214 codec. */
+const grpcTraces = () =>
+  Buffer.from(
+    TraceRequest.encode(
+      TraceRequest.fromObject({
+        resourceSpans: [
+          {
+            scopeSpans: [
+              {
+                spans: [
+                  {
+                    traceId: Buffer.from('5b8efff798038103d269b633813fc60c', 'hex'),
+                    spanId: Buffer.from('00000000000000bb', 'hex'),
+                    name: 'execute_tool bash',
+                    endTimeUnixNano: '1700000000000000000',
+                    status: { code: 2, message: 'exit 1' },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    ).finish(),
+  );
 
 /** Resolves once `cond` holds (checked every 5 ms). */
 const until = (cond: () => boolean, what: string, ms = 10_000) => waitFor(() => cond() || undefined, what, ms, 5);
@@ -316,18 +348,18 @@ describe('Admission: OTLP/HTTP', () => {
 });
 
 describe('Admission: vigil run flooded with unfinished uploads', () => {
-  test(
-    '300 connections each holding 4 MiB of an unfinished body: the memory stays bounded, and a request that fits is still answered',
-    { timeout: 120_000 },
-    async () => {
-      const dir = tempDir();
-      const port = await freePort();
-      const config = writeConfig(
-        dir,
-        `receivers:
+  /** A vigil run on the SQLite default, serving OTLP/HTTP and OTLP/gRPC with 32 MiB held and 8 waiting at most. */
+  async function floodedVigil(): Promise<{ http: number; grpc: number; rssKiB: () => number; stop: () => Promise<void> }> {
+    const dir = tempDir();
+    const http = await freePort();
+    const grpc = await freePort();
+    const config = writeConfig(
+      dir,
+      `receivers:
   otlp:
     protocols:
-      http: { endpoint: 127.0.0.1:${port} }
+      http: { endpoint: 127.0.0.1:${http} }
+      grpc: { endpoint: 127.0.0.1:${grpc} }
     admission: { request_limit_mib: 32, waiting_limit_mib: 8 }
 processors:
   classify: {}
@@ -339,39 +371,54 @@ service:
   pipelines:
     traces: { receivers: [otlp], processors: [classify], exporters: [file/work] }
 `,
-      );
-      const url = `http://127.0.0.1:${port}/v1/traces`;
-      const vigil = spawnVigil(['run', '-c', config]);
-      await untilReady(vigil, accepting(url));
+    );
+    const vigil = spawnVigil(['run', '-c', config]);
+    await untilReady(vigil, accepting(`http://127.0.0.1:${http}/v1/traces`));
+    return {
+      http,
+      grpc,
+      rssKiB: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${vigil.child.pid}/status`, 'utf8'))![1]),
+      stop: async () => {
+        vigil.child.kill('SIGTERM');
+        assert.equal(await vigil.exited, 0, vigil.stderr().slice(-2000));
+      },
+    };
+  }
+
+  /** A body one byte short of `size`: the upload never completes. */
+  const SIZE = 4 * MIB - 1024;
+  const UNFINISHED = Buffer.alloc(SIZE - 1, 0x20);
+
+  test(
+    'OTLP/HTTP: 300 connections each holding 4 MiB of an unfinished body; memory stays bounded, 429 for those past the limits, and a request that fits is answered after',
+    { timeout: 120_000 },
+    async () => {
+      const vigil = await floodedVigil();
       const sockets: Socket[] = [];
       try {
-        const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${vigil.child.pid}/status`, 'utf8'))![1]);
-        const before = rssKiB();
-        const size = 4 * MIB - 1024;
-        const part = Buffer.alloc(size - 1, 0x20); // one byte short: the body never completes
+        const before = vigil.rssKiB();
         const statuses: string[] = [];
         for (let i = 0; i < 300; i++) {
-          const s = connect(port, '127.0.0.1');
+          const s = connect(vigil.http, '127.0.0.1');
           s.on('error', () => {});
           s.setEncoding('latin1');
           s.once('data', (d: string) => statuses.push(d.slice(9, 12)));
-          s.write(`POST /v1/traces HTTP/1.1\r\nHost: vigil\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
-          s.write(part);
+          s.write(`POST /v1/traces HTTP/1.1\r\nHost: vigil\r\nContent-Type: application/json\r\nContent-Length: ${SIZE}\r\n\r\n`);
+          s.write(UNFINISHED);
           sockets.push(s);
         }
         // 8 fit (32 MiB), 2 wait (8 MiB), the other 290 are refused with 429 and their bodies dropped.
         await until(() => statuses.length === 290, '290 refusals', 60_000);
         assert.deepEqual([...new Set(statuses)], ['429']);
-        const after = rssKiB();
-        // Unbounded, 300 bodies of 4 MiB took this process from ~100 MiB to 1.3 GiB (round 35).
+        const after = vigil.rssKiB();
+        // Unbounded, 300 bodies of 4 MiB took vigil run from ~100 MiB to 1.28 GiB (round 35).
         assert.ok(after - before < 200 * 1024, `RSS grew by ${Math.round((after - before) / 1024)} MiB (${before} → ${after} KiB)`);
-        // The receiver still answers a request once room is made: the held uploads go away.
+        // The held uploads go away; a request that fits is answered (retried as an SDK would after a 429).
         for (const s of sockets) s.destroy();
-        const body = failedSpanBody(2000, '00000000000000aa');
+        const body = new Uint8Array(failedSpanBody(2000, '00000000000000aa'));
         let status = 0;
-        // Retried as an SDK would after a 429, while the destroyed connections are being let go.
         for (let attempt = 0; attempt < 50 && status !== 200; attempt++) {
-          const res = await fetch(url, { method: 'POST', body: new Uint8Array(body), headers: { 'content-type': 'application/json' } });
+          const res = await fetch(`http://127.0.0.1:${vigil.http}/v1/traces`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
           status = res.status;
           await res.arrayBuffer();
           if (status !== 200) await new Promise((r) => setTimeout(r, 100));
@@ -379,8 +426,57 @@ service:
         assert.equal(status, 200);
       } finally {
         for (const s of sockets) s.destroy();
-        vigil.child.kill('SIGTERM');
-        assert.equal(await vigil.exited, 0, vigil.stderr().slice(-2000));
+        await vigil.stop();
+      }
+    },
+  );
+
+  test(
+    'OTLP/gRPC: 300 calls each holding 4 MiB of an unfinished message; memory stays bounded (streams wait unread), and a call is answered after',
+    { timeout: 120_000 },
+    async () => {
+      const vigil = await floodedVigil();
+      const sessions: ClientHttp2Session[] = [];
+      try {
+        const before = vigil.rssKiB();
+        const ended: string[] = [];
+        const frame = Buffer.alloc(5);
+        frame.writeUInt32BE(SIZE, 1);
+        for (let i = 0; i < 300; i++) {
+          if (i % 50 === 0) {
+            const session = http2.connect(`http://127.0.0.1:${vigil.grpc}`);
+            session.on('error', () => {});
+            sessions.push(session);
+          }
+          const stream = sessions.at(-1)!.request({ ':method': 'POST', ':path': EXPORT_TRACES, 'content-type': 'application/grpc', te: 'trailers' });
+          // A refused call's stream ends while its message is still being sent.
+          stream.on('error', () => {});
+          stream.on('close', () => ended.push('closed'));
+          stream.write(frame);
+          stream.write(UNFINISHED);
+        }
+        // 8 are admitted (32 MiB at 4 MiB a call), 2 wait, the other 290 are refused: their streams end.
+        await until(() => ended.length === 290, '290 calls refused', 60_000);
+        const after = vigil.rssKiB();
+        // Unbounded (grpc-js reading every message whole), 300 such calls took vigil run from ~110 MiB to 1.33 GiB (round 35).
+        assert.ok(after - before < 200 * 1024, `RSS grew by ${Math.round((after - before) / 1024)} MiB (${before} → ${after} KiB)`);
+        for (const s of sessions) s.destroy();
+        const client = new RawOtlpClient(`127.0.0.1:${vigil.grpc}`, credentials.createInsecure()) as any;
+        try {
+          let code: number | undefined = -1;
+          for (let attempt = 0; attempt < 50 && code !== undefined; attempt++) {
+            code = await new Promise<number | undefined>((resolve) =>
+              client.traces(grpcTraces(), new Metadata(), (err: ServiceError | null) => resolve(err ? err.code : undefined)),
+            );
+            if (code !== undefined) await new Promise((r) => setTimeout(r, 100));
+          }
+          assert.equal(code, undefined);
+        } finally {
+          client.close();
+        }
+      } finally {
+        for (const s of sessions) s.destroy();
+        await vigil.stop();
       }
     },
   );

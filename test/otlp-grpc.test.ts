@@ -240,11 +240,12 @@ describe('OTLP/gRPC receiver: refusals', () => {
 });
 
 describe('OTLP/gRPC receiver: admission', () => {
-  test('calls past the request limit wait for room, in order; past the waiting limit RESOURCE_EXHAUSTED with RetryInfo', async () => {
+  test('calls past the request limit wait unread for room, in order; past the waiting limit RESOURCE_EXHAUSTED with RetryInfo', async () => {
     // The consumer holds every batch until the gate opens, so the first call keeps its bytes admitted.
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const order: string[] = [];
+    // Each call is charged max_request_body_size (1 MiB here) before its message is read: one fits, one may wait.
     const h = await startReceiver({
       config: { admission: { request_limit_mib: 1, waiting_limit_mib: 1 } },
       consumers: {
@@ -255,22 +256,24 @@ describe('OTLP/gRPC receiver: admission', () => {
         },
       },
     });
-    // About 0.6 MiB each: one fits the 1 MiB limit, two do not.
-    const big = (spanId: string) => tracesRequest([{ ...errorSpan(spanId), attributes: [{ key: 'pad', value: { stringValue: 'x'.repeat(600_000) } }] }]);
     try {
-      const first = h.call('traces', big('0000000000000001'));
-      await until(() => h.receiver.admission().admittedBytes > 0, 'the first call admitted');
-      const second = h.call('traces', big('0000000000000002'));
+      const first = h.call('traces', tracesRequest([errorSpan('0000000000000001')]));
+      await until(() => h.receiver.admission().admittedBytes === 1024 * 1024, 'the first call admitted');
+      const second = h.call('traces', tracesRequest([errorSpan('0000000000000002')]));
       await until(() => h.receiver.admission().waiting === 1, 'the second call waiting');
       // A third would take the waiting past 1 MiB: refused at once, while the first still holds.
-      const { error } = await h.call('traces', big('0000000000000003'));
+      // A message larger than a stream's flow-control window (64 KiB), so the refusal comes while it is still being sent.
+      const large = tracesRequest([{ ...errorSpan('0000000000000003'), attributes: [{ key: 'pad', value: { stringValue: 'x'.repeat(600_000) } }] }]);
+      const { error } = await h.call('traces', large);
       assert.equal(error?.code, GrpcStatus.RESOURCE_EXHAUSTED);
       assert.match(error!.details, /admission\.request_limit_mib: 1.*admission\.waiting_limit_mib: 1/);
       assert.equal(retryDelaySeconds(error!), 1);
+      assert.equal(h.receiver.stats().traces.refused, 1);
       open();
       assert.equal((await first).error, undefined);
       assert.equal((await second).error, undefined);
       assert.deepEqual(order, ['0000000000000001', '0000000000000002']);
+      await until(() => h.receiver.admission().admittedBytes === 0, 'all released');
       assert.deepEqual(h.receiver.admission(), { admittedBytes: 0, waitingBytes: 0, waiting: 0, waited: 1, refused: 1 });
     } finally {
       open();

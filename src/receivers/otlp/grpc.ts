@@ -14,13 +14,13 @@
  * RESOURCE_EXHAUSTED at all.
  */
 import { Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus } from '@grpc/grpc-js';
-import type { ServerInterceptor, ServerUnaryCall, ServiceDefinition, StatusObject, sendUnaryData } from '@grpc/grpc-js';
-import type { IngestConsumer, Signal } from '../../component.ts';
+import type { Responder, ServerInterceptingCallInterface, ServerInterceptor, ServerUnaryCall, ServiceDefinition, StatusObject, sendUnaryData } from '@grpc/grpc-js';
+import type { Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
 import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listenError, warnIfExposed } from '../../internal/listen.ts';
-import { NOTHING_HELD, admissionRefusal, type Release } from './admission.ts';
+import { admissionRefusal, type Release } from './admission.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -91,7 +91,7 @@ export class OtlpGrpcServer {
       throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4317; change protocols.grpc.endpoint`);
     const server = new Server({
       'grpc.max_receive_message_length': maxMessageSize,
-      interceptors: [this.countingInterceptor()],
+      interceptors: [this.exportInterceptor()],
     });
     server.addService(serviceDefinition(EXPORT_METHODS.traces), { Export: this.handler('traces') });
     server.addService(serviceDefinition(EXPORT_METHODS.logs), { Export: this.handler('logs') });
@@ -140,29 +140,56 @@ export class OtlpGrpcServer {
   }
 
   /**
-   * Counts every call to an export method, and every call that ends without an OK status: the
-   * refusals vigil's handler sends, and the ones gRPC sends itself before the handler runs (a
-   * message over the size limit, a bad compression), which only end the call (onCancel).
+   * Every call to an export method: counted, with every call that ends without an OK status (the
+   * refusals vigil's handler sends, and the ones gRPC sends itself before the handler runs — a
+   * message over the size limit, a bad compression — which only end the call: onCancel); and
+   * admitted (admission.ts) before its message is read. grpc-js leaves a call's HTTP/2 stream
+   * paused until the call is asked to read, so a call that waits holds no more than its stream's
+   * flow-control window. A call is charged max_request_body_size, from its first read to its end:
+   * its message's length is not known before the message is read.
    */
-  private countingInterceptor(): ServerInterceptor {
+  private exportInterceptor(): ServerInterceptor {
     return (method, call) => {
       const signal = SIGNAL_OF_METHOD.get(method.path);
       if (!signal) return new ServerInterceptingCall(call);
-      const { counters } = this.options;
+      const { counters, admission, maxMessageSize, id, logger } = this.options;
       counters.add(signal, 'grpc', { requests: 1 });
       let ended = false;
+      let release: Release | undefined;
+      let leave: (() => void) | undefined;
       const end = (ok: boolean) => {
         if (ended) return;
         ended = true;
         if (!ok) counters.add(signal, 'grpc', { refused: 1 });
+        leave?.();
+        release?.();
       };
-      return new ServerInterceptingCall(call, {
+      const admit = (admitted: AdmittedCall, read: () => void) => {
+        if (ended) return read();
+        const held = admission!.acquire(maxMessageSize, (drop) => (leave = drop));
+        if (held === undefined) {
+          const reason = admissionRefusal(id, admission!);
+          logger.warn('OTLP/gRPC request refused', { code: 'RESOURCE_EXHAUSTED', signal, reason });
+          admitted.sendStatus(refusalStatus(new Refused(GrpcStatus.RESOURCE_EXHAUSTED, reason, GRPC_RETRY_AFTER_SECONDS)));
+          return;
+        }
+        const start = (r: Release | undefined) => {
+          if (r === undefined) return; // cancelled while waiting
+          if (ended) return r();
+          release = r;
+          read();
+        };
+        if (typeof held === 'function') start(held);
+        else void held.then(start);
+      };
+      const responder: Responder = {
         start: (next) => next({ onCancel: () => end(false) }),
         sendStatus: (status, next) => {
           end(status.code === GrpcStatus.OK);
           next(status);
         },
-      });
+      };
+      return admission ? new AdmittedCall(call, responder, admit) : new ServerInterceptingCall(call, responder);
     };
   }
 
@@ -179,37 +206,13 @@ export class OtlpGrpcServer {
   }
 
   private async export(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>): Promise<Buffer> {
-    const { id, consumers } = this.options;
+    const { id, consumers, counters } = this.options;
     if (this.stopping) throw new Refused(GrpcStatus.UNAVAILABLE, `receiver '${id}' is shutting down`, GRPC_RETRY_AFTER_SECONDS);
     if (!this.auth.check(authorizationOf(call.metadata))) {
       throw new Refused(GrpcStatus.UNAUTHENTICATED, 'missing or wrong bearer token (metadata authorization: Bearer <token>)');
     }
     const consumer = consumers[signal];
     if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
-    const release = await this.admit(call);
-    if (release === undefined) throw new Refused(GrpcStatus.CANCELLED, 'the client cancelled the call while it waited for admission');
-    try {
-      return await this.decodeAndExport(signal, call, consumer);
-    } finally {
-      release();
-    }
-  }
-
-  /**
-   * Waits until admission control (admission.ts) lets the call in; undefined when the client
-   * cancels meanwhile. grpc-js has read the message whole by now, so here the bound holds what is
-   * decoded and appended at once, and the calls kept waiting. Refuses retryably when waiting is full.
-   */
-  private async admit(call: ServerUnaryCall<Buffer, Buffer>): Promise<Release | undefined> {
-    const { admission, id } = this.options;
-    if (!admission) return NOTHING_HELD;
-    const admitted = admission.acquire(call.request.length, (drop) => call.once('cancelled', drop));
-    if (admitted === undefined) throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, admissionRefusal(id, admission), GRPC_RETRY_AFTER_SECONDS);
-    return admitted;
-  }
-
-  private async decodeAndExport(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, consumer: IngestConsumer): Promise<Buffer> {
-    const { counters } = this.options;
     let input: DecodedSignal;
     try {
       const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
@@ -246,10 +249,39 @@ export class OtlpGrpcServer {
   private statusOf(signal: Signal, err: unknown): Partial<StatusObject> {
     const refused = err instanceof Refused ? err : new Refused(GrpcStatus.INTERNAL, `internal error: ${errorMessage(err)}`);
     this.options.logger.warn('OTLP/gRPC request refused', { code: GrpcStatus[refused.code], signal, reason: refused.message });
-    const metadata = new Metadata();
-    metadata.set('grpc-status-details-bin', encodeStatus(refused.code, refused.message, refused.retryAfterSeconds));
-    return { code: refused.code, details: refused.message, metadata };
+    return refusalStatus(refused);
   }
+}
+
+/**
+ * An export call that reads its message only once admitted (admission.ts): its first startRead
+ * asks `admit`, which calls back when the call may read, or refuses it.
+ */
+class AdmittedCall extends ServerInterceptingCall {
+  private admitted = false;
+
+  constructor(
+    next: ServerInterceptingCallInterface,
+    responder: Responder,
+    private readonly admit: (call: AdmittedCall, read: () => void) => void,
+  ) {
+    super(next, responder);
+  }
+
+  override startRead(): void {
+    if (this.admitted) return super.startRead();
+    this.admit(this, () => {
+      this.admitted = true;
+      super.startRead();
+    });
+  }
+}
+
+/** A refusal as a status, with a google.rpc.Status (and RetryInfo) in `grpc-status-details-bin`. */
+function refusalStatus(refused: Refused): StatusObject {
+  const metadata = new Metadata();
+  metadata.set('grpc-status-details-bin', encodeStatus(refused.code, refused.message, refused.retryAfterSeconds));
+  return { code: refused.code, details: refused.message, metadata };
 }
 
 /** The one `authorization` metadata value; '' when absent or repeated. */
