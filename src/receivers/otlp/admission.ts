@@ -12,7 +12,7 @@
 /** Gives the admitted bytes back; calling it again does nothing. */
 export type Release = () => void;
 
-/** What an Admission holds, for /status and the refusal's message. */
+/** What an Admission holds, for /metrics and the refusal's message. */
 export interface AdmissionStats {
   /** Bytes of the requests admitted and not yet answered. */
   admittedBytes: number;
