@@ -64,7 +64,7 @@ import { createServer } from 'node:http';
 import type { Server as HttpServer } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
-import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
+import { ACK_GOAL_MS, p99AgainstGoal, percentile } from './quantile.ts';
 import { calibrate, describeCalibration, describeCalibrations, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
@@ -329,9 +329,9 @@ function rateOf(r: LoadResult): number {
 }
 
 function ms(r: LoadResult, p: number): string {
-  const sorted = r.latencies;
-  const v = sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-  return (v === undefined ? NaN : v).toFixed(1).padStart(7);
+  return percentile(r.latencies, p / 100)
+    .toFixed(1)
+    .padStart(7);
 }
 
 function fmt(n: number): string {

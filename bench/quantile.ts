@@ -46,6 +46,11 @@ export function quantileInterval(n: number, q: number, confidence = 0.95): Quant
 /** Issue 15's ack goal on the SQLite default, p99 under this (ms) at half the maximum rate: bench:ingest and bench:ack-phases judge by it. */
 export const ACK_GOAL_MS = 20;
 
+/** The `q` quantile (0–1) of ascending `sorted` latencies, the nearest rank below; NaN for none. */
+export function percentile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
 /** A sample's p99 against a latency goal: the 95% interval's bounds (values, not ranks) and the verdict they allow. */
 export interface P99Verdict {
   lower: number | undefined;

@@ -8,6 +8,7 @@
  * --inject-stall times the bare servers under the same stalls (Performance, round 35).
  */
 import { buildPayloads } from './otlp-payloads.ts';
+import { percentile } from './quantile.ts';
 import { injectStalls, load, loadSpec, startVigil, type Encoding } from './harness.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
@@ -35,7 +36,7 @@ try {
   cancel();
   await vigil.drained!();
   const sorted = [...result.latencies].sort((a, b) => a - b);
-  const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!.toFixed(1);
+  const q = (p: number) => percentile(sorted, p).toFixed(1);
   console.log(
     `bench:stall-timeline — vigil/sqlite, OTLP/${encoding} at ${rate} requests/s for ${durationMs / 1000} s, the event loop held ${stallMs} ms every ${everyMs / 1000} s (Node.js ${process.version})`,
   );

@@ -116,7 +116,7 @@ export class Admission {
 }
 
 /** The Release of a request nothing was held for. */
-export const NOTHING_HELD: Release = () => {};
+const NOTHING_HELD: Release = () => {};
 
 /** Bytes in a MiB, for the `_mib` settings. */
 export const MIB = 1024 * 1024;

@@ -166,9 +166,9 @@ export class OtlpGrpcServer {
       };
       const admit = (admitted: AdmittedCall, read: () => void) => {
         if (ended) return read();
-        const held = admission!.acquire(maxMessageSize, (drop) => (leave = drop));
+        const held = admission.acquire(maxMessageSize, (drop) => (leave = drop));
         if (held === undefined) {
-          const reason = admissionRefusal(id, admission!);
+          const reason = admissionRefusal(id, admission);
           logger.warn('OTLP/gRPC request refused', { code: 'RESOURCE_EXHAUSTED', signal, reason });
           admitted.sendStatus(refusalStatus(new Refused(GrpcStatus.RESOURCE_EXHAUSTED, reason, GRPC_RETRY_AFTER_SECONDS)));
           return;
@@ -189,7 +189,7 @@ export class OtlpGrpcServer {
           next(status);
         },
       };
-      return admission ? new AdmittedCall(call, responder, admit) : new ServerInterceptingCall(call, responder);
+      return new AdmittedCall(call, responder, admit);
     };
   }
 

@@ -19,7 +19,7 @@ import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
-import { NOTHING_HELD, admissionRefusal, type Release } from './admission.ts';
+import { admissionRefusal, type Release } from './admission.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -171,10 +171,10 @@ export class OtlpHttpServer {
     counters.add(signal, protocol, { requests: 1 });
     let release: Release | undefined;
     try {
-      const { consumer, encoding: bodyEncoding } = this.checkRequest(req, signal, encoding);
-      release = await this.admit(req, res);
+      const { consumer, encoding: bodyEncoding, compression } = this.checkRequest(req, signal, encoding);
+      release = await this.admit(req, res, compression);
       if (release === undefined) return; // the client left while waiting
-      const body = await readBody(req, this.options.maxBodySize, contentEncoding(req));
+      const body = await readBody(req, this.options.maxBodySize, compression);
       let input: DecodedSignal;
       try {
         const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
@@ -217,12 +217,11 @@ export class OtlpHttpServer {
    * Waits until admission control (admission.ts) lets the request in, its body unread meanwhile;
    * undefined when the client leaves while waiting. Refuses retryably (429) when waiting is full.
    */
-  private async admit(req: IncomingMessage, res: ServerResponse): Promise<Release | undefined> {
+  private async admit(req: IncomingMessage, res: ServerResponse, compression: Compression): Promise<Release | undefined> {
     const { admission, maxBodySize } = this.options;
-    if (!admission) return NOTHING_HELD;
     const declared = req.headers['content-length'];
     // A gzip body may inflate to the limit and a chunked one may grow to it: both are charged the limit.
-    const bytes = declared !== undefined && contentEncoding(req) === 'identity' ? Number(declared) : maxBodySize;
+    const bytes = declared !== undefined && compression === 'identity' ? Number(declared) : maxBodySize;
     const admitted = admission.acquire(bytes, (drop) => res.once('close', drop));
     if (admitted === undefined) {
       throw new Refused(429, RPC.RESOURCE_EXHAUSTED, admissionRefusal(this.options.id, admission), { 'Retry-After': String(RETRY_AFTER_SECONDS) });
@@ -251,8 +250,12 @@ export class OtlpHttpServer {
     this.send(res, 200, response);
   }
 
-  /** Method, auth, pipeline, content type and declared size; returns the signal's consumer and the body's encoding. */
-  private checkRequest(req: IncomingMessage, signal: Signal, encoding: Encoding | undefined): { consumer: IngestConsumer; encoding: Encoding } {
+  /** Method, auth, pipeline, content type, content encoding and declared size; returns the signal's consumer and the body's encoding and compression. */
+  private checkRequest(
+    req: IncomingMessage,
+    signal: Signal,
+    encoding: Encoding | undefined,
+  ): { consumer: IngestConsumer; encoding: Encoding; compression: Compression } {
     const { id, consumers, maxBodySize } = this.options;
     if (this.stopping) throw new Refused(503, RPC.UNAVAILABLE, `receiver '${id}' is shutting down`, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     if (req.method !== 'POST') throw new Refused(405, RPC.UNIMPLEMENTED, `method ${req.method ?? ''} is not allowed; use POST`, { Allow: 'POST' });
@@ -280,12 +283,12 @@ export class OtlpHttpServer {
     if (encoding === 'json' && charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       throw new Refused(415, RPC.INVALID_ARGUMENT, `unsupported charset '${truncate(charset, 40)}'; OTLP/JSON is UTF-8`);
     }
-    contentEncoding(req); // refuses unsupported encodings before reading
+    const compression = contentEncoding(req); // refuses unsupported encodings before reading
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBodySize) {
       throw new Refused(413, RPC.INVALID_ARGUMENT, `request body of ${declared} bytes exceeds max_request_body_size (${maxBodySize} bytes)`);
     }
-    return { consumer, encoding };
+    return { consumer, encoding, compression };
   }
 
   private refuse(res: ServerResponse, req: IncomingMessage, signal: Signal | undefined, encoding: Encoding | undefined, refused: Refused): void {
@@ -340,7 +343,10 @@ function encodingOf(req: IncomingMessage): Encoding | undefined {
 }
 
 /** `gzip` or identity; any other Content-Encoding is refused with 415. */
-function contentEncoding(req: IncomingMessage): 'gzip' | 'identity' {
+/** How a body is compressed (its Content-Encoding). */
+type Compression = 'gzip' | 'identity';
+
+function contentEncoding(req: IncomingMessage): Compression {
   const enc = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
   if (enc === '' || enc === 'identity') return 'identity';
   if (enc === 'gzip' || enc === 'x-gzip') return 'gzip';
@@ -351,7 +357,7 @@ function contentEncoding(req: IncomingMessage): 'gzip' | 'identity' {
  * Reads the body, counting wire bytes and (for gzip) inflated bytes against `max`; stops reading
  * and inflating as soon as either is over, so neither a large body nor a gzip bomb is held.
  */
-function readBody(req: IncomingMessage, max: number, encoding: 'gzip' | 'identity'): Promise<Buffer> {
+function readBody(req: IncomingMessage, max: number, encoding: Compression): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let wire = 0;

@@ -104,8 +104,8 @@ export interface OtlpTransportOptions {
   decoder?: DecodePool;
   /** Told of every request from its start until it is answered (src/internal/ingest-activity.ts). */
   activity?: IngestActivity;
-  /** Bounds the bytes of requests held at once and waiting (admission.ts), across the receiver's protocols. */
-  admission?: Admission;
+  /** Bounds the bytes of requests held at once and waiting (admission.ts), across the receiver's protocols; a limit of 0 holds nothing back. */
+  admission: Admission;
 }
 
 /** What an accepted export request answers: the count of rejected records and a message (may be a warning). */
