@@ -4,6 +4,7 @@
  */
 import { test, describe, after, before } from 'node:test';
 import assert from 'node:assert/strict';
+import http2, { type ClientHttp2Session } from 'node:http2';
 import { Metadata, credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import type { ServiceError } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
@@ -14,6 +15,7 @@ import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
+import { UNREAD_BYTES } from '../src/receivers/otlp/admission.ts';
 import { RETRY_INFO_TYPE_URL } from '../src/receivers/otlp/protobuf.ts';
 import { RawOtlpClient } from './helpers/raw-grpc.ts';
 import { waitFor } from './helpers/vigil-process.ts';
@@ -240,14 +242,31 @@ describe('OTLP/gRPC receiver: refusals', () => {
 });
 
 describe('OTLP/gRPC receiver: admission', () => {
-  test('calls past the request limit wait unread for room, in order; past the waiting limit RESOURCE_EXHAUSTED with RetryInfo', async () => {
-    // The consumer holds every batch until the gate opens, so the first call keeps its bytes admitted.
+  const EXPORT_TRACES = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+  /** A message as gRPC frames it: a flag byte, its length (4 bytes), the message. */
+  const framed = (message: Buffer) => {
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(message.length, 1);
+    return Buffer.concat([prefix, message]);
+  };
+  /** A call on a raw HTTP/2 stream, so the test decides when its message's bytes are sent; resolves to its grpc-status. */
+  const rawCall = (session: ClientHttp2Session) => {
+    const stream = session.request({ ':method': 'POST', ':path': EXPORT_TRACES, 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => {});
+    const status = new Promise<string | undefined>((resolve) => {
+      stream.on('response', (headers) => headers['grpc-status'] !== undefined && resolve(String(headers['grpc-status'])));
+      stream.on('trailers', (trailers) => resolve(String(trailers['grpc-status'])));
+      stream.on('close', () => resolve(undefined));
+    });
+    return { stream, status };
+  };
+  /** A receiver whose traces consumer holds every batch until `open`, so admitted calls keep their bytes. */
+  const gatedReceiver = async (admission: { request_limit_mib: number; waiting_limit_mib: number }) => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const order: string[] = [];
-    // Each call is charged max_request_body_size (1 MiB here) before its message is read: one fits, one may wait.
     const h = await startReceiver({
-      config: { admission: { request_limit_mib: 1, waiting_limit_mib: 1 } },
+      config: { admission },
       consumers: {
         traces: async (batch) => {
           await gate;
@@ -256,12 +275,25 @@ describe('OTLP/gRPC receiver: admission', () => {
         },
       },
     });
+    return { h, open, order, session: http2.connect(`http://127.0.0.1:${h.receiver.grpcAddress()!.port}`) };
+  };
+
+  test('a call waits unread for room, charged 64 KiB of the waiting limit; past it RESOURCE_EXHAUSTED with RetryInfo; calls are admitted in order', async () => {
+    // Each call is admitted for max_request_body_size (1 MiB here) before its message is read: one fits.
+    const { h, open, order, session } = await gatedReceiver({ request_limit_mib: 1, waiting_limit_mib: 1 });
     try {
-      const first = h.call('traces', tracesRequest([errorSpan('0000000000000001')]));
-      await until(() => h.receiver.admission().admittedBytes === 1024 * 1024, 'the first call admitted');
-      const second = h.call('traces', tracesRequest([errorSpan('0000000000000002')]));
-      await until(() => h.receiver.admission().waiting === 1, 'the second call waiting');
-      // A third would take the waiting past 1 MiB: refused at once, while the first still holds.
+      // X sends two bytes of its message's prefix: admitted, its size still unknown.
+      const bodyX = framed(tracesRequest([errorSpan('0000000000000001')]));
+      const x = rawCall(session);
+      x.stream.write(bodyX.subarray(0, 2));
+      await until(() => h.receiver.admission().admittedBytes === 1024 * 1024, 'X admitted');
+      // B waits, its message unread: charged what a paused stream holds (64 KiB), so 15 more fit in 1 MiB.
+      const b = h.call('traces', tracesRequest([errorSpan('0000000000000002')]));
+      await until(() => h.receiver.admission().waiting === 1, 'B waiting');
+      assert.equal(h.receiver.admission().waitingBytes, UNREAD_BYTES);
+      const more = Array.from({ length: 15 }, () => rawCall(session));
+      await until(() => h.receiver.admission().waiting === 16, '15 more waiting');
+      // One more would take the waiting past 1 MiB: refused at once, while X still holds.
       // A message larger than a stream's flow-control window (64 KiB), so the refusal comes while it is still being sent.
       const large = tracesRequest([{ ...errorSpan('0000000000000003'), attributes: [{ key: 'pad', value: { stringValue: 'x'.repeat(600_000) } }] }]);
       const { error } = await h.call('traces', large);
@@ -269,14 +301,46 @@ describe('OTLP/gRPC receiver: admission', () => {
       assert.match(error!.details, /admission\.request_limit_mib: 1.*admission\.waiting_limit_mib: 1/);
       assert.equal(retryDelaySeconds(error!), 1);
       assert.equal(h.receiver.stats().traces.refused, 1);
+      // The 15 leave: their places come back.
+      for (const m of more) m.stream.close(http2.constants.NGHTTP2_CANCEL);
+      await until(() => h.receiver.admission().waiting === 1, 'the 15 gone');
+      assert.equal(h.receiver.admission().waitingBytes, UNREAD_BYTES);
+      // X's message arrives: X holds its length now, but B's 1 MiB does not fit beside it until X is answered.
+      x.stream.end(bodyX.subarray(2));
+      await until(() => h.receiver.admission().admittedBytes === bodyX.length - 5, 'X holding its message');
+      assert.equal(h.receiver.admission().waiting, 1);
       open();
-      assert.equal((await first).error, undefined);
-      assert.equal((await second).error, undefined);
+      assert.equal(await x.status, '0');
+      assert.equal((await b).error, undefined);
       assert.deepEqual(order, ['0000000000000001', '0000000000000002']);
       await until(() => h.receiver.admission().admittedBytes === 0, 'all released');
-      assert.deepEqual(h.receiver.admission(), { admittedBytes: 0, waitingBytes: 0, waiting: 0, waited: 1, refused: 1 });
+      assert.deepEqual(h.receiver.admission(), { admittedBytes: 0, waitingBytes: 0, waiting: 0, waited: 16, refused: 1 });
     } finally {
       open();
+      session.destroy();
+      await h.stop();
+    }
+  });
+
+  test('once its message arrives a call holds the message, not the body limit: calls of unknown size are not held to a count of the limit', async () => {
+    // 2 MiB at 1 MiB a call would admit 2 calls at once if each held the body limit to its end.
+    const { h, open, session } = await gatedReceiver({ request_limit_mib: 2, waiting_limit_mib: 1 });
+    try {
+      const calls = [];
+      let held = 0;
+      for (let i = 1; i <= 5; i++) {
+        const body = tracesRequest([errorSpan(`000000000000000${i}`)]);
+        calls.push(h.call('traces', body));
+        held += body.length;
+        await until(() => h.receiver.admission().admittedBytes === held, `call ${i} holding its message only`);
+      }
+      assert.equal(h.receiver.admission().waited, 0);
+      open();
+      for (const c of await Promise.all(calls)) assert.equal(c.error, undefined);
+      await until(() => h.receiver.admission().admittedBytes === 0, 'all released');
+    } finally {
+      open();
+      session.destroy();
       await h.stop();
     }
   });

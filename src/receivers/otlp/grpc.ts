@@ -20,7 +20,7 @@ import { VigilError, errorMessage } from '../../errors.ts';
 import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listenError, warnIfExposed } from '../../internal/listen.ts';
-import { admissionRefusal, type Release } from './admission.ts';
+import { admissionRefusal, type Held } from './admission.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -145,8 +145,9 @@ export class OtlpGrpcServer {
    * message over the size limit, a bad compression — which only end the call: onCancel); and
    * admitted (admission.ts) before its message is read. grpc-js leaves a call's HTTP/2 stream
    * paused until the call is asked to read, so a call that waits holds no more than its stream's
-   * flow-control window. A call is charged max_request_body_size, from its first read to its end:
-   * its message's length is not known before the message is read.
+   * flow-control window. A call is admitted for max_request_body_size (its message's length is not
+   * known before the message is read) and, once its message is received, holds the message's
+   * length until its end.
    */
   private exportInterceptor(): ServerInterceptor {
     return (method, call) => {
@@ -155,35 +156,43 @@ export class OtlpGrpcServer {
       const { counters, admission, maxMessageSize, id, logger } = this.options;
       counters.add(signal, 'grpc', { requests: 1 });
       let ended = false;
-      let release: Release | undefined;
+      let held: Held | undefined;
       let leave: (() => void) | undefined;
       const end = (ok: boolean) => {
         if (ended) return;
         ended = true;
         if (!ok) counters.add(signal, 'grpc', { refused: 1 });
         leave?.();
-        release?.();
+        held?.release();
       };
       const admit = (admitted: AdmittedCall, read: () => void) => {
         if (ended) return read();
-        const held = admission.acquire(maxMessageSize, (drop) => (leave = drop));
-        if (held === undefined) {
+        const admittedNow = admission.acquire(maxMessageSize, (drop) => (leave = drop));
+        if (admittedNow === undefined) {
           const reason = admissionRefusal(id, admission);
           logger.warn('OTLP/gRPC request refused', { code: 'RESOURCE_EXHAUSTED', signal, reason });
           admitted.sendStatus(refusalStatus(new Refused(GrpcStatus.RESOURCE_EXHAUSTED, reason, GRPC_RETRY_AFTER_SECONDS)));
           return;
         }
-        const start = (r: Release | undefined) => {
-          if (r === undefined) return; // cancelled while waiting
-          if (ended) return r();
-          release = r;
+        const start = (h: Held | undefined) => {
+          if (h === undefined) return; // cancelled while waiting
+          if (ended) return h.release();
+          held = h;
           read();
         };
-        if (typeof held === 'function') start(held);
-        else void held.then(start);
+        if (admittedNow instanceof Promise) void admittedNow.then(start);
+        else start(admittedNow);
       };
       const responder: Responder = {
-        start: (next) => next({ onCancel: () => end(false) }),
+        start: (next) =>
+          next({
+            // The message (decompressed, as grpc-js hands it on) is what the call holds from here.
+            onReceiveMessage: (message: Buffer, nextMessage) => {
+              held?.shrinkTo(message.length);
+              nextMessage(message);
+            },
+            onCancel: () => end(false),
+          }),
         sendStatus: (status, next) => {
           end(status.code === GrpcStatus.OK);
           next(status);

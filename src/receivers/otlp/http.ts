@@ -19,7 +19,7 @@ import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
-import { admissionRefusal, type Release } from './admission.ts';
+import { admissionRefusal, type Held } from './admission.ts';
 import { exportDecoded, refusalOf } from './ingest.ts';
 import type { DecodedSignal, ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
@@ -169,12 +169,14 @@ export class OtlpHttpServer {
     const { counters } = this.options;
     const protocol = encoding ? PROTOCOLS[encoding] : undefined;
     counters.add(signal, protocol, { requests: 1 });
-    let release: Release | undefined;
+    let held: Held | undefined;
     try {
       const { consumer, encoding: bodyEncoding, compression } = this.checkRequest(req, signal, encoding);
-      release = await this.admit(req, res, compression);
-      if (release === undefined) return; // the client left while waiting
+      held = await this.admit(req, res, compression);
+      if (held === undefined) return; // the client left while waiting
       const body = await readBody(req, this.options.maxBodySize, compression);
+      // A gzip or chunked body was admitted for the body limit; it holds what it took.
+      held.shrinkTo(body.length);
       let input: DecodedSignal;
       try {
         const options = { skipIrrelevant: this.options.forward?.[signal] !== true, markers: this.options.markers?.[signal] === true };
@@ -209,7 +211,7 @@ export class OtlpHttpServer {
       counters.add(signal, protocol, { refused: 1 });
       this.refuse(res, req, signal, encoding, err);
     } finally {
-      release?.();
+      held?.release();
     }
   }
 
@@ -217,7 +219,7 @@ export class OtlpHttpServer {
    * Waits until admission control (admission.ts) lets the request in, its body unread meanwhile;
    * undefined when the client leaves while waiting. Refuses retryably (429) when waiting is full.
    */
-  private async admit(req: IncomingMessage, res: ServerResponse, compression: Compression): Promise<Release | undefined> {
+  private async admit(req: IncomingMessage, res: ServerResponse, compression: Compression): Promise<Held | undefined> {
     const { admission, maxBodySize } = this.options;
     const declared = req.headers['content-length'];
     // A gzip body may inflate to the limit and a chunked one may grow to it: both are charged the limit.
