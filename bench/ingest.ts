@@ -49,7 +49,8 @@
  * slice's first requests time the client's start — a new worker thread, new connections, its code not yet
  * compiled — and not the server: 20–45 ms on bare and vigil alike, several of the ~400 latencies a p99 reads),
  * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
- * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts),
+ * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts; the gaps of
+ * --long-gap=MS (40) or more are printed with where their time went: bench/thread-time.ts),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
  * vigil alone with `node --cpu-prof`; no ratios then),
  * --inject-stall=MS[@SECONDS] (in every server's half-rate slices alike, after the half warm-up, the main
@@ -57,6 +58,7 @@
  * the bare servers the baseline; round 35).
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { MainThreadTimes, cpuSnapshot, gapTimes, type GapTimes } from './thread-time.ts';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { closeSync, fdatasync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -91,26 +93,62 @@ const STALL_MS = 6;
 
 /**
  * With --stalls=FILE: the event loop's gaps over STALL_MS during vigil's half-rate slices (a 1 ms
- * timer that notes when it ran late), as [start, end, slice] with times in microseconds of the
- * monotonic clock, the clock of V8's CPU profiles; written to FILE at the end. Run under `node
+ * timer that notes when it ran late), as [start, end, slice, times] with times in microseconds of
+ * the monotonic clock, the clock of V8's CPU profiles, and where the gap's wall time went
+ * (bench/thread-time.ts: the main thread's schedstat read on every tick, the process's threads and
+ * the machine every 10 ms); written to FILE at the end, the long gaps printed. Run under `node
  * --cpu-prof`, bench/stalls.ts then tells what the event loop ran during them.
  */
 class StallRecorder {
-  readonly gaps: Array<[number, number, string]> = [];
+  readonly gaps: Array<[number, number, string, GapTimes]> = [];
   private timer: NodeJS.Timeout | undefined;
+  private main: MainThreadTimes | undefined;
 
   start(label: string): void {
+    const main = (this.main = new MainThreadTimes());
     let last = process.hrtime.bigint();
+    let lastMain = main.read();
+    let snapshot = cpuSnapshot();
+    let ticks = 0;
     this.timer = setInterval(() => {
       const now = process.hrtime.bigint();
-      if (now - last > BigInt(STALL_MS * 1e6)) this.gaps.push([Number(last / 1000n), Number(now / 1000n), label]);
+      const nowMain = main.read();
+      if (now - last > BigInt(STALL_MS * 1e6)) {
+        const after = cpuSnapshot();
+        const times = gapTimes(Number(now - last) / 1e6, lastMain, nowMain, snapshot, after, process.pid);
+        this.gaps.push([Number(last / 1000n), Number(now / 1000n), label, times]);
+        snapshot = after;
+      } else if (++ticks % 10 === 0) {
+        snapshot = cpuSnapshot();
+      }
       last = now;
+      lastMain = nowMain;
     }, 1);
   }
 
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.main?.close();
+  }
+
+  /** The gaps of `longMs` or more, each with where its time went, and their sums. */
+  report(longMs: number): string {
+    const long = this.gaps.filter(([start, end]) => (end - start) / 1000 >= longMs);
+    const f = (ms: number) => ms.toFixed(1).padStart(7);
+    const header = `   gap ms | main thread: on a CPU  waiting  neither | other threads  other processes  idle  iowait (ms, both CPUs)  slice`;
+    const line = (wall: number, t: GapTimes, label: string) =>
+      `${f(wall)}   |        ${f(t.mainCpu)}  ${f(t.mainWait)}  ${f(t.mainOff)} |      ${f(t.otherThreads)}          ${f(t.otherProcesses)} ${f(t.idle)} ${f(t.iowait)}  ${label}`;
+    const sum: GapTimes = { mainCpu: 0, mainWait: 0, mainOff: 0, otherThreads: 0, otherProcesses: 0, idle: 0, iowait: 0 };
+    let wall = 0;
+    const rows = long.map(([start, end, label, t]) => {
+      wall += (end - start) / 1000;
+      for (const k of Object.keys(sum) as Array<keyof GapTimes>) sum[k] += t[k];
+      return line((end - start) / 1000, t, label);
+    });
+    return [`${long.length} gaps of ${longMs} ms or more, where their time went (bench/thread-time.ts):`, header, ...rows, line(wall, sum, 'all of them')].join(
+      '\n',
+    );
   }
 }
 
@@ -232,6 +270,7 @@ async function main(): Promise<void> {
     console.log(
       `\n${stalls.gaps.length} event-loop gaps over ${STALL_MS} ms in vigil's half-rate slices written to ${args.stalls} (bench/stalls.ts reads them with the CPU profile)`,
     );
+    console.log(`\n${stalls.report(Number(args['long-gap'] ?? 40))}`);
   }
   console.log(
     `\nload average ${loadavg()[0]!.toFixed(2)} at the end; ${describeCalibrations(speed0, calibrate())}; a shared machine: compare the ratios, not the absolute figures`,
