@@ -136,14 +136,16 @@ class StallRecorder {
   report(longMs: number): string {
     const long = this.gaps.filter(([start, end]) => (end - start) / 1000 >= longMs);
     const f = (ms: number) => ms.toFixed(1).padStart(7);
-    const header = `   gap ms | main thread: on a CPU  waiting  neither | other threads  other processes  idle  iowait (ms, both CPUs)  slice`;
+    const header = `   gap ms | main thread: on a CPU  waiting  neither | other threads  other processes  idle  iowait (ms, both CPUs)  slice; busiest other threads`;
+    // The busiest other threads: task id, ms on a CPU, and when the thread started (s after the process).
+    const busiest = (t: GapTimes) => (t.busiest ?? []).map(([tid, ms, started]) => `${tid}: ${ms.toFixed(1)} (from ${(started / 1000).toFixed(2)} s)`).join(', ');
     const line = (wall: number, t: GapTimes, label: string) =>
-      `${f(wall)}   |        ${f(t.mainCpu)}  ${f(t.mainWait)}  ${f(t.mainOff)} |      ${f(t.otherThreads)}          ${f(t.otherProcesses)} ${f(t.idle)} ${f(t.iowait)}  ${label}`;
-    const sum: GapTimes = { mainCpu: 0, mainWait: 0, mainOff: 0, otherThreads: 0, otherProcesses: 0, idle: 0, iowait: 0 };
+      `${f(wall)}   |        ${f(t.mainCpu)}  ${f(t.mainWait)}  ${f(t.mainOff)} |      ${f(t.otherThreads)}          ${f(t.otherProcesses)} ${f(t.idle)} ${f(t.iowait)}  ${label}${t.busiest ? `; ${busiest(t)}` : ''}`;
+    const sum: Omit<GapTimes, 'busiest'> = { mainCpu: 0, mainWait: 0, mainOff: 0, otherThreads: 0, otherProcesses: 0, idle: 0, iowait: 0 };
     let wall = 0;
     const rows = long.map(([start, end, label, t]) => {
       wall += (end - start) / 1000;
-      for (const k of Object.keys(sum) as Array<keyof GapTimes>) sum[k] += t[k];
+      for (const k of Object.keys(sum) as Array<keyof typeof sum>) sum[k] += t[k];
       return line((end - start) / 1000, t, label);
     });
     return [`${long.length} gaps of ${longMs} ms or more, where their time went (bench/thread-time.ts):`, header, ...rows, line(wall, sum, 'all of them')].join(

@@ -83,6 +83,18 @@ export interface GapTimes {
   otherProcesses: number;
   idle: number;
   iowait: number;
+  /** The other threads that ran most in the gap: [task id, ms on a CPU, ms after the process started that the thread did]. */
+  busiest?: Array<[tid: number, ms: number, startedMs: number]>;
+}
+
+/** When a thread of this process started, in ms after the process did (from field 22 of their `stat`, in ticks of 10 ms). */
+export function threadStartedMs(tid: number): number {
+  const startTicks = (stat: string) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  try {
+    return (startTicks(readFileSync(`/proc/self/task/${tid}/stat`, 'latin1')) - startTicks(readFileSync('/proc/self/stat', 'latin1'))) * TICK_MS;
+  } catch {
+    return NaN; // ended since
+  }
 }
 
 /**
@@ -95,10 +107,13 @@ export function gapTimes(wallMs: number, mainBefore: ThreadTimes, mainAfter: Thr
   const mainWait = (mainAfter[1] - mainBefore[1]) / 1e6;
   let processCpu = 0;
   let otherThreads = 0;
+  const others: Array<[number, number]> = [];
   for (const [tid, [cpu]] of after.threads) {
     const ms = (cpu - (before.threads.get(tid)?.[0] ?? 0)) / 1e6;
     processCpu += ms;
-    if (tid !== mainTid) otherThreads += ms;
+    if (tid === mainTid) continue;
+    otherThreads += ms;
+    others.push([tid, ms]);
   }
   const busy = after.machine.busyMs - before.machine.busyMs;
   return {
@@ -109,5 +124,10 @@ export function gapTimes(wallMs: number, mainBefore: ThreadTimes, mainAfter: Thr
     otherProcesses: Math.max(0, busy - processCpu),
     idle: after.machine.idleMs - before.machine.idleMs,
     iowait: after.machine.iowaitMs - before.machine.iowaitMs,
+    busiest: others
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 3)
+      .filter(([, ms]) => ms >= 1)
+      .map(([tid, ms]) => [tid, ms, threadStartedMs(tid)]),
   };
 }

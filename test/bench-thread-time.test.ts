@@ -30,7 +30,15 @@ test('a gap splits into the main thread on a CPU, waiting, neither; the other th
     ]),
     machine: { busyMs: 1090, idleMs: 540, iowaitMs: 10 },
   };
-  const t = gapTimes(100, [1e9, 5e8], [1.03e9, 5.2e8], before, after, 10);
+  const { busiest, ...t } = gapTimes(100, [1e9, 5e8], [1.03e9, 5.2e8], before, after, 10);
+  // The busiest other threads first; these task ids are not this process's, so their start is unknown.
+  assert.deepEqual(
+    busiest?.map(([tid, ms, started]) => [tid, Math.round(ms * 1000) / 1000, started]),
+    [
+      [11, 15, NaN],
+      [12, 5, NaN],
+    ],
+  );
   assert.deepEqual(Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v * 1000) / 1000])), {
     mainCpu: 30,
     mainWait: 20,
@@ -53,6 +61,8 @@ test('a real gap of this thread: 60 ms of work reads as on a CPU, 150 ms asleep 
     const m1 = main.read();
     const wall = Number(process.hrtime.bigint() - t0) / 1e6;
     const t = gapTimes(wall, m0, m1, before, cpuSnapshot(), process.pid);
+    // The sleep ran in a child process: no thread of this one was busy for it.
+    assert.ok(t.otherThreads < 50, JSON.stringify(t));
     // On a CPU: the 60 ms loop, less whatever time a busy machine's run queue took from it.
     assert.ok(t.mainCpu + t.mainWait >= 55 && t.mainCpu < 100, JSON.stringify(t));
     assert.ok(t.mainOff >= 140, JSON.stringify(t));
