@@ -413,6 +413,70 @@ describe('Admission: OTLP/HTTP', () => {
   );
 });
 
+describe('Admission: OTLP/HTTP with Expect: 100-continue', () => {
+  test(
+    'a client that asks first is told to send its body only once admitted; refused, it is answered at once and the connection closes',
+    { timeout: 30_000 },
+    async () => {
+      const events: AgentEvent[] = [];
+      const receiver: OtlpReceiver = createOtlpReceiver(
+        {
+          id: 'otlp',
+          logger: memoryLogger(),
+          consumers: {
+            traces: async (batch) => {
+              events.push(...batch);
+              return { appended: batch.length, duplicates: 0 };
+            },
+          },
+        },
+        { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: MIB, admission: { request_limit_mib: 1, waiting_limit_mib: 1 } },
+        { shutdownGraceMs: 500 },
+      );
+      await receiver.start();
+      const port = receiver.address()!.port;
+      const sockets: Socket[] = [];
+      /** A request that sends its head with `Expect: 100-continue` and waits to be told to send its body. */
+      const asking = (headers: string) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => {});
+        socket.setEncoding('latin1');
+        let received = '';
+        socket.on('data', (d: string) => (received += d));
+        sockets.push(socket);
+        socket.write(`POST /v1/traces HTTP/1.1\r\nHost: vigil\r\n${headers}Expect: 100-continue\r\n\r\n`);
+        return { socket, received: () => received };
+      };
+      try {
+        // A holds the whole limit, half its body sent.
+        const a = new HeldRequest(port, MIB);
+        sockets.push(a.socket);
+        a.send(failedSpanBody(MIB, '0000000000000001').subarray(0, MIB / 2));
+        await until(() => receiver.admission().admittedBytes === MIB, 'A admitted');
+        const body = failedSpanBody(2000, '0000000000000002');
+        const b = asking(`Content-Type: application/json\r\nContent-Length: ${body.length}\r\n`);
+        await until(() => receiver.admission().waiting === 1, 'B waiting');
+        // Node would have answered 100 Continue as the head arrived; B waits without it.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.equal(b.received(), '');
+        a.socket.destroy();
+        await until(() => b.received() === 'HTTP/1.1 100 Continue\r\n\r\n', 'B told to send its body');
+        b.socket.write(body);
+        await until(() => /\r\n\r\nHTTP\/1\.1 200 /.test(b.received()), 'B answered');
+        assert.equal(events.length, 1);
+        // Refused before it sent its body: the answer comes at once, without 100 Continue, and the connection ends.
+        const c = asking('Content-Type: text/plain\r\nContent-Length: 10\r\n');
+        await new Promise((resolve) => c.socket.once('close', resolve));
+        assert.match(c.received(), /^HTTP\/1\.1 415 /);
+        assert.match(c.received(), /\r\nConnection: close\r\n/i);
+      } finally {
+        for (const s of sockets) s.destroy();
+        await receiver.shutdown();
+      }
+    },
+  );
+});
+
 describe('Admission: OTLP/HTTP bodies of unknown size', () => {
   test('a gzip body is admitted for the body limit and, once read, holds its inflated length: more fit beside it', { timeout: 30_000 }, async () => {
     let open!: () => void;

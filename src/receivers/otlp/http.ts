@@ -84,6 +84,8 @@ export class OtlpHttpServer {
   private closing: Promise<void> | undefined;
   private inFlight = 0;
   private idle: (() => void) | undefined;
+  /** Requests that sent `Expect: 100-continue` and were not yet told to send their bodies. */
+  private readonly awaitingContinue = new WeakSet<IncomingMessage>();
   private readonly auth: BearerAuth;
 
   constructor(private readonly options: OtlpHttpServerOptions) {
@@ -98,6 +100,13 @@ export class OtlpHttpServer {
     if (!parsed)
       throw new VigilError('VIGIL_LISTEN_FAILED', `receiver '${id}': '${endpoint}' is not an endpoint such as 127.0.0.1:4318; change protocols.http.endpoint`);
     const server = createServer((req, res) => this.onRequest(req, res));
+    // A client that asks before sending its body (`Expect: 100-continue`, as curl does past 1 MiB)
+    // is told to send it once admitted, not at once as Node would: a request that waits for room
+    // or is refused sends nothing.
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      this.awaitingContinue.add(req);
+      this.onRequest(req, res);
+    });
     server.requestTimeout = REQUEST_TIMEOUT_MS;
     server.headersTimeout = Math.min(REQUEST_TIMEOUT_MS, 30_000);
     const where = { what: `receiver '${id}'`, protocol: 'OTLP/HTTP', configKey: `receivers.${id}.protocols.http.endpoint` };
@@ -174,6 +183,7 @@ export class OtlpHttpServer {
       const { consumer, encoding: bodyEncoding, compression } = this.checkRequest(req, signal, encoding);
       held = await this.admit(req, res, compression);
       if (held === undefined) return; // the client left while waiting
+      if (this.awaitingContinue.delete(req)) res.writeContinue();
       const body = await readBody(req, this.options.maxBodySize, compression);
       // A gzip or chunked body was admitted for the body limit; it holds what it took.
       held.shrinkTo(body.length);
@@ -301,8 +311,11 @@ export class OtlpHttpServer {
       path: safePath(req.url),
       reason: refused.message,
     });
-    if (encoding === 'protobuf') this.sendBytes(res, refused.status, encodeStatus(refused.rpcCode, refused.message), refused.headers);
-    else this.send(res, refused.status, { code: refused.rpcCode, message: refused.message }, refused.headers);
+    // A client refused before it was told to send its body may send it or not (RFC 9110, 10.1.1):
+    // the connection closes after the answer, so neither leaves it out of step.
+    const headers = this.awaitingContinue.has(req) ? { ...refused.headers, Connection: 'close' } : refused.headers;
+    if (encoding === 'protobuf') this.sendBytes(res, refused.status, encodeStatus(refused.rpcCode, refused.message), headers);
+    else this.send(res, refused.status, { code: refused.rpcCode, message: refused.message }, headers);
     if (!req.complete) discardRest(req, this.options.maxBodySize);
   }
 
