@@ -20,6 +20,7 @@ import { createOtlpReceiver, type OtlpReceiver } from '../src/receivers/otlp/fac
 import { otlpReceiverFactory } from '../src/receivers/otlp/factory.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import type { AgentEvent } from '../src/model/event.ts';
+import type { IngestConsumer } from '../src/component.ts';
 import { propertyParams } from './helpers/random.ts';
 import { RawOtlpClient } from './helpers/raw-grpc.ts';
 import { accepting, freePort, spawnVigil, tempDir, untilReady, waitFor, writeConfig } from './helpers/vigil-process.ts';
@@ -283,6 +284,29 @@ class HeldRequest {
   }
 }
 
+/** A started OTLP/HTTP receiver with a 1 MiB body limit and these admission limits, its traces going to `traces`. */
+async function startHttpReceiver(
+  admission: { request_limit_mib: number; waiting_limit_mib: number },
+  traces: IngestConsumer,
+  logger = memoryLogger(),
+): Promise<{ receiver: OtlpReceiver; port: number }> {
+  const receiver = createOtlpReceiver(
+    { id: 'otlp', logger, consumers: { traces } },
+    { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: MIB, admission },
+    { shutdownGraceMs: 500 },
+  );
+  await receiver.start();
+  return { receiver, port: receiver.address()!.port };
+}
+
+/** A consumer that keeps what it is given in `events`. */
+const collecting =
+  (events: AgentEvent[]): IngestConsumer =>
+  async (batch) => {
+    events.push(...batch);
+    return { appended: batch.length, duplicates: 0 };
+  };
+
 /** An OTLP/JSON traces request with one failed span, padded with trailing whitespace to exactly `size` bytes. */
 function failedSpanBody(size: number, spanId: string): Buffer {
   const json = JSON.stringify({
@@ -314,22 +338,7 @@ describe('Admission: OTLP/HTTP', () => {
     async () => {
       const events: AgentEvent[] = [];
       const logger = memoryLogger();
-      const receiver: OtlpReceiver = createOtlpReceiver(
-        {
-          id: 'otlp',
-          logger,
-          consumers: {
-            traces: async (batch) => {
-              events.push(...batch);
-              return { appended: batch.length, duplicates: 0 };
-            },
-          },
-        },
-        { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: MIB, admission: { request_limit_mib: 2, waiting_limit_mib: 1 } },
-        { shutdownGraceMs: 500 },
-      );
-      await receiver.start();
-      const port = receiver.address()!.port;
+      const { receiver, port } = await startHttpReceiver({ request_limit_mib: 2, waiting_limit_mib: 1 }, collecting(events), logger);
       const open: HeldRequest[] = [];
       const held = (declared: number) => {
         const r = new HeldRequest(port, declared);
@@ -419,22 +428,7 @@ describe('Admission: OTLP/HTTP with Expect: 100-continue', () => {
     { timeout: 30_000 },
     async () => {
       const events: AgentEvent[] = [];
-      const receiver: OtlpReceiver = createOtlpReceiver(
-        {
-          id: 'otlp',
-          logger: memoryLogger(),
-          consumers: {
-            traces: async (batch) => {
-              events.push(...batch);
-              return { appended: batch.length, duplicates: 0 };
-            },
-          },
-        },
-        { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: MIB, admission: { request_limit_mib: 1, waiting_limit_mib: 1 } },
-        { shutdownGraceMs: 500 },
-      );
-      await receiver.start();
-      const port = receiver.address()!.port;
+      const { receiver, port } = await startHttpReceiver({ request_limit_mib: 1, waiting_limit_mib: 1 }, collecting(events));
       const sockets: Socket[] = [];
       /** A request that sends its head with `Expect: 100-continue` and waits to be told to send its body. */
       const asking = (headers: string) => {
@@ -481,23 +475,12 @@ describe('Admission: OTLP/HTTP bodies of unknown size', () => {
   test('a gzip body is admitted for the body limit and, once read, holds its inflated length: more fit beside it', { timeout: 30_000 }, async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const receiver: OtlpReceiver = createOtlpReceiver(
-      {
-        id: 'otlp',
-        logger: memoryLogger(),
-        consumers: {
-          traces: async (batch) => {
-            await gate; // answered only when the test says: each request keeps what it holds
-            return { appended: batch.length, duplicates: 0 };
-          },
-        },
-      },
-      // 2 MiB at 1 MiB a request would admit 2 gzip requests at once if each held the body limit to its end.
-      { protocols: { http: { endpoint: '127.0.0.1:0' } }, max_request_body_size: MIB, admission: { request_limit_mib: 2, waiting_limit_mib: 1 } },
-      { shutdownGraceMs: 500 },
-    );
-    await receiver.start();
-    const url = `http://127.0.0.1:${receiver.address()!.port}/v1/traces`;
+    // 2 MiB at 1 MiB a request would admit 2 gzip requests at once if each held the body limit to its end.
+    const { receiver, port } = await startHttpReceiver({ request_limit_mib: 2, waiting_limit_mib: 1 }, async (batch) => {
+      await gate; // answered only when the test says: each request keeps what it holds
+      return { appended: batch.length, duplicates: 0 };
+    });
+    const url = `http://127.0.0.1:${port}/v1/traces`;
     try {
       const answers: Array<Promise<Response>> = [];
       for (let i = 1; i <= 5; i++) {
