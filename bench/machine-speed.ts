@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { TICKS_PER_SECOND, parseSchedstat } from './thread-time.ts';
 
 /** CPU time the calling thread has had, and time it waited, ready, for a CPU (both since it started). */
 export interface ThreadTimes {
@@ -14,9 +15,6 @@ export interface ThreadTimes {
   /** Undefined where the kernel keeps no scheduler statistics (only /proc/.../stat's CPU times). */
   runQueueMs: number | undefined;
 }
-
-/** Linux's clock ticks per second (USER_HZ), the unit of /proc's stat times: 100 on every Linux ABI Node runs on. */
-const TICKS_PER_SECOND = 100;
 
 /**
  * The calling thread's times, from /proc/thread-self: `schedstat` (nanoseconds on a CPU, and
@@ -27,8 +25,8 @@ const TICKS_PER_SECOND = 100;
  */
 export function threadTimes(): ThreadTimes | undefined {
   try {
-    const [onCpu, waiting] = readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ').map(Number);
-    if (Number.isFinite(onCpu) && Number.isFinite(waiting)) return { cpuMs: onCpu! / 1e6, runQueueMs: waiting! / 1e6 };
+    const [onCpu, waiting] = parseSchedstat(readFileSync('/proc/thread-self/schedstat', 'latin1'));
+    if (Number.isFinite(onCpu) && Number.isFinite(waiting)) return { cpuMs: onCpu / 1e6, runQueueMs: waiting / 1e6 };
   } catch {
     // No scheduler statistics: the CPU times of stat below.
   }

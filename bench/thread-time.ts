@@ -13,9 +13,9 @@
 import { closeSync, openSync, readSync, readdirSync, readFileSync } from 'node:fs';
 
 /** A thread's [ns on a CPU, ns waiting in a run queue], from the start of its `schedstat` line. */
-export type ThreadTimes = readonly [cpuNs: number, waitNs: number];
+export type SchedTimes = readonly [cpuNs: number, waitNs: number];
 
-export function parseSchedstat(line: string): ThreadTimes {
+export function parseSchedstat(line: string): SchedTimes {
   const [cpu, wait] = line.trim().split(/\s+/);
   return [Number(cpu), Number(wait)];
 }
@@ -27,8 +27,9 @@ export interface MachineTimes {
   iowaitMs: number;
 }
 
-/** USER_HZ: /proc/stat counts in hundredths of a second on Linux. */
-const TICK_MS = 10;
+/** Linux's clock ticks per second (USER_HZ), the unit of /proc's stat times: 100 on every Linux ABI Node runs on. */
+export const TICKS_PER_SECOND = 100;
+const TICK_MS = 1000 / TICKS_PER_SECOND;
 
 export function parseProcStat(text: string): MachineTimes {
   const line = text.slice(0, text.indexOf('\n'));
@@ -40,12 +41,12 @@ export function parseProcStat(text: string): MachineTimes {
 
 /** Every thread of this process (by task id) and the machine, at one moment. */
 export interface CpuSnapshot {
-  threads: Map<number, ThreadTimes>;
+  threads: Map<number, SchedTimes>;
   machine: MachineTimes;
 }
 
 export function cpuSnapshot(): CpuSnapshot {
-  const threads = new Map<number, ThreadTimes>();
+  const threads = new Map<number, SchedTimes>();
   for (const tid of readdirSync('/proc/self/task')) {
     try {
       threads.set(Number(tid), parseSchedstat(readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1')));
@@ -61,7 +62,7 @@ export class MainThreadTimes {
   private readonly fd = openSync('/proc/thread-self/schedstat', 'r');
   private readonly buf = Buffer.alloc(128);
 
-  read(): ThreadTimes {
+  read(): SchedTimes {
     const n = readSync(this.fd, this.buf, 0, this.buf.length, 0);
     return parseSchedstat(this.buf.toString('latin1', 0, n));
   }
@@ -102,7 +103,7 @@ export function threadStartedMs(tid: number): number {
  * with the other threads and the machine from `before` (taken at most a few ms before the gap)
  * to `after`.
  */
-export function gapTimes(wallMs: number, mainBefore: ThreadTimes, mainAfter: ThreadTimes, before: CpuSnapshot, after: CpuSnapshot, mainTid: number): GapTimes {
+export function gapTimes(wallMs: number, mainBefore: SchedTimes, mainAfter: SchedTimes, before: CpuSnapshot, after: CpuSnapshot, mainTid: number): GapTimes {
   const mainCpu = (mainAfter[0] - mainBefore[0]) / 1e6;
   const mainWait = (mainAfter[1] - mainBefore[1]) / 1e6;
   let processCpu = 0;
