@@ -117,10 +117,11 @@ export class Admission {
         this.admittedBytes -= charged;
         this.admitWaiters();
       },
-      shrinkTo: (smaller) => {
-        if (released || !(smaller < charged)) return;
-        this.admittedBytes -= charged - Math.max(0, smaller);
-        charged = Math.max(0, smaller);
+      shrinkTo: (bytes) => {
+        const smaller = Math.max(0, bytes);
+        if (released || !(smaller < charged)) return; // also when NaN
+        this.admittedBytes -= charged - smaller;
+        charged = smaller;
         this.admitWaiters();
       },
     };

@@ -153,7 +153,7 @@ export class OtlpGrpcServer {
     return (method, call) => {
       const signal = SIGNAL_OF_METHOD.get(method.path);
       if (!signal) return new ServerInterceptingCall(call);
-      const { counters, admission, maxMessageSize, id, logger } = this.options;
+      const { counters, admission, maxMessageSize, id } = this.options;
       counters.add(signal, 'grpc', { requests: 1 });
       let ended = false;
       let held: Held | undefined;
@@ -169,9 +169,7 @@ export class OtlpGrpcServer {
         if (ended) return read();
         const admittedNow = admission.acquire(maxMessageSize, (drop) => (leave = drop));
         if (admittedNow === undefined) {
-          const reason = admissionRefusal(id, admission);
-          logger.warn('OTLP/gRPC request refused', { code: 'RESOURCE_EXHAUSTED', signal, reason });
-          admitted.sendStatus(refusalStatus(new Refused(GrpcStatus.RESOURCE_EXHAUSTED, reason, GRPC_RETRY_AFTER_SECONDS)));
+          admitted.sendStatus(this.statusOf(signal, new Refused(GrpcStatus.RESOURCE_EXHAUSTED, admissionRefusal(id, admission), GRPC_RETRY_AFTER_SECONDS)));
           return;
         }
         const start = (h: Held | undefined) => {
@@ -254,11 +252,13 @@ export class OtlpGrpcServer {
     return encodeExportResponse(outcome.rejected, outcome.errorMessage);
   }
 
-  /** The status of a refused call, with a google.rpc.Status (and RetryInfo) in `grpc-status-details-bin`. */
-  private statusOf(signal: Signal, err: unknown): Partial<StatusObject> {
+  /** The status of a refused call, logged, with a google.rpc.Status (and RetryInfo) in `grpc-status-details-bin`. */
+  private statusOf(signal: Signal, err: unknown): StatusObject {
     const refused = err instanceof Refused ? err : new Refused(GrpcStatus.INTERNAL, `internal error: ${errorMessage(err)}`);
     this.options.logger.warn('OTLP/gRPC request refused', { code: GrpcStatus[refused.code], signal, reason: refused.message });
-    return refusalStatus(refused);
+    const metadata = new Metadata();
+    metadata.set('grpc-status-details-bin', encodeStatus(refused.code, refused.message, refused.retryAfterSeconds));
+    return { code: refused.code, details: refused.message, metadata };
   }
 }
 
@@ -284,13 +284,6 @@ class AdmittedCall extends ServerInterceptingCall {
       super.startRead();
     });
   }
-}
-
-/** A refusal as a status, with a google.rpc.Status (and RetryInfo) in `grpc-status-details-bin`. */
-function refusalStatus(refused: Refused): StatusObject {
-  const metadata = new Metadata();
-  metadata.set('grpc-status-details-bin', encodeStatus(refused.code, refused.message, refused.retryAfterSeconds));
-  return { code: refused.code, details: refused.message, metadata };
 }
 
 /** The one `authorization` metadata value; '' when absent or repeated. */

@@ -357,10 +357,10 @@ function encodingOf(req: IncomingMessage): Encoding | undefined {
   return MEDIA_TYPES[mediaType];
 }
 
-/** `gzip` or identity; any other Content-Encoding is refused with 415. */
 /** How a body is compressed (its Content-Encoding). */
 type Compression = 'gzip' | 'identity';
 
+/** `gzip` or identity; any other Content-Encoding is refused with 415. */
 function contentEncoding(req: IncomingMessage): Compression {
   const enc = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
   if (enc === '' || enc === 'identity') return 'identity';
