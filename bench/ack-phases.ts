@@ -8,6 +8,11 @@
  * - the wait for the WAL's sync (off the event loop, group-committed with the other writes);
  * - from the sync to the end of the answer.
  *
+ * Then the WAL's syncs (how long each fdatasync took), and the client's slowest 1% joined to
+ * vigil's times by request number (bench/ack-join.ts): how late the client sent each, how long it
+ * waited for vigil's handler, the handler's time and its wait for the sync, the longest sync it
+ * waited behind, and the way back (README, Performance, round 37).
+ *
  * With the bench's configuration a request makes one append (its batch goes straight to its
  * pipeline); a request that made two (records waiting in the correlation log) is timed by its last.
  *
@@ -32,6 +37,7 @@ import { describeV8, load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { calibrate, describeCalibrations, threadTimes, type ThreadTimes } from './machine-speed.ts';
 import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
+import { slowestJoined, syncDurations, type SlowRequest } from './ack-join.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const rate = Number(args.rate ?? 45);
@@ -52,6 +58,8 @@ const WARMUP_MS = 3000;
 
 /** One request's times (performance.now()), as the wrapped methods saw them. */
 interface Request {
+  /** The client's number for it (its x-bench-request header). */
+  n?: number;
   start: number;
   submitted?: number;
   commitStart?: number;
@@ -68,7 +76,8 @@ type Wrapped = Record<string, (...a: unknown[]) => unknown>;
 const receiver = OtlpHttpServer.prototype as unknown as Wrapped;
 const handle = receiver.handle!;
 receiver.handle = function (this: unknown, ...a: unknown[]) {
-  const r: Request = { start: performance.now() };
+  const header = (a[0] as { headers: Record<string, string | undefined> }).headers['x-bench-request'];
+  const r: Request = { start: performance.now(), n: header === undefined ? undefined : Number(header) };
   if (measuring) requests.push(r);
   return current.run(r, async () => {
     try {
@@ -96,6 +105,17 @@ store.append = function (this: { appends: PendingAppend[] }, ...a: unknown[]) {
     );
   }
   return done;
+};
+// Every WAL sync's start and end (the store's fdatasync of the log, one at a time).
+const syncs: Array<{ start: number; end: number }> = [];
+const syncOnce = store.syncOnce!;
+store.syncOnce = async function (this: unknown, ...a: unknown[]) {
+  const start = performance.now();
+  try {
+    return await syncOnce.apply(this, a);
+  } finally {
+    if (measuring) syncs.push({ start, end: performance.now() });
+  }
 };
 const commitAppends = store.commitAppends!;
 store.commitAppends = function (this: { appends: PendingAppend[] }) {
@@ -147,7 +167,7 @@ setTimeout(() => {
   busyFrom = performance.eventLoopUtilization();
   timesFrom = threadTimes();
 }, WARMUP_MS);
-const result = await load(loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'));
+const result = await load({ ...loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'), numberRequests: true });
 const busy = performance.eventLoopUtilization(busyFrom).utilization;
 const timesTo = threadTimes();
 gc.disconnect();
@@ -199,4 +219,46 @@ for (const [name, of] of phases) {
   const xs = complete.map(of);
   const mean = slowest.map(of).reduce((a, b) => a + b, 0) / slowest.length;
   console.log(`${name.padEnd(26)} ${f(quantile(xs, 0.5))}  ${f(quantile(xs, 0.9))}  ${f(quantile(xs, 0.99))}  ${f(mean)}`);
+}
+
+// The client's slowest 1%, each joined by its number to vigil's times for the same request
+// (bench/ack-join.ts): the client late to send it, the wait for vigil's handler, the handler, the
+// way back; and the WAL syncs that held it.
+const epoch = (t: number) => performance.timeOrigin + t;
+const server = new Map(
+  complete
+    .filter((r) => r.n !== undefined)
+    .map((r) => [r.n!, { start: epoch(r.start), end: epoch(r.end!), commitEnd: epoch(r.commitEnd!), synced: epoch(r.synced!) }]),
+);
+const syncSpans = syncs.map((s) => ({ start: epoch(s.start), end: epoch(s.end) }));
+const sd = syncDurations(syncSpans, ACK_GOAL_MS);
+console.log(
+  `WAL syncs (fdatasync in the thread pool): ${sd.n}, p50 ${sd.p50.toFixed(2)} ms, p99 ${sd.p99.toFixed(2)} ms, longest ${sd.max.toFixed(1)} ms, ${sd.over} of ${ACK_GOAL_MS} ms or more`,
+);
+const slow =
+  result.requestNumbers && result.sendLateMs && result.sentAt && result.measureFromEpochMs !== undefined
+    ? slowestJoined(
+        {
+          latencies: result.latencies,
+          sentAt: result.sentAt,
+          measureFromEpochMs: result.measureFromEpochMs,
+          sendLateMs: result.sendLateMs,
+          requestNumbers: result.requestNumbers,
+        },
+        server,
+        syncSpans,
+      )
+    : [];
+if (slow.length > 0) {
+  const mean = (of: (x: SlowRequest) => number) => (slow.reduce((a, x) => a + of(x), 0) / slow.length).toFixed(1);
+  const heldBySlowSync = slow.filter((x) => x.longestSync >= ACK_GOAL_MS).length;
+  console.log(
+    `client's slowest 1% (${slow.length} requests, ${mean((x) => x.latency)} ms on average): client late to send ${mean((x) => x.late)}, sent → vigil's handler ${mean((x) => x.toHandler)}, ` +
+      `in vigil ${mean((x) => x.inVigil)} (of which waiting for the WAL sync ${mean((x) => x.syncWait)}), answer → client ${mean((x) => x.toClient)} ms; ` +
+      `${heldBySlowSync} of them waited while a sync of ${ACK_GOAL_MS} ms or more ran`,
+  );
+  for (const x of slow)
+    console.log(
+      `  ${x.latency.toFixed(1).padStart(6)} ms: late ${x.late.toFixed(1)}, to handler ${x.toHandler.toFixed(1)}, in vigil ${x.inVigil.toFixed(1)} (sync wait ${x.syncWait.toFixed(1)}, longest sync ${x.longestSync.toFixed(1)}), to client ${x.toClient.toFixed(1)}`,
+    );
 }

@@ -42,6 +42,8 @@ export interface LoadSpec {
   /** First request number (keeps trace ids unique across runs). */
   firstRequest: number;
   traceIds: TraceIds;
+  /** Each HTTP request carries its number in an `x-bench-request` header, for a probe in the server to join its times to the client's (bench:ack-phases). */
+  numberRequests?: boolean;
 }
 
 export interface LoadResult {
@@ -57,6 +59,9 @@ export interface LoadResult {
   sentAt?: number[];
   /** When the timed part began (the end of the warm-up), in ms since the epoch: what sentAt counts from. */
   measureFromEpochMs?: number;
+  /** Open loop: each timed request's number (its `x-bench-request` header) and how late the client sent it after its schedule (ms; its payload built, the timer late), in latencies' order. */
+  requestNumbers?: number[];
+  sendLateMs?: number[];
   /** The longest the main thread (every server's) did not get back to its event loop, in ms. */
   loopStallMs?: number;
   /** Time the main thread was busy (not waiting in its event loop) during the slices and drains, in ms. */
@@ -83,6 +88,8 @@ const stopAt = measureFrom + spec.durationMs;
 const latencies = [];
 // When each timed request was scheduled (sent, for back-to-back clients), in ms after the warm-up.
 const sentAt = [];
+const requestNumbers = [];
+const sendLateMs = [];
 let failures = 0;
 // Requests answered in the warm-up (not timed): the per-request figures of a slice count them too.
 let warmupRequests = 0;
@@ -125,9 +132,10 @@ if (spec.grpc) {
 } else {
   const agent = new Agent({ keepAlive: true, maxSockets: spec.rate > 0 ? 64 : spec.concurrency });
   const url = new URL(spec.target);
-  send = (payload) => new Promise((resolve) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
-      headers: { 'content-type': spec.contentType, 'content-length': payload.length } }, (res) => {
+  send = (payload, n) => new Promise((resolve) => {
+    const headers = { 'content-type': spec.contentType, 'content-length': payload.length };
+    if (spec.numberRequests) headers['x-bench-request'] = String(n);
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode === 200));
       res.on('error', () => resolve(false));
@@ -137,11 +145,15 @@ if (spec.grpc) {
   });
   close = () => agent.destroy();
 }
-function record(ok, latency, at) {
+function record(ok, latency, at, n, late) {
   if (at < measureFrom) return void (warmupRequests += ok ? 1 : 0);
   if (ok) {
     latencies.push(latency);
     sentAt.push(at - measureFrom);
+    if (n !== undefined) {
+      requestNumbers.push(n);
+      sendLateMs.push(late);
+    }
   } else failures++;
 }
 async function client() {
@@ -161,8 +173,10 @@ async function openLoop() {
     if (scheduled >= stopAt) break;
     const wait = scheduled - performance.now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    const payload = body(next++);
-    const p = send(payload).then((ok) => { record(ok, performance.now() - scheduled, scheduled); inFlight.delete(p); });
+    const n = next++;
+    const payload = body(n);
+    const sent = performance.now();
+    const p = send(payload, n).then((ok) => { record(ok, performance.now() - scheduled, scheduled, n, sent - scheduled); inFlight.delete(p); });
     inFlight.add(p);
   }
   await Promise.all(inFlight);
@@ -171,7 +185,7 @@ const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.c
 run.then(() => {
   const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
   close();
-  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies, sentAt, measureFromEpochMs: performance.timeOrigin + measureFrom });
+  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies, sentAt, measureFromEpochMs: performance.timeOrigin + measureFrom, requestNumbers, sendLateMs });
 });
 `;
 
