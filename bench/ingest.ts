@@ -49,6 +49,8 @@
  * slice's first requests time the client's start — a new worker thread, new connections, its code not yet
  * compiled — and not the server: 20–45 ms on bare and vigil alike, several of the ~400 latencies a p99 reads),
  * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
+ * --bare-bytes=KB (bare/fsync appends at least KB kilobytes a request, its failed spans padded: to write
+ *   as much as vigil/sqlite does, whose disk KB/req the table shows; README, Performance, round 37),
  * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts; the gaps of
  * --long-gap=MS (40) or more are printed with where their time went: bench/thread-time.ts),
  * --sizes=16,128,512,2048 (decoder table; --sizes= skips it), --no-bare (vigil's servers only: to profile
@@ -184,6 +186,8 @@ async function main(): Promise<void> {
   const encodings = (['json', 'protobuf', 'grpc'] as const).filter((e) => args.only === undefined || args.only.split(',').includes(e));
   const withBare = !('no-bare' in args);
   const decodeThreads = args['decode-threads'] !== undefined ? Number(args['decode-threads']) : undefined;
+  const bareBytes = args['bare-bytes'] !== undefined ? Number(args['bare-bytes']) * 1024 : 0;
+  if (!(bareBytes >= 0)) throw new Error(`--bare-bytes must be a number of kilobytes, got '${args['bare-bytes']}'`);
   const stalls = args.stalls !== undefined ? new StallRecorder() : undefined;
   const injected = parseInjectedStall(args['inject-stall']);
   const sizes = (args.sizes ?? '16,128,512,2048')
@@ -200,7 +204,7 @@ async function main(): Promise<void> {
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices${injected ? `; injected stalls: ${injected.ms} ms every ${injected.everyMs / 1000} s in every half-rate slice` : ''}; Node.js ${process.version} (${describeV8()}), ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
   );
   console.log(
-    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}\n`,
+    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}${bareBytes > 0 ? `; bare/fsync appends at least ${bareBytes / 1024} KB a request (--bare-bytes)` : ''}\n`,
   );
 
   if (sizes.length > 0) await decoderTable(sizes);
@@ -210,7 +214,7 @@ async function main(): Promise<void> {
   for (const encoding of encodings) {
     const payload = encoding === 'json' ? payloads.json : payloads.protobuf;
     const servers = new Map<ServerName, Running>(withBare ? [['bare', await startBare(encoding)]] : []);
-    if (withBare && setups.includes('sqlite') && encoding !== 'grpc') servers.set('bare/fsync', await startBareDurable(encoding));
+    if (withBare && setups.includes('sqlite') && encoding !== 'grpc') servers.set('bare/fsync', await startBareDurable(encoding, bareBytes));
     for (const setup of setups) servers.set(`vigil/${setup}`, await startVigil(encoding, setup, decodeThreads));
     const spec = (server: Running, rate: number, warmup: number, duration: number): LoadSpec => {
       const s = loadSpec(encoding, server.target, payload, concurrency, rate, warmup, duration, firstRequest, traceIds, times);
@@ -428,7 +432,7 @@ async function startBareHttp(encoding: 'json' | 'protobuf', handle: (request: an
  * the next one, which covers them all (never more than that one and the next). The file is in the
  * same temporary directory (the same disk) as vigil/sqlite's database.
  */
-async function startBareDurable(encoding: 'json' | 'protobuf'): Promise<Running> {
+async function startBareDurable(encoding: 'json' | 'protobuf', minBytes: number): Promise<Running> {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-bare-'));
   const fd = openSync(join(dir, 'spans.jsonl'), 'a');
   let waiting: Array<(err: Error | null) => void> = [];
@@ -450,7 +454,9 @@ async function startBareDurable(encoding: 'json' | 'protobuf'): Promise<Running>
       const failed = [];
       for (const rs of request.resourceSpans ?? [])
         for (const ss of rs.scopeSpans ?? []) for (const span of ss.spans ?? []) if (span.status?.code === 2) failed.push(span);
-      writeSync(fd, JSON.stringify(failed) + '\n');
+      const line = JSON.stringify(failed);
+      // Padded to minBytes (--bare-bytes), as many bytes as vigil writes a request, where asked.
+      writeSync(fd, line.length + 1 >= minBytes ? line + '\n' : line + ' '.repeat(minBytes - line.length - 1) + '\n');
       waiting.push((err) => answer(!err));
       syncNext();
     },
