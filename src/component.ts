@@ -4,6 +4,7 @@
  * Factories are registered in one explicit list (src/components.ts), never by import side effects.
  */
 import type { OperatorFunction } from 'rxjs';
+import type { HistogramSnapshot } from './internal/histogram.ts';
 import type { IngestActivity } from './internal/ingest-activity.ts';
 import type { Schema } from './config/schema.ts';
 import type { Logger } from './logger.ts';
@@ -32,12 +33,23 @@ export interface Lifecycle {
  * what is counted and its unit (`vigil_receiver_accepted_records_total`), counters end in `_total`,
  * one meaning per name (the labels only split it), and `help` says what one unit is.
  */
-export interface ComponentMetric {
+export type ComponentMetric = ScalarMetric | HistogramMetric;
+
+export interface ScalarMetric {
   name: string;
   type: 'counter' | 'gauge';
   help: string;
   labels: Record<string, string>;
   value: number;
+}
+
+/** A duration's distribution (`vigil_receiver_ack_duration_seconds`): buckets, sum and count. */
+export interface HistogramMetric {
+  name: string;
+  type: 'histogram';
+  help: string;
+  labels: Record<string, string>;
+  histogram: HistogramSnapshot;
 }
 
 /** What a receiver hands records to: appends durably, resolves after the append committed. */

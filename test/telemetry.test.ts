@@ -2,7 +2,14 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { componentFamilies, family, renderMetrics } from '../src/service/metrics.ts';
+import { context, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { ExportResult } from '@opentelemetry/core';
+import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { Histogram } from '../src/internal/histogram.ts';
+import { componentFamilies, family, histogramSamples, renderMetrics } from '../src/service/metrics.ts';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { startService } from './helpers/in-process.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
@@ -36,14 +43,20 @@ function assertConventions(text: string): void {
     if ((m = /^# HELP (\S+) (.+)$/.exec(line))) {
       assert.ok(!helps.has(m[1]!), `${m[1]} has two HELP lines`);
       helps.set(m[1]!, m[2]!);
-    } else if ((m = /^# TYPE (\S+) (counter|gauge)$/.exec(line))) {
+    } else if ((m = /^# TYPE (\S+) (counter|gauge|histogram)$/.exec(line))) {
       types.set(m[1]!, m[2]!);
     } else {
       m = /^([a-z_]+)(?:\{(.*)\})? \S+$/.exec(line);
       assert.ok(m, `not a sample line: ${line}`);
-      const names = [...(m[2] ?? '').matchAll(/(\w+)="/g)].map((x) => x[1]).join(',');
-      if (!labelSets.has(m[1]!)) labelSets.set(m[1]!, new Set());
-      labelSets.get(m[1]!)!.add(names);
+      // A histogram's series count under its family's name; a bucket's `le` is not one of its labels.
+      const series = m[1]!.replace(/_(bucket|sum|count)$/, '');
+      const name = types.get(series) === 'histogram' ? series : m[1]!;
+      const names = [...(m[2] ?? '').matchAll(/(\w+)="/g)]
+        .map((x) => x[1])
+        .filter((l) => l !== 'le')
+        .join(',');
+      if (!labelSets.has(name)) labelSets.set(name, new Set());
+      labelSets.get(name)!.add(names);
     }
   }
   assert.ok(types.size >= 20, `only ${types.size} families`);
@@ -51,6 +64,7 @@ function assertConventions(text: string): void {
     assert.match(name, /^vigil_[a-z]+(_[a-z]+)*$/);
     assert.ok((helps.get(name) ?? '').length > 10, `${name} has no HELP text`);
     assert.equal(name.endsWith('_total'), type === 'counter', `${name} is a ${type}`);
+    if (type === 'histogram') assert.match(name, /_seconds$/, `${name}: a histogram here is of durations, in seconds`);
     assert.ok((labelSets.get(name)?.size ?? 0) <= 1, `${name} mixes label sets: ${[...(labelSets.get(name) ?? [])].join(' | ')}`);
   }
 }
@@ -85,6 +99,88 @@ describe('self-telemetry', () => {
       },
       { name: 'b_total', type: 'counter', help: 'b_total help', samples: [{ labels: { receiver: 'otlp', signal: 'logs' }, value: 2 }] },
     ]);
+  });
+
+  test('a histogram counts each observation in the first bucket that holds it; Prometheus sees cumulative buckets, +Inf, sum and count', () => {
+    const h = new Histogram([0.01, 0.02, 0.1]);
+    for (const seconds of [0.004, 0.01, 0.015, 0.5, Number.NaN, -1]) h.observe(seconds);
+    // A bound holds what equals it (le); NaN and negative durations are not observations.
+    assert.deepEqual(h.snapshot(), { bounds: [0.01, 0.02, 0.1], cumulative: [2, 3, 3], count: 4, sum: 0.004 + 0.01 + 0.015 + 0.5 });
+    const text = renderMetrics([family('x_seconds', 'histogram', 'durations', histogramSamples({ a: 'b' }, new Histogram([0.5, 1]).snapshot()))]);
+    assert.equal(
+      text,
+      '# HELP x_seconds durations\n# TYPE x_seconds histogram\n' +
+        'x_seconds_bucket{a="b",le="0.5"} 0\nx_seconds_bucket{a="b",le="1"} 0\nx_seconds_bucket{a="b",le="+Inf"} 0\n' +
+        'x_seconds_sum{a="b"} 0\nx_seconds_count{a="b"} 0\n',
+    );
+    const families = componentFamilies(
+      'receiver',
+      new Map([['otlp', { metrics: () => [{ name: 'y_seconds', type: 'histogram' as const, help: 'y', labels: { signal: 'logs' }, histogram: h.snapshot() }] }]]),
+    );
+    assert.deepEqual(
+      families[0]!.samples.map((x) => [x.suffix, x.labels.le, x.value]),
+      [
+        ['_bucket', '0.01', 2],
+        ['_bucket', '0.02', 3],
+        ['_bucket', '0.1', 3],
+        ['_bucket', '+Inf', 4],
+        ['_sum', undefined, 0.529],
+        ['_count', undefined, 4],
+      ],
+    );
+    assert.deepEqual(families[0]!.samples[0]!.labels, { receiver: 'otlp', signal: 'logs', le: '0.01' });
+  });
+
+  test('acks and the store syncs they wait for are timed: SDK exports over OTLP/HTTP and gRPC on the SQLite store', { timeout: 60_000 }, async () => {
+    const [httpPort, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+    const dir = tempDir();
+    const { service } = await startService(`
+receivers:
+  otlp: { protocols: { http: { endpoint: 127.0.0.1:${httpPort} }, grpc: { endpoint: 127.0.0.1:${grpcPort} } } }
+processors:
+  classify: {}
+exporters:
+  file: { path: ${join(dir, 'work.jsonl')} }
+state:
+  sqlite: { path: ${join(dir, 'state.db')} }
+service:
+  telemetry:
+    metrics: { address: 127.0.0.1:${metricsPort} }
+  pipelines:
+    traces: { receivers: [otlp], processors: [classify], exporters: [file] }
+`);
+    closers.push(() => service.shutdown());
+    const send = async (exporter: { export(spans: ReadableSpan[], done: (r: ExportResult) => void): void; shutdown(): Promise<void> }, times: number) => {
+      try {
+        for (let i = 0; i < times; i++) {
+          const spans = await failedSpans(`s${i}`);
+          const result = await new Promise<ExportResult>((resolve) => exporter.export(spans, resolve));
+          assert.equal(result.code, 0, String(result.error));
+        }
+      } finally {
+        await exporter.shutdown();
+      }
+    };
+    await send(new ProtoTraceExporter({ url: `http://127.0.0.1:${httpPort}/v1/traces` }), 3);
+    await send(new GrpcTraceExporter({ url: `http://127.0.0.1:${grpcPort}` }), 2);
+    // A refusal is no ack: not timed.
+    const refused = await fetch(`http://127.0.0.1:${httpPort}/v1/traces`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    assert.equal(refused.status, 415);
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    assertConventions(text);
+    const ack = (suffix: string, protocol: string, le?: string) =>
+      metricValue(text, `vigil_receiver_ack_duration_seconds${suffix}`, { receiver: 'otlp', signal: 'traces', protocol, ...(le ? { le } : {}) });
+    assert.equal(ack('_count', 'http-protobuf'), 3);
+    assert.equal(ack('_count', 'grpc'), 2);
+    assert.equal(ack('_count', 'http-json'), 0);
+    assert.equal(ack('_bucket', 'http-protobuf', '+Inf'), 3);
+    assert.ok(ack('_sum', 'http-protobuf')! > 0 && ack('_sum', 'http-protobuf')! < 30, `sum ${ack('_sum', 'http-protobuf')}`);
+    assertCumulative(text, 'vigil_receiver_ack_duration_seconds_bucket', { signal: 'traces', protocol: 'grpc' }, 2);
+    // Each ack waited for a sync of the WAL: at least one sync per request sent one after another.
+    const syncs = metricValue(text, 'vigil_store_sync_duration_seconds_count', { store: 'sqlite' })!;
+    assert.ok(syncs >= 5, `${syncs} syncs`);
+    assertCumulative(text, 'vigil_store_sync_duration_seconds_bucket', { store: 'sqlite' }, syncs);
+    assert.ok(metricValue(text, 'vigil_store_sync_duration_seconds_sum', { store: 'sqlite' })! > 0);
   });
 
   test('metrics count received, classified, work created and exported; own traces reach the endpoint', async () => {
@@ -146,3 +242,32 @@ service:
     );
   });
 });
+
+/** A bucket series is cumulative: non-decreasing over its bounds in order, ending at `count` in +Inf. */
+function assertCumulative(text: string, name: string, labels: Record<string, string>, count: number): void {
+  const values: Array<[string, number]> = [];
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+)\{(.*)\} (\S+)$/.exec(line);
+    if (!m || m[1] !== name || !Object.entries(labels).every(([k, v]) => m[2]!.includes(`${k}="${v}"`))) continue;
+    values.push([/le="([^"]+)"/.exec(m[2]!)![1]!, Number(m[3])]);
+  }
+  assert.ok(values.length >= 2, `${name}: ${values.length} buckets`);
+  for (let i = 1; i < values.length; i++) assert.ok(values[i]![1] >= values[i - 1]![1], `${name} not cumulative: ${JSON.stringify(values)}`);
+  assert.deepEqual(values[values.length - 1], ['+Inf', count]);
+}
+
+/** An agent turn whose tool call failed, as the OpenTelemetry SDK records it. */
+async function failedSpans(session: string): Promise<ReadableSpan[]> {
+  const memory = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'sdk-agent' }), spanProcessors: [new SimpleSpanProcessor(memory)] });
+  const tracer = provider.getTracer('sdk-agent');
+  const agent = tracer.startSpan('invoke_agent coder', { attributes: { 'session.id': session } });
+  const tool = tracer.startSpan('execute_tool bash', { attributes: { 'session.id': session } }, trace.setSpan(context.active(), agent));
+  tool.setStatus({ code: SpanStatusCode.ERROR, message: 'exit status 1: command not found' });
+  tool.end();
+  agent.end();
+  await provider.forceFlush();
+  const spans = memory.getFinishedSpans();
+  await provider.shutdown();
+  return spans;
+}

@@ -4,12 +4,15 @@
  * status read.
  */
 import type { Lifecycle } from '../component.ts';
+import type { HistogramSnapshot } from '../internal/histogram.ts';
 
-export type MetricType = 'counter' | 'gauge';
+export type MetricType = 'counter' | 'gauge' | 'histogram';
 
 export interface Sample {
   labels: Record<string, string>;
   value: number;
+  /** A histogram's series: `_bucket` (with its `le` label), `_sum` or `_count`. */
+  suffix?: '_bucket' | '_sum' | '_count';
 }
 
 export interface MetricFamily {
@@ -21,6 +24,17 @@ export interface MetricFamily {
 
 export function family(name: string, type: MetricType, help: string, samples: Sample[] = []): MetricFamily {
   return { name, type, help, samples };
+}
+
+/** A histogram's samples under `labels`: a cumulative bucket per bound and +Inf, then the sum and the count. */
+export function histogramSamples(labels: Record<string, string>, h: HistogramSnapshot): Sample[] {
+  const buckets: Sample[] = h.bounds.map((le, i) => ({ labels: { ...labels, le: String(le) }, value: h.cumulative[i]!, suffix: '_bucket' }));
+  return [
+    ...buckets,
+    { labels: { ...labels, le: '+Inf' }, value: h.count, suffix: '_bucket' },
+    { labels, value: h.sum, suffix: '_sum' },
+    { labels, value: h.count, suffix: '_count' },
+  ];
 }
 
 function escapeLabel(v: string): string {
@@ -45,7 +59,7 @@ export function renderMetrics(families: MetricFamily[]): string {
     for (const s of f.samples) {
       const labels = Object.entries(s.labels);
       const l = labels.length ? `{${labels.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}` : '';
-      lines.push(`${f.name}${l} ${formatValue(s.value)}`);
+      lines.push(`${f.name}${s.suffix ?? ''}${l} ${formatValue(s.value)}`);
     }
   }
   return lines.join('\n') + '\n';
@@ -61,7 +75,9 @@ export function componentFamilies(kind: string, components: ReadonlyMap<string, 
     for (const m of component.metrics?.() ?? []) {
       let f = families.get(m.name);
       if (!f) families.set(m.name, (f = family(m.name, m.type, m.help)));
-      f.samples.push({ labels: { [kind]: id, ...m.labels }, value: m.value });
+      const labels = { [kind]: id, ...m.labels };
+      if (m.type === 'histogram') f.samples.push(...histogramSamples(labels, m.histogram));
+      else f.samples.push({ labels, value: m.value });
     }
   }
   return [...families.values()];

@@ -31,7 +31,7 @@ import { encodeStateWrites, type StateWrite } from '../store/state.ts';
 import type { AppendResult, StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
-import { componentFamilies, family, type MetricFamily } from './metrics.ts';
+import { componentFamilies, family, histogramSamples, type MetricFamily } from './metrics.ts';
 import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
 import { PipelineRunner } from './pipeline-runner.ts';
@@ -623,6 +623,7 @@ export class Service {
     const outboxLag = (st?.pipelines ?? []).flatMap((p) =>
       p.outbox.exporters.map((e) => ({ labels: { pipeline: p.pipeline, exporter: e.exporter }, value: e.lag })),
     );
+    const syncs = this.store?.syncDurations?.();
     const ingestLag = (st?.pipelines ?? []).map((p) => ({ labels: { pipeline: p.pipeline }, value: p.partitions.reduce((n, x) => n + x.pending, 0) }));
     return [
       family('vigil_build_info', 'gauge', 'Always 1; the labels name the running vigil and Node.js versions.', [
@@ -730,6 +731,12 @@ export class Service {
         'counter',
         'Processor-state entries evicted at their namespace bound.',
         (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted })),
+      ),
+      family(
+        'vigil_store_sync_duration_seconds',
+        'histogram',
+        "The store's syncs to disk (SQLite: each fdatasync of the WAL, which acks wait for), by duration; absent for stores that do not sync themselves.",
+        syncs ? histogramSamples({ store: this.config.state.type }, syncs) : [],
       ),
     ];
   }

@@ -1,3 +1,4 @@
+import type { HistogramSnapshot } from '../internal/histogram.ts';
 import type { AgentEvent } from '../model/event.ts';
 import type { DeadLetter, GroupState, OutboxEntry, OutboxItem } from '../model/work.ts';
 import type { DueTimers, NamespaceStatus, StateEntry, StateListEntry, StateWrite, TimerChanges, TimerStatus } from './state.ts';
@@ -220,4 +221,9 @@ export interface StateStore {
   registerExporter(pipeline: string, exporter: string): Promise<void>;
 
   status(): Promise<StoreStatus>;
+  /**
+   * How long the store's syncs to disk took (seconds), where it makes its writes durable itself
+   * (SQLite: each fdatasync of the WAL, which an ack waits for); absent where it does not.
+   */
+  syncDurations?(): HistogramSnapshot;
 }

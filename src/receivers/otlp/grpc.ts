@@ -155,6 +155,7 @@ export class OtlpGrpcServer {
       if (!signal) return new ServerInterceptingCall(call);
       const { counters, admission, maxMessageSize, id } = this.options;
       counters.add(signal, 'grpc', { requests: 1 });
+      const arrived = performance.now();
       let ended = false;
       let held: Held | undefined;
       let leave: (() => void) | undefined;
@@ -162,6 +163,7 @@ export class OtlpGrpcServer {
         if (ended) return;
         ended = true;
         if (!ok) counters.add(signal, 'grpc', { refused: 1 });
+        else counters.observeAck(signal, 'grpc', (performance.now() - arrived) / 1000);
         leave?.();
         held?.release();
       };

@@ -168,6 +168,7 @@ export class OtlpHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrived = performance.now();
     const path = safePath(req.url);
     // Answers use the request's encoding when it is one of OTLP's, JSON otherwise.
     const encoding = encodingOf(req);
@@ -213,6 +214,7 @@ export class OtlpHttpServer {
         throw new Refused(500, RPC.INTERNAL, refusal.message);
       }
       this.answer(res, signal, bodyEncoding, outcome);
+      counters.observeAck(signal, PROTOCOLS[bodyEncoding], (performance.now() - arrived) / 1000);
       if (outcome.rejected > 0) {
         this.options.logger.warn('OTLP export partially rejected', { signal, protocol, rejected: outcome.rejected, reason: truncate(outcome.errorMessage, 500) });
       }

@@ -4,6 +4,7 @@
  * protobuf bodies, OTLP/gRPC) only read requests, decode them and turn the outcome or the refusal
  * into their own answers.
  */
+import { Histogram, type HistogramSnapshot } from '../../internal/histogram.ts';
 import type { IngestActivity } from '../../internal/ingest-activity.ts';
 import type { IngestConsumer, Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
@@ -62,9 +63,36 @@ export function emptyReceiverStats(): OtlpReceiverStats {
   return { traces: signal(), logs: signal() };
 }
 
+/** One signal and protocol's ack durations (seconds). */
+export interface AckDurations {
+  signal: Signal;
+  protocol: OtlpProtocol;
+  histogram: HistogramSnapshot;
+}
+
 /** The receiver's counters, shared by its transports. */
 export class OtlpCounters {
   private readonly stats = emptyReceiverStats();
+  /** Per signal and protocol: how long acknowledged requests took, from arrival to their answer. */
+  private readonly acks = new Map<string, { signal: Signal; protocol: OtlpProtocol; histogram: Histogram }>(
+    (['traces', 'logs'] as const).flatMap((signal) =>
+      OTLP_PROTOCOLS.map((protocol) => [`${signal} ${protocol}`, { signal, protocol, histogram: new Histogram() }] as const),
+    ),
+  );
+
+  /**
+   * A request answered with success (an ack, partial success included) after `seconds`: from its
+   * arrival (a gRPC call's start, an HTTP request's head read) to its answer, so any wait for
+   * admission, the read, the decode and the durable append are in it.
+   */
+  observeAck(signal: Signal, protocol: OtlpProtocol, seconds: number): void {
+    this.acks.get(`${signal} ${protocol}`)!.histogram.observe(seconds);
+  }
+
+  /** The ack durations so far, per signal and protocol. */
+  ackDurations(): AckDurations[] {
+    return [...this.acks.values()].map(({ signal, protocol, histogram }) => ({ signal, protocol, histogram: histogram.snapshot() }));
+  }
 
   /** Adds `delta` to the signal's totals and, when the protocol is known, to that protocol's counts. */
   add(signal: Signal, protocol: OtlpProtocol | undefined, delta: Partial<OtlpCounts>): void {

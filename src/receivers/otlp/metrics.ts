@@ -5,7 +5,7 @@
  */
 import type { ComponentMetric } from '../../component.ts';
 import type { AdmissionStats } from './admission.ts';
-import { OTLP_PROTOCOLS, type OtlpCounts, type OtlpReceiverStats } from './ingest.ts';
+import { OTLP_PROTOCOLS, type AckDurations, type OtlpCounts, type OtlpReceiverStats } from './ingest.ts';
 
 const FAMILIES: ReadonlyArray<[keyof OtlpCounts, string, string]> = [
   ['requests', 'vigil_receiver_requests_total', 'Export requests received.'],
@@ -70,4 +70,15 @@ export function admissionMetrics(stats: AdmissionStats): ComponentMetric[] {
       value: stats.refused,
     },
   ];
+}
+
+/** How long acknowledged export requests took, per signal and protocol (OtlpCounters.observeAck). */
+export function ackMetrics(acks: readonly AckDurations[]): ComponentMetric[] {
+  return acks.map(({ signal, protocol, histogram }) => ({
+    name: 'vigil_receiver_ack_duration_seconds',
+    type: 'histogram',
+    help: 'Export requests answered with success (partial success included), by the time from their arrival to the answer: admission, read, decode and the durable append.',
+    labels: { signal, protocol },
+    histogram,
+  }));
 }

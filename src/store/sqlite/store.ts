@@ -49,6 +49,7 @@ import {
 } from '../types.ts';
 import { AppendedEntries, HELD_BYTES, HOLD_FROM_BACKLOG } from './appended-entries.ts';
 import { sqliteError } from './errors.ts';
+import { Histogram, type HistogramSnapshot } from '../../internal/histogram.ts';
 import { CHECK_MS, Checkpointer } from './checkpointer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { LogRoom, type RoomStats } from './room.ts';
@@ -276,6 +277,8 @@ export class SqliteStore implements StateStore {
   private syncOnLoop = false;
   /** Whether a WAL sync is running, and the writes waiting for the next one (see syncWal). */
   private syncRunning = false;
+  /** How long each sync of the WAL took (vigil_store_sync_duration_seconds). */
+  private readonly syncs = new Histogram();
   private syncWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
@@ -918,8 +921,14 @@ export class SqliteStore implements StateStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return this.markSynced(gen);
       throw err;
     }
+    const began = performance.now();
     await this.syncFile(fd);
+    this.syncs.observe((performance.now() - began) / 1000);
     this.markSynced(gen);
+  }
+
+  syncDurations(): HistogramSnapshot {
+    return this.syncs.snapshot();
   }
 
   /**
