@@ -33,7 +33,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance, PerformanceObserver, type EventLoopUtilization } from 'node:perf_hooks';
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { describeV8, load, loadSpec, startVigil } from './harness.ts';
+import { describeFailures, describeV8, load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { calibrate, describeCalibrations, threadTimes, type ThreadTimes } from './machine-speed.ts';
 import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
@@ -214,6 +214,7 @@ console.log(
   `client: ${latencies.length} answered, ${result.failures} failed; p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms` +
     (p99 ? ` (95% ${p99.text}; against the ${ACK_GOAL_MS} ms goal: ${p99.verdict})` : ''),
 );
+if (result.failures > 0) console.log(`  failed: ${describeFailures(result.failureReasons)}`);
 console.log(`${'phase (ms)'.padEnd(26)}     p50      p90      p99   mean of the slowest 1% (${slowest.length} requests)`);
 for (const [name, of] of phases) {
   const xs = complete.map(of);

@@ -52,6 +52,8 @@ export interface LoadResult {
   /** Requests answered during the warm-up, not timed. */
   warmupRequests?: number;
   failures: number;
+  /** Failed requests by why: `http 503`, `grpc status 8`, `request ECONNRESET`, ... */
+  failureReasons?: Record<string, number>;
   elapsedMs: number;
   /** Request latencies in ms. */
   latencies: number[];
@@ -91,6 +93,7 @@ const sentAt = [];
 const requestNumbers = [];
 const sendLateMs = [];
 let failures = 0;
+const failureReasons = {};
 // Requests answered in the warm-up (not timed): the per-request figures of a slice count them too.
 let warmupRequests = 0;
 const timeFields = spec.timeFields.map(([at, ns]) => [at, BigInt(ns)]);
@@ -127,7 +130,7 @@ if (spec.grpc) {
   const grpc = requireFromRoot('@grpc/grpc-js');
   const client = new grpc.Client(spec.target, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': 64 << 20 });
   const id = (b) => b;
-  send = (payload) => new Promise((resolve) => client.makeUnaryRequest('/opentelemetry.proto.collector.trace.v1.TraceService/Export', id, id, payload, (err) => resolve(!err)));
+  send = (payload) => new Promise((resolve) => client.makeUnaryRequest('/opentelemetry.proto.collector.trace.v1.TraceService/Export', id, id, payload, (err) => resolve(err ? 'grpc status ' + err.code : true)));
   close = () => client.close();
 } else {
   const agent = new Agent({ keepAlive: true, maxSockets: spec.rate > 0 ? 64 : spec.concurrency });
@@ -137,24 +140,28 @@ if (spec.grpc) {
     if (spec.numberRequests) headers['x-bench-request'] = String(n);
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers }, (res) => {
       res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-      res.on('error', () => resolve(false));
+      res.on('end', () => resolve(res.statusCode === 200 ? true : 'http ' + res.statusCode));
+      res.on('error', (e) => resolve('response ' + (e.code ?? e.message)));
     });
-    req.on('error', () => resolve(false));
+    req.on('error', (e) => resolve('request ' + (e.code ?? e.message)));
     req.end(payload);
   });
   close = () => agent.destroy();
 }
+// A send resolves true, or why it failed (an HTTP status, a gRPC status, a socket error's code).
 function record(ok, latency, at, n, late) {
-  if (at < measureFrom) return void (warmupRequests += ok ? 1 : 0);
-  if (ok) {
+  if (at < measureFrom) return void (warmupRequests += ok === true ? 1 : 0);
+  if (ok === true) {
     latencies.push(latency);
     sentAt.push(at - measureFrom);
     if (n !== undefined) {
       requestNumbers.push(n);
       sendLateMs.push(late);
     }
-  } else failures++;
+  } else {
+    failures++;
+    failureReasons[ok] = (failureReasons[ok] ?? 0) + 1;
+  }
 }
 async function client() {
   while (performance.now() < stopAt) {
@@ -185,7 +192,7 @@ const run = spec.rate > 0 ? openLoop() : Promise.all(Array.from({ length: spec.c
 run.then(() => {
   const elapsedMs = Math.max(performance.now(), stopAt) - measureFrom;
   close();
-  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, elapsedMs, latencies, sentAt, measureFromEpochMs: performance.timeOrigin + measureFrom, requestNumbers, sendLateMs });
+  parentPort.postMessage({ requests: latencies.length, warmupRequests, failures, failureReasons, elapsedMs, latencies, sentAt, measureFromEpochMs: performance.timeOrigin + measureFrom, requestNumbers, sendLateMs });
 });
 `;
 
@@ -331,4 +338,10 @@ service:
       return `${t.requests} requests, ${t.accepted} spans accepted (${t.irrelevant} not relevant, checked but not built), ${status.ingest.appended} events (failures and activity markers) appended and processed`;
     },
   };
+}
+
+/** Failed requests by reason, most frequent first: `3 × http 503, 1 × request ECONNRESET`. */
+export function describeFailures(reasons: Record<string, number> | undefined): string {
+  const all = Object.entries(reasons ?? {}).sort((a, b) => b[1] - a[1]);
+  return all.length === 0 ? 'no reason recorded' : all.map(([why, n]) => `${n} × ${why}`).join(', ');
 }

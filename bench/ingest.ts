@@ -73,6 +73,7 @@ import { calibrate, describeCalibration, describeCalibrations, threadTimes } fro
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import {
+  describeFailures,
   describeV8,
   load,
   loadSpec,
@@ -263,6 +264,12 @@ async function main(): Promise<void> {
           .padStart(12)} | ${ratio.padStart(10)} ${cpuRatio.padStart(9)}`,
     );
   }
+  for (const { encoding, server, full, half } of rows)
+    for (const [phase, r] of [
+      ['full', full],
+      ['half', half],
+    ] as const)
+      if (r.failures > 0) console.log(`  failed requests, ${encoding} ${server} at ${phase} rate: ${describeFailures(r.failureReasons)}`);
   // The goal's verdict needs the p99's own uncertainty: a half-rate slice holds a few hundred latencies.
   console.log('');
   console.log(`half-rate p99 with its 95% interval (distribution-free, from the order statistics; bench/quantile.ts) against the ${ACK_GOAL_MS} ms goal:`);
@@ -322,6 +329,7 @@ async function alternate(
       total.requests += result.requests;
       total.warmupRequests = (total.warmupRequests ?? 0) + (result.warmupRequests ?? 0);
       total.failures += result.failures;
+      for (const [why, n] of Object.entries(result.failureReasons ?? {})) (total.failureReasons ??= {})[why] = (total.failureReasons[why] ?? 0) + n;
       total.elapsedMs += result.elapsedMs;
       total.loopStallMs = Math.max(total.loopStallMs ?? 0, result.loopStallMs);
       total.busyMs = (total.busyMs ?? 0) + (result.busyMs ?? 0);
