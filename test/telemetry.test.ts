@@ -9,6 +9,7 @@ import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Histogram } from '../src/internal/histogram.ts';
+import { LoopDelayMonitor } from '../src/service/loop-delay.ts';
 import { componentFamilies, family, histogramSamples, renderMetrics } from '../src/service/metrics.ts';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { startService } from './helpers/in-process.ts';
@@ -131,6 +132,35 @@ describe('self-telemetry', () => {
     assert.deepEqual(families[0]!.samples[0]!.labels, { receiver: 'otlp', signal: 'logs', le: '0.01' });
   });
 
+  test('the loop-delay monitor notes how late its timer ran, on the clock it is given', () => {
+    let now = 0;
+    const pending: Array<{ fn: () => void; at: number } | undefined> = [];
+    const clock = {
+      now: () => now,
+      setTimeout: (fn: () => void, ms: number) => pending.push({ fn, at: now + ms }) - 1,
+      clearTimeout: (handle: unknown) => void (pending[handle as number] = undefined),
+    };
+    const fire = (at: number) => {
+      now = at;
+      const due = pending.findIndex((p) => p !== undefined && p.at <= now);
+      const p = pending[due]!;
+      pending[due] = undefined;
+      p.fn();
+    };
+    const monitor = new LoopDelayMonitor(10, clock);
+    monitor.start();
+    monitor.start(); // once only
+    assert.equal(pending.filter(Boolean).length, 1);
+    fire(10); // on time
+    fire(20.3); // 0.3 ms late
+    fire(55.3); // 25 ms late
+    assert.deepEqual(monitor.snapshot().cumulative.slice(0, 7), [2, 2, 2, 2, 2, 2, 3]); // le 0.0005 … 0.05
+    assert.equal(monitor.snapshot().count, 3);
+    assert.ok(Math.abs(monitor.snapshot().sum - 0.0253) < 1e-9);
+    monitor.stop();
+    assert.equal(pending.filter(Boolean).length, 0);
+  });
+
   test('acks and the store syncs they wait for are timed: SDK exports over OTLP/HTTP and gRPC on the SQLite store', { timeout: 60_000 }, async () => {
     const [httpPort, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
     const dir = tempDir();
@@ -163,6 +193,10 @@ service:
     };
     await send(new ProtoTraceExporter({ url: `http://127.0.0.1:${httpPort}/v1/traces` }), 3);
     await send(new GrpcTraceExporter({ url: `http://127.0.0.1:${grpcPort}` }), 2);
+    // The event loop held 80 ms (this test runs in vigil's process): the loop-delay timer ran that late once.
+    const held = performance.now();
+    while (performance.now() - held < 80);
+    await new Promise((resolve) => setTimeout(resolve, 30));
     // A refusal is no ack: not timed.
     const refused = await fetch(`http://127.0.0.1:${httpPort}/v1/traces`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
     assert.equal(refused.status, 415);
@@ -181,6 +215,10 @@ service:
     assert.ok(syncs >= 5, `${syncs} syncs`);
     assertCumulative(text, 'vigil_store_sync_duration_seconds_bucket', { store: 'sqlite' }, syncs);
     assert.ok(metricValue(text, 'vigil_store_sync_duration_seconds_sum', { store: 'sqlite' })! > 0);
+    const delays = metricValue(text, 'vigil_event_loop_delay_seconds_count')!;
+    assert.ok(delays >= 5, `${delays} loop-delay samples`);
+    assert.ok(delays - metricValue(text, 'vigil_event_loop_delay_seconds_bucket', { le: '0.05' })! >= 1, 'the 80 ms hold shows as a delay over 50 ms');
+    assertCumulative(text, 'vigil_event_loop_delay_seconds_bucket', {}, delays);
   });
 
   test('metrics count received, classified, work created and exported; own traces reach the endpoint', async () => {

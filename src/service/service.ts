@@ -31,6 +31,7 @@ import { encodeStateWrites, type StateWrite } from '../store/state.ts';
 import type { AppendResult, StateStore } from '../store/types.ts';
 import { deliveryOf } from '../exporters/delivery.ts';
 import { ExporterRunner } from './exporter-runner.ts';
+import { LOOP_DELAY_INTERVAL_MS, LoopDelayMonitor } from './loop-delay.ts';
 import { componentFamilies, family, histogramSamples, type MetricFamily } from './metrics.ts';
 import { createSelfTracing, type SelfTracing } from './self-tracing.ts';
 import { TelemetryServer } from './telemetry-server.ts';
@@ -74,6 +75,8 @@ export class Service {
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new';
   private stopping: Promise<void> | undefined;
   private telemetryServer: TelemetryServer | undefined;
+  /** Served as vigil_event_loop_delay_seconds; runs only while metrics are served. */
+  private loopDelay: LoopDelayMonitor | undefined;
   private selfTracing: SelfTracing | undefined;
   /** Whether the exporter and pipeline runners run (they wait for a reachable store). */
   private processing = false;
@@ -286,6 +289,8 @@ export class Service {
       const auth = operatorAuth(config.service.telemetry.metrics.auth?.bearer_token, receiverTokens);
       this.telemetryServer = new TelemetryServer(config.service.telemetry.metrics.address, () => this.metrics(), auth, log);
       await this.telemetryServer.start();
+      this.loopDelay = new LoopDelayMonitor();
+      this.loopDelay.start();
       log.info('metrics served', { endpoint: `http://${config.service.telemetry.metrics.address}/metrics`, auth: auth.enabled ? 'bearer' : 'none' });
     }
 
@@ -733,6 +738,12 @@ export class Service {
         (st?.state ?? []).map((n) => ({ labels: { namespace: n.namespace }, value: n.evicted })),
       ),
       family(
+        'vigil_event_loop_delay_seconds',
+        'histogram',
+        `How late the event loop ran a timer due every ${LOOP_DELAY_INTERVAL_MS} ms: how long requests, pages and deliveries waited for the loop.`,
+        this.loopDelay ? histogramSamples({}, this.loopDelay.snapshot()) : [],
+      ),
+      family(
         'vigil_store_sync_duration_seconds',
         'histogram',
         "The store's syncs to disk (SQLite: each fdatasync of the WAL, which acks wait for), by duration; absent for stores that do not sync themselves.",
@@ -798,6 +809,7 @@ export class Service {
     for (const [id, e] of this.exporters) await settle(id, () => e.shutdown());
     this.state = 'stopped';
     for (const [id, x] of this.extensions) await settle(id, () => x.shutdown());
+    this.loopDelay?.stop();
     if (this.telemetryServer) await settle('metrics server', () => this.telemetryServer!.shutdown());
     if (this.selfTracing) await settle('self tracing', () => this.selfTracing!.shutdown());
     if (this.store) await settle('state store', () => this.store!.close());
