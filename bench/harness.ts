@@ -137,7 +137,7 @@ if (spec.grpc) {
   const url = new URL(spec.target);
   send = (payload, n) => new Promise((resolve) => {
     const headers = { 'content-type': spec.contentType, 'content-length': payload.length };
-    if (spec.numberRequests) headers['x-bench-request'] = String(n);
+    if (spec.numberRequests && n !== undefined) headers['x-bench-request'] = String(n);
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode === 200 ? true : 'http ' + res.statusCode));
