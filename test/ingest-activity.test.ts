@@ -9,11 +9,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
-import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { OperatorFunction } from 'rxjs';
 import type { IngestConsumer } from '../src/component.ts';
 import { defaultsOf } from '../src/config/schema.ts';
@@ -26,6 +23,7 @@ import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { DEFAULT_DELIVERY } from '../src/exporters/delivery.ts';
 import type { WorkOutboxItem } from '../src/model/work.ts';
 import { ExporterRunner } from '../src/service/exporter-runner.ts';
+import { failedToolSpans } from './helpers/sdk-spans.ts';
 import { BEHIND_AFTER_FULL_PAGES, PipelineRunner } from '../src/service/pipeline-runner.ts';
 import { MemoryStore } from '../src/store/memory.ts';
 import { stateClient } from '../src/store/state-client.ts';
@@ -319,21 +317,6 @@ function heldConsumer(): { consumer: IngestConsumer; got: AgentEvent[]; release:
   };
 }
 
-async function failingSpans(): Promise<ReadableSpan[]> {
-  const memory = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'sdk-agent' }), spanProcessors: [new SimpleSpanProcessor(memory)] });
-  const tracer = provider.getTracer('sdk-agent');
-  const agent = tracer.startSpan('invoke_agent coder', { attributes: { 'session.id': 's1' } });
-  const tool = tracer.startSpan('execute_tool bash', { attributes: { 'session.id': 's1' } }, trace.setSpan(context.active(), agent));
-  tool.setStatus({ code: SpanStatusCode.ERROR, message: 'exit status 1: command not found' });
-  tool.end();
-  agent.end();
-  await provider.forceFlush();
-  const spans = memory.getFinishedSpans();
-  await provider.shutdown();
-  return spans;
-}
-
 /** Polls (real time, 1 s at most) until `check` holds: the server's 'close' of an answer follows the client's receipt by a turn or so. */
 const eventually = (check: () => boolean, what: string) => waitFor(() => (check() ? true : undefined), what, 1000, 5);
 
@@ -349,7 +332,7 @@ describe('the OTLP receiver tells which requests it is answering', () => {
     await receiver.start();
     const exporter = new OTLPTraceExporter({ url: `http://127.0.0.1:${receiver.address()!.port}/v1/traces` });
     try {
-      const spans = await failingSpans();
+      const spans = await failedToolSpans();
       const exported = new Promise<ExportResult>((resolve) => exporter.export(spans, resolve));
       await held.arrived;
       assert.equal(activity.inFlight, 1, 'in flight while its append is pending');

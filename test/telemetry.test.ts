@@ -2,17 +2,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Histogram } from '../src/internal/histogram.ts';
 import { LoopDelayMonitor } from '../src/service/loop-delay.ts';
 import { componentFamilies, family, histogramSamples, renderMetrics } from '../src/service/metrics.ts';
 import { startCaptureServer, type CaptureServer } from './helpers/capture-server.ts';
 import { startService } from './helpers/in-process.ts';
+import { failedToolSpans } from './helpers/sdk-spans.ts';
 import { otlpLogs, postLogs } from './helpers/otlp-logs.ts';
 import { attrs, decodeTraceRequest } from './helpers/otlp-decode.ts';
 import { freePort, tempDir, waitFor } from './helpers/vigil-process.ts';
@@ -183,7 +182,7 @@ service:
     const send = async (exporter: { export(spans: ReadableSpan[], done: (r: ExportResult) => void): void; shutdown(): Promise<void> }, times: number) => {
       try {
         for (let i = 0; i < times; i++) {
-          const spans = await failedSpans(`s${i}`);
+          const spans = await failedToolSpans(`s${i}`);
           const result = await new Promise<ExportResult>((resolve) => exporter.export(spans, resolve));
           assert.equal(result.code, 0, String(result.error));
         }
@@ -292,20 +291,4 @@ function assertCumulative(text: string, name: string, labels: Record<string, str
   assert.ok(values.length >= 2, `${name}: ${values.length} buckets`);
   for (let i = 1; i < values.length; i++) assert.ok(values[i]![1] >= values[i - 1]![1], `${name} not cumulative: ${JSON.stringify(values)}`);
   assert.deepEqual(values[values.length - 1], ['+Inf', count]);
-}
-
-/** An agent turn whose tool call failed, as the OpenTelemetry SDK records it. */
-async function failedSpans(session: string): Promise<ReadableSpan[]> {
-  const memory = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'sdk-agent' }), spanProcessors: [new SimpleSpanProcessor(memory)] });
-  const tracer = provider.getTracer('sdk-agent');
-  const agent = tracer.startSpan('invoke_agent coder', { attributes: { 'session.id': session } });
-  const tool = tracer.startSpan('execute_tool bash', { attributes: { 'session.id': session } }, trace.setSpan(context.active(), agent));
-  tool.setStatus({ code: SpanStatusCode.ERROR, message: 'exit status 1: command not found' });
-  tool.end();
-  agent.end();
-  await provider.forceFlush();
-  const spans = memory.getFinishedSpans();
-  await provider.shutdown();
-  return spans;
 }
