@@ -2,8 +2,9 @@
  * How long the event loop kept work waiting: a timer due every `intervalMs` notes how late it ran
  * (`vigil_event_loop_delay_seconds`). An ack's time (`vigil_receiver_ack_duration_seconds`) is
  * the wait for the loop, the request's own work and the store's sync
- * (`vigil_store_sync_duration_seconds`); with this beside them an operator tells a busy or stalled
- * loop from a slow disk (README, Performance, round 37). One timer callback per interval: a few
+ * (`vigil_store_sync_duration_seconds`, which holds the loop's delay in handling its completion
+ * too); with this beside them an operator tells a busy or stalled loop from a slow disk (README,
+ * Performance, round 37). One timer callback per interval: a few
  * microseconds of the loop every 10 ms.
  */
 import { Histogram, type HistogramSnapshot } from '../internal/histogram.ts';

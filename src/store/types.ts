@@ -223,7 +223,8 @@ export interface StateStore {
   status(): Promise<StoreStatus>;
   /**
    * How long the store's syncs to disk took (seconds), where it makes its writes durable itself
-   * (SQLite: each fdatasync of the WAL, which an ack waits for); absent where it does not.
+   * (SQLite: each fdatasync of the WAL, which an ack waits for, until the event loop handles its
+   * completion); absent where it does not.
    */
   syncDurations?(): HistogramSnapshot;
 }

@@ -277,7 +277,11 @@ export class SqliteStore implements StateStore {
   private syncOnLoop = false;
   /** Whether a WAL sync is running, and the writes waiting for the next one (see syncWal). */
   private syncRunning = false;
-  /** How long each sync of the WAL took (vigil_store_sync_duration_seconds). */
+  /**
+   * How long each sync of the WAL took, from the fdatasync's start until its completion is handled
+   * here, on the event loop: the disk's time, plus the loop's delay when it was busy meanwhile
+   * (vigil_store_sync_duration_seconds; README, Performance, round 37).
+   */
   private readonly syncs = new Histogram();
   private syncWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   /** The write-ahead log, opened at the first sync. */
