@@ -4,8 +4,9 @@
  * the wait for the loop, the request's own work and the store's sync
  * (`vigil_store_sync_duration_seconds`, which holds the loop's delay in handling its completion
  * too); with this beside them an operator tells a busy or stalled loop from a slow disk (README,
- * Performance, round 37). One timer callback per interval: a few
- * microseconds of the loop every 10 ms.
+ * Performance, round 37). One timer callback per interval: a few microseconds of the loop every
+ * 10 ms. Not `perf_hooks.monitorEventLoopDelay`: its histogram answers percentiles, not the counts
+ * under fixed bounds that a Prometheus histogram (and a sum across processes) needs.
  */
 import { Histogram, type HistogramSnapshot } from '../internal/histogram.ts';
 

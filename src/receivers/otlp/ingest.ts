@@ -70,15 +70,15 @@ export interface AckDurations {
   histogram: HistogramSnapshot;
 }
 
+function ackHistograms(): Record<OtlpProtocol, Histogram> {
+  return { 'http-json': new Histogram(), 'http-protobuf': new Histogram(), grpc: new Histogram() };
+}
+
 /** The receiver's counters, shared by its transports. */
 export class OtlpCounters {
   private readonly stats = emptyReceiverStats();
   /** Per signal and protocol: how long acknowledged requests took, from arrival to their answer. */
-  private readonly acks = new Map<string, { signal: Signal; protocol: OtlpProtocol; histogram: Histogram }>(
-    (['traces', 'logs'] as const).flatMap((signal) =>
-      OTLP_PROTOCOLS.map((protocol) => [`${signal} ${protocol}`, { signal, protocol, histogram: new Histogram() }] as const),
-    ),
-  );
+  private readonly acks: Record<Signal, Record<OtlpProtocol, Histogram>> = { traces: ackHistograms(), logs: ackHistograms() };
 
   /**
    * A request answered with success (an ack, partial success included) after `seconds`: from its
@@ -86,12 +86,14 @@ export class OtlpCounters {
    * admission, the read, the decode and the durable append are in it.
    */
   observeAck(signal: Signal, protocol: OtlpProtocol, seconds: number): void {
-    this.acks.get(`${signal} ${protocol}`)!.histogram.observe(seconds);
+    this.acks[signal][protocol].observe(seconds);
   }
 
   /** The ack durations so far, per signal and protocol. */
   ackDurations(): AckDurations[] {
-    return [...this.acks.values()].map(({ signal, protocol, histogram }) => ({ signal, protocol, histogram: histogram.snapshot() }));
+    return (['traces', 'logs'] as const).flatMap((signal) =>
+      OTLP_PROTOCOLS.map((protocol) => ({ signal, protocol, histogram: this.acks[signal][protocol].snapshot() })),
+    );
   }
 
   /** Adds `delta` to the signal's totals and, when the protocol is known, to that protocol's counts. */
