@@ -51,6 +51,7 @@ import { AppendedEntries, HELD_BYTES, HOLD_FROM_BACKLOG } from './appended-entri
 import { sqliteError } from './errors.ts';
 import { Histogram, type HistogramSnapshot } from '../../internal/histogram.ts';
 import { CHECK_MS, Checkpointer } from './checkpointer.ts';
+import { WalSyncer } from './wal-syncer.ts';
 import { acquireWriterLock, type WriterInfo, type WriterLock } from './lock.ts';
 import { LogRoom, type RoomStats } from './room.ts';
 import { RowInserter, ROW_CHUNKS } from './rows.ts';
@@ -134,7 +135,7 @@ const FOLD_ROWS = 16_384;
  */
 const FOLD_KEYS_PER_STEP = 512;
 
-/** Test hooks: fold thresholds (the defaults above otherwise), and the WAL sync (fdatasync in the thread pool otherwise). */
+/** Test hooks: fold thresholds (the defaults above otherwise), and the WAL sync (fdatasync in a worker thread of its own otherwise: wal-syncer.ts). */
 export interface SqliteStoreTuning {
   foldEvery?: number;
   foldRows?: number;
@@ -275,18 +276,23 @@ export class SqliteStore implements StateStore {
   /** Group commits whose WAL sync is still running; set once a sync failed (then SQLite syncs on the loop). */
   private readonly syncing = new Set<Promise<void>>();
   private syncOnLoop = false;
-  /** Whether a WAL sync is running, and the writes waiting for the next one (see syncWal). */
+  /** Whether a WAL sync is running in the thread pool (see runSync). */
   private syncRunning = false;
   /**
-   * How long each sync of the WAL took, from the fdatasync's start until its completion is handled
-   * here, on the event loop: the disk's time, plus the loop's delay when it was busy meanwhile
-   * (vigil_store_sync_duration_seconds; README, Performance, round 37).
+   * How long each sync of the WAL took: the fdatasync call alone, timed in the worker that makes
+   * it; in the thread pool (a test's sync, or after the worker stopped), from its start until its
+   * completion is handled on the event loop (vigil_store_sync_duration_seconds; README,
+   * Performance, rounds 37 and 38).
    */
   private readonly syncs = new Histogram();
-  private syncWaiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  /** Writes waiting for a sync of the WAL, oldest first, each with the generation it needs on disk. */
+  private syncWaiters: SyncWaiter[] = [];
   /** The write-ahead log, opened at the first sync. */
   private walFd: Promise<number> | undefined;
-  private readonly syncFile: (fd: number) => Promise<void>;
+  /** A test's sync of the WAL; without one, a worker syncs it (wal-syncer.ts). */
+  private readonly syncFile: ((fd: number) => Promise<void>) | undefined;
+  /** The worker that syncs the WAL, once started; `starting` while the log opens, `stopped` when it failed (the thread pool syncs then). */
+  private syncer: WalSyncer | 'starting' | 'stopped' | undefined;
   /**
    * The durable watermark, in generations: every write transaction committed without its own fsync
    * (appends, page commits, exporter acks) takes the next one (`written`). A sync of the WAL covers
@@ -331,7 +337,7 @@ export class SqliteStore implements StateStore {
     this.foldEvery = tuning.foldEvery ?? FOLD_EVERY;
     this.foldRows = tuning.foldRows ?? FOLD_ROWS;
     this.foldChunk = tuning.foldChunk ?? FOLD_KEYS_PER_STEP;
-    this.syncFile = tuning.sync ?? fdatasyncOffLoop;
+    this.syncFile = tuning.sync;
     this.rowChunks = tuning.rowChunks ?? ROW_CHUNKS;
     this.segmentRows = tuning.segmentRows ?? SEGMENT_ROWS;
     this.trimEvery = tuning.trimEvery ?? LOG_TRIM_EVERY;
@@ -637,6 +643,9 @@ export class SqliteStore implements StateStore {
     db?.close();
     // Their WAL syncs run on a descriptor of their own: the appends answer once the disk has them.
     await Promise.all(this.syncing);
+    const syncer = this.syncer;
+    this.syncer = undefined;
+    if (syncer instanceof WalSyncer) await syncer.close();
     const wal = this.walFd;
     this.walFd = undefined;
     if (wal)
@@ -833,7 +842,7 @@ export class SqliteStore implements StateStore {
   }
 
   /**
-   * Resolves once everything written so far is on disk (a sync of the WAL in the thread pool);
+   * Resolves once everything written so far is on disk (a sync of the WAL off the event loop);
    * `close` waits for it. When the sync fails, the store syncs on the loop from now on (SQLite's
    * own fsync at each commit) and this rejects with a retryable refusal.
    */
@@ -875,18 +884,68 @@ export class SqliteStore implements StateStore {
    * Resolves once a sync of the WAL begun after this call (so after every write committed so far)
    * has answered. Group commit of the syncs: one runs at a time; the writes committed while it runs
    * (appends, page commits, acks) share the next one, which starts as soon as the running one
-   * answers. So a write waits for at most the running sync and the next one, never more, and the
+   * returns. So a write waits for at most the running sync and the next one, never more, and the
    * disk gets one flush per sync instead of one per write (several fdatasyncs of one file at once
-   * each wait for the others' pages, then flush again).
+   * each wait for the others' pages, then flush again). The syncs run in a worker thread of their
+   * own (wal-syncer.ts), which starts the next without waiting for the event loop to hear of the
+   * last: in the thread pool, a busy loop delayed each sync of a run by its own delay (README,
+   * Performance, round 38). A test's sync, and every sync after the worker stopped, run in the
+   * thread pool, chained on the loop (runSync).
    */
   private syncWal(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.syncWaiters.push({ resolve, reject });
-      if (!this.syncRunning) this.runSync();
+      const gen = this.written;
+      this.syncWaiters.push({ gen, resolve, reject });
+      if (this.syncer instanceof WalSyncer) this.syncer.want(gen);
+      else if (this.syncer === undefined && !this.syncFile) this.startSyncer();
+      else if (this.syncer !== 'starting' && !this.syncRunning) this.runSync();
     });
   }
 
-  /** Starts a sync for every waiter so far; once it answers, the next starts for those who came meanwhile, then these are answered. */
+  /** Opens the log and starts the worker that syncs it; the writes waiting meanwhile are its first. */
+  private startSyncer(): void {
+    this.syncer = 'starting';
+    this.openWalFd().then(
+      (fd) => {
+        if (fd === undefined) return this.syncStopped(new Error('the store closed'), false);
+        const syncer = new WalSyncer({
+          fd,
+          onSynced: (gen, tookMs) => {
+            this.syncs.observe(tookMs / 1000);
+            this.markSynced(gen);
+            this.settleWaiters(gen);
+          },
+          onFailed: (gen, err) => this.settleWaiters(gen, err),
+          onStopped: (err) => this.syncStopped(err, true),
+        });
+        this.syncer = syncer;
+        if (this.syncWaiters.length) syncer.want(this.syncWaiters[this.syncWaiters.length - 1]!.gen);
+      },
+      (err: unknown) => {
+        this.syncer = undefined;
+        this.settleWaiters(Infinity, err);
+      },
+    );
+  }
+
+  /** The worker could not start or stopped: the thread pool syncs from now on, first for the writes still waiting. */
+  private syncStopped(err: Error, log: boolean): void {
+    this.syncer = 'stopped';
+    if (log) this.logger?.warn('the WAL sync worker stopped; the WAL is synced in the thread pool from now on', { path: this.file, error: errorMessage(err) });
+    if (this.syncWaiters.length && !this.syncRunning) this.runSync();
+  }
+
+  /** Answers the waiting writes up to generation `gen`: synced, or failed with `err`. */
+  private settleWaiters(gen: number, err?: unknown): void {
+    let n = 0;
+    while (n < this.syncWaiters.length && this.syncWaiters[n]!.gen <= gen) n++;
+    for (const w of this.syncWaiters.splice(0, n)) {
+      if (err === undefined) w.resolve();
+      else w.reject(err);
+    }
+  }
+
+  /** Starts a sync in the thread pool for every waiter so far; once it answers, the next starts for those who came meanwhile, then these are answered. */
   private runSync(): void {
     const waiters = this.syncWaiters;
     this.syncWaiters = [];
@@ -908,27 +967,34 @@ export class SqliteStore implements StateStore {
   /**
    * fdatasync of the write-ahead log in the thread pool: what SQLite does at each commit with
    * `synchronous = FULL` (the WAL holds every committed frame; SQLite syncs the log itself before it
-   * checkpoints it into the database, and its header when it starts reusing it). The log stays the
-   * same file while the store is open (SQLite removes it only when its last connection closes), so
-   * one descriptor serves every sync; the log's directory entry is synced once, since SQLite creates
-   * the log on the first write after opening.
+   * checkpoints it into the database, and its header when it starts reusing it).
    */
   private async syncOnce(): Promise<void> {
     const gen = this.written;
-    this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
-    let fd: number;
-    try {
-      fd = await this.walFd;
-    } catch (err) {
-      this.walFd = undefined;
-      // Closing the store checkpoints the log into the database (synced) and removes it.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return this.markSynced(gen);
-      throw err;
-    }
+    const fd = await this.openWalFd();
+    // Closing the store checkpoints the log into the database (synced) and removes it.
+    if (fd === undefined) return this.markSynced(gen);
     const began = performance.now();
-    await this.syncFile(fd);
+    await (this.syncFile ?? fdatasyncOffLoop)(fd);
     this.syncs.observe((performance.now() - began) / 1000);
     this.markSynced(gen);
+  }
+
+  /**
+   * The log's descriptor, opened once: it stays the same file while the store is open (SQLite
+   * removes it only when its last connection closes), so one descriptor serves every sync; the
+   * log's directory entry is synced once, since SQLite creates the log on the first write after
+   * opening. Undefined when the store closed before the log could be opened.
+   */
+  private async openWalFd(): Promise<number | undefined> {
+    this.walFd ??= openWal(`${this.file}-wal`, dirname(this.file));
+    try {
+      return await this.walFd;
+    } catch (err) {
+      this.walFd = undefined;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.db) return undefined;
+      throw err;
+    }
   }
 
   syncDurations(): HistogramSnapshot {
@@ -1182,7 +1248,7 @@ export class SqliteStore implements StateStore {
 
   /**
    * One page's commit: one transaction, committed with `synchronous: full` under NORMAL (no fsync
-   * on the event loop) and resolved once a sync of the WAL in the thread pool has it on disk, as
+   * on the event loop) and resolved once a sync of the WAL off the event loop has it on disk, as
    * appends are. In between, the commit is visible to this connection and not yet durable. Who may
    * act on it then:
    * - The next page, of any partition or pipeline, reads its groups, cursor, turns, revisions,
@@ -1790,6 +1856,13 @@ function parseJson<T>(text: string, file: string, what: string): T {
   } catch (err) {
     throw new VigilError('VIGIL_STORE_CORRUPT', `SQLite database '${file}' holds an unreadable ${what}`, { cause: err });
   }
+}
+
+/** A write waiting for a sync of the WAL: answered once everything up to `gen` is on disk. */
+interface SyncWaiter {
+  gen: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
 }
 
 /** An append waiting for its turn's group commit. */
