@@ -24,7 +24,7 @@
  *
  * A diagnosis tool, not a target: it wraps methods of vigil's own classes from outside (the HTTP
  * receiver's request handler, the SQLite store's `append`, its group commit and its thread-pool
- * sync, the sync worker's report handler), so
+ * sync, the sync worker's reading of each sync's times), so
  * vigil's code carries no timing hooks. The client's own latencies (after a 3 s warm-up) are
  * printed beside them: the difference is the time before vigil's handler runs (the request
  * waiting for the event loop). The client's p99 comes with its 95% interval and whether that lies
@@ -35,7 +35,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance, PerformanceObserver, type EventLoopUtilization } from 'node:perf_hooks';
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { WalSyncer, type SyncerMessage } from '../src/store/sqlite/wal-syncer.ts';
+import { WalSyncer } from '../src/store/sqlite/wal-syncer.ts';
 import { describeFailures, describeV8, load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { calibrate, describeCalibrations, threadTimes, type ThreadTimes } from './machine-speed.ts';
@@ -124,11 +124,11 @@ store.syncOnce = async function (this: unknown, ...a: unknown[]) {
   }
 };
 const syncer = WalSyncer.prototype as unknown as Wrapped;
-const handleSync = syncer.handle!;
-syncer.handle = function (this: unknown, ...a: unknown[]) {
-  const m = a[0] as SyncerMessage;
-  if (measuring && 'ended' in m) syncs.push({ start: m.began, end: m.ended, handled: epoch(performance.now()) });
-  return handleSync.apply(this, a);
+const timedSync = syncer.timed!;
+syncer.timed = function (this: unknown, ...a: unknown[]) {
+  const [began, ended] = a as [number, number];
+  if (measuring) syncs.push({ start: began, end: ended, handled: epoch(performance.now()) });
+  return timedSync.apply(this, a);
 };
 const commitAppends = store.commitAppends!;
 store.commitAppends = function (this: { appends: PendingAppend[] }) {

@@ -681,6 +681,7 @@ export class SqliteStore implements StateStore {
    * read and decoded while the disk syncs.
    */
   append(pipeline: string, events: AgentEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
+    this.pollSynced();
     if (!this.db) return Promise.reject(this.closedError());
     let state: EncodedNamespace[];
     try {
@@ -696,6 +697,7 @@ export class SqliteStore implements StateStore {
 
   /** Commits every append waiting for this turn: one transaction, one fsync. */
   private commitAppends(): void {
+    this.pollSynced();
     this.appendTurn = undefined;
     const batch = this.appends;
     this.appends = [];
@@ -910,11 +912,11 @@ export class SqliteStore implements StateStore {
         if (fd === undefined) return this.syncStopped(new Error('the store closed'), false);
         const syncer = new WalSyncer({
           fd,
-          onSynced: (gen, tookMs) => {
-            this.syncs.observe(tookMs / 1000);
+          onSynced: (gen) => {
             this.markSynced(gen);
             this.settleWaiters(gen);
           },
+          onTimed: (tookMs) => this.syncs.observe(tookMs / 1000),
           onFailed: (gen, err) => this.settleWaiters(gen, err),
           onStopped: (err) => this.syncStopped(err, true),
         });
@@ -933,6 +935,15 @@ export class SqliteStore implements StateStore {
     this.syncer = 'stopped';
     if (log) this.logger?.warn('the WAL sync worker stopped; the WAL is synced in the thread pool from now on', { path: this.file, error: errorMessage(err) });
     if (this.syncWaiters.length && !this.syncRunning) this.runSync();
+  }
+
+  /**
+   * Answers the writes the worker has synced since it last woke the loop: called at the store's
+   * busy calls (an append, a group commit, a page's read and commit), so that on a busy event loop
+   * they are answered between its tasks, not after every task queued before the worker's wake.
+   */
+  private pollSynced(): void {
+    if (this.syncWaiters.length && this.syncer instanceof WalSyncer) this.syncer.poll();
   }
 
   /** Answers the waiting writes up to generation `gen`: synced, or failed with `err`. */
@@ -1122,6 +1133,7 @@ export class SqliteStore implements StateStore {
   }
 
   async readPage(pipeline: string, partition: string, limit: number): Promise<LogEntry[]> {
+    this.pollSynced();
     return this.readEntries(pipeline, partition, limit, 0, true);
   }
 
@@ -1266,6 +1278,7 @@ export class SqliteStore implements StateStore {
    * own fsync at commit), this commit's entries wait for such a sync.
    */
   async commit(c: PageCommit): Promise<void> {
+    this.pollSynced();
     const cursor = Number(c.cursor);
     if (c.cursor !== null && (!Number.isSafeInteger(cursor) || cursor <= 0)) {
       throw new VigilError('VIGIL_STORE_CORRUPT', `commit for partition '${c.partition}' carries an invalid cursor '${c.cursor}'`);

@@ -8,40 +8,60 @@
  * writes were committed meanwhile; the event loop only hears of what is on disk. The worker also
  * times the fdatasync itself, so the store's sync histogram is the disk's time alone.
  *
- * The writer tells the worker the newest generation it wants on disk through shared memory (a
- * store and a wake, no message); the worker answers with a message per sync: the generation it
- * covered and how long the call took, or the error it failed with.
+ * Both ways go through shared memory, no message per sync (a message cost about 40 µs of CPU a
+ * sync more than the thread pool's completion; README, Performance, round 38): the writer stores
+ * the newest generation it wants on disk and wakes the worker; the worker stores the generation
+ * each sync covered, and the sync's start and end in a ring, and wakes the writer's
+ * `Atomics.waitAsync`. The writer also reads what is synced at its own busy calls (`poll`), so on
+ * a busy event loop a write is answered between two tasks rather than after every task queued
+ * before the wake. A failed sync is told by a message with its error; from then on the worker
+ * tells every sync by message and the shared generation stands still: a write whose sync failed
+ * must be refused, and a later sync's success read from shared memory before the failure's
+ * message arrived would have answered it as synced (after a failed fsync, Linux may drop the
+ * pages it could not write and report the next fsync as a success). The store stops syncing off
+ * the loop after a failure anyway (store.ts, durable).
  */
 import type * as Fs from 'node:fs';
 import type * as PerfHooks from 'node:perf_hooks';
 import { Worker, type MessagePort } from 'node:worker_threads';
 
 /**
- * What the worker tells the writer after each sync: the generation it covered, and when the
- * fdatasync began and returned (ms since the epoch, `performance.timeOrigin + performance.now()`
- * in the worker: comparable across threads), or the error it failed with.
+ * What the worker tells by message: a failed sync with its error; after one, every later sync too
+ * (`began`/`ended`: ms since the epoch, `performance.timeOrigin + performance.now()` in the worker,
+ * comparable across threads).
  */
 export type SyncerMessage = { gen: number; began: number; ended: number } | { gen: number; failed: string; code?: string };
 
 export interface WalSyncerOptions {
   /** The write-ahead log's descriptor (the process's: a worker shares them); the writer closes it after `close`. */
   fd: number;
-  /** Everything up to `gen` is on disk; `tookMs`: the fdatasync's own time. */
-  onSynced: (gen: number, tookMs: number) => void;
+  /** Everything up to `gen` is on disk. */
+  onSynced: (gen: number) => void;
+  /** One sync's fdatasync call took `tookMs` (told for each sync, in order, before the onSynced that covers it). */
+  onTimed: (tookMs: number) => void;
   /** The sync meant to cover `gen` failed. */
   onFailed: (gen: number, err: Error) => void;
   /** The worker stopped unasked (it could not start, or died): the writer syncs another way from now on. */
   onStopped: (err: Error) => void;
 }
 
-/** Slots of the shared memory: the generation wanted on disk, the order to stop, the generation last synced. */
+/**
+ * Slots of the shared generations: wanted on disk (writer), the order to stop (writer), synced
+ * (worker; stands still after a failure), syncs timed in the ring (worker). The worker's source
+ * uses the numbers themselves: it is this module's function text alone.
+ */
 const WANTED = 0;
 const STOP = 1;
 const SYNCED = 2;
+const TIMED = 3;
+/** Syncs whose start and end the ring holds: the writer reads them at each wake, so far more than pile up between two. */
+const RING = 1024;
 
 interface WorkerData {
   fd: number;
-  shared: SharedArrayBuffer;
+  state: SharedArrayBuffer;
+  times: SharedArrayBuffer;
+  ring: number;
 }
 
 /** The worker's whole program: its source is this function's text (see WalSyncer's constructor). */
@@ -49,14 +69,17 @@ function walSyncerMain(data: WorkerData, req: NodeJS.Require): void {
   const { parentPort } = req('node:worker_threads') as { parentPort: MessagePort };
   const { fdatasyncSync } = req('node:fs') as typeof Fs;
   const { performance } = req('node:perf_hooks') as typeof PerfHooks;
-  const shared = new BigInt64Array(data.shared);
+  const state = new BigInt64Array(data.state);
+  const times = new Float64Array(data.times);
   let synced = 0n;
+  let timed = 0;
+  let failedOnce = false;
   for (;;) {
-    const wanted = Atomics.load(shared, 0);
+    const wanted = Atomics.load(state, 0);
     if (wanted === synced) {
       // Stops only when nothing asked is left unsynced: the writer's close waits for what it asked.
-      if (Atomics.load(shared, 1) !== 0n) break;
-      Atomics.wait(shared, 0, wanted);
+      if (Atomics.load(state, 1) !== 0n) break;
+      Atomics.wait(state, 0, wanted);
       continue;
     }
     const began = performance.timeOrigin + performance.now();
@@ -65,34 +88,53 @@ function walSyncerMain(data: WorkerData, req: NodeJS.Require): void {
     } catch (err) {
       const e = err as { message?: unknown; code?: unknown };
       synced = wanted;
-      Atomics.store(shared, 2, synced);
+      failedOnce = true;
       parentPort.postMessage({ gen: Number(wanted), failed: String(e.message ?? err), code: typeof e.code === 'string' ? e.code : undefined });
       continue;
     }
+    const ended = performance.timeOrigin + performance.now();
     synced = wanted;
-    Atomics.store(shared, 2, synced);
-    parentPort.postMessage({ gen: Number(wanted), began, ended: performance.timeOrigin + performance.now() });
+    if (failedOnce) {
+      parentPort.postMessage({ gen: Number(wanted), began, ended });
+      continue;
+    }
+    const slot = (timed % data.ring) * 2;
+    times[slot] = began;
+    times[slot + 1] = ended;
+    timed++;
+    // The ring's entry first, then the counts (sequentially consistent stores): a reader that sees
+    // a count sees what it counts.
+    Atomics.store(state, 3, BigInt(timed));
+    Atomics.store(state, 2, synced);
+    Atomics.notify(state, 2);
   }
 }
 
 export class WalSyncer {
   private readonly worker: Worker;
-  private readonly shared = new BigInt64Array(new SharedArrayBuffer(3 * BigInt64Array.BYTES_PER_ELEMENT));
+  private readonly state = new BigInt64Array(new SharedArrayBuffer(4 * BigInt64Array.BYTES_PER_ELEMENT));
+  private readonly times = new Float64Array(new SharedArrayBuffer(2 * RING * Float64Array.BYTES_PER_ELEMENT));
   private closing = false;
   private stopped = false;
-  /** The newest generation asked for, and whether the worker keeps the process alive until it is reported. */
+  /** The newest generation asked for, and the newest told as synced or failed. */
   private wanted = 0;
+  private told = 0;
+  /** Syncs whose times were read from the ring, and the synced generation last read. */
+  private timedRead = 0;
+  private syncedRead = 0;
+  /** Whether a waitAsync on the synced generation is pending, and whether the worker keeps the process alive meanwhile. */
+  private watching = false;
   private held = false;
   private readonly exited: Promise<void>;
 
   constructor(private readonly opts: WalSyncerOptions) {
-    const data: WorkerData = { fd: opts.fd, shared: this.shared.buffer as SharedArrayBuffer };
+    const data: WorkerData = { fd: opts.fd, state: this.state.buffer as SharedArrayBuffer, times: this.times.buffer as SharedArrayBuffer, ring: RING };
     // `__name`: the helper a loader that keeps function names (tsx, in the tests) calls around named
     // functions; the worker's source is this function's text alone, without the loader's prelude.
     const source = `var __name = (f) => f; (${walSyncerMain.toString()})(require('node:worker_threads').workerData, require)`;
     this.worker = new Worker(source, { eval: true, workerData: data });
-    // The worker keeps the process alive only while a sync it was asked for is unanswered (its
-    // writes wait for it); otherwise the store's close stops it.
+    // The worker keeps the process alive only while a sync it was asked for is untold (its writes
+    // wait for it); otherwise the store's close stops it.
     this.worker.unref();
     this.worker.on('message', (m: SyncerMessage) => this.handle(m));
     const stop = (err: Error) => {
@@ -105,39 +147,84 @@ export class WalSyncer {
     this.worker.once('exit', (code) => stop(new Error(`the WAL sync worker stopped (exit code ${code})`)));
   }
 
-  /** A sync's report, on the event loop. */
-  private handle(m: SyncerMessage): void {
-    if (m.gen >= this.wanted && this.held && !this.closing) {
-      this.held = false;
-      this.worker.unref();
-    }
-    if ('failed' in m) this.opts.onFailed(m.gen, Object.assign(new Error(m.failed), m.code === undefined ? {} : { code: m.code }));
-    else this.opts.onSynced(m.gen, m.ended - m.began);
-  }
-
   /** Asks for everything up to `gen` on disk (generations only grow): the worker syncs once more if it has not begun a sync since. */
   want(gen: number): void {
     this.wanted = gen;
+    Atomics.store(this.state, WANTED, BigInt(gen));
+    Atomics.notify(this.state, WANTED);
     if (!this.held) {
       this.held = true;
       this.worker.ref();
     }
-    Atomics.store(this.shared, WANTED, BigInt(gen));
-    Atomics.notify(this.shared, WANTED);
+    this.watch();
   }
 
-  /** The generation the worker synced last (or failed to), read from shared memory: known before its report is handled. */
+  /** Reads what the worker synced since the last read, and tells it (onTimed, then onSynced): cheap enough for every busy call of the writer. */
+  poll(): void {
+    const timed = Number(Atomics.load(this.state, TIMED));
+    // Syncs the ring no longer holds (more than RING between two reads) are told as synced, untimed.
+    for (let k = Math.max(this.timedRead, timed - RING); k < timed; k++) {
+      const slot = (k % RING) * 2;
+      this.timed(this.times[slot]!, this.times[slot + 1]!);
+    }
+    this.timedRead = timed;
+    const synced = Number(Atomics.load(this.state, SYNCED));
+    if (synced > this.syncedRead) {
+      this.syncedRead = synced;
+      this.tell(synced);
+      this.opts.onSynced(synced);
+    }
+  }
+
+  /** The generation the worker synced last, read from shared memory: known before the writer is woken. */
   syncedInWorker(): number {
-    return Number(Atomics.load(this.shared, SYNCED));
+    return Number(Atomics.load(this.state, SYNCED));
   }
 
-  /** Stops the worker once the syncs asked so far have run (their messages are handled before this resolves). */
+  /** Stops the worker once the syncs asked so far have run, and tells them before this resolves. */
   async close(): Promise<void> {
     this.closing = true;
     // Held until it exits: nothing else may keep the process alive while the store closes.
     this.worker.ref();
-    Atomics.store(this.shared, STOP, 1n);
-    Atomics.notify(this.shared, WANTED);
+    Atomics.store(this.state, STOP, 1n);
+    Atomics.notify(this.state, WANTED);
     await this.exited;
+    this.poll();
+  }
+
+  /** Waits (off the loop) for the worker's next sync while a generation asked for is untold. */
+  private watch(): void {
+    if (this.watching || this.told >= this.wanted) return;
+    this.watching = true;
+    const w = Atomics.waitAsync(this.state, SYNCED, BigInt(this.syncedRead));
+    const woken = () => {
+      this.watching = false;
+      this.poll();
+      this.watch();
+    };
+    if (w.async) void w.value.then(woken);
+    else queueMicrotask(woken);
+  }
+
+  /** One sync's times (ms since the epoch, from the worker's clock). */
+  private timed(began: number, ended: number): void {
+    this.opts.onTimed(ended - began);
+  }
+
+  /** `gen` was told (synced or failed): once every generation asked for is, the worker no longer keeps the process alive. */
+  private tell(gen: number): void {
+    this.told = Math.max(this.told, gen);
+    if (this.told >= this.wanted && this.held && !this.closing) {
+      this.held = false;
+      this.worker.unref();
+    }
+  }
+
+  /** A message: a failed sync, or (after one) any sync. */
+  private handle(m: SyncerMessage): void {
+    this.tell(m.gen);
+    if ('failed' in m) return this.opts.onFailed(m.gen, Object.assign(new Error(m.failed), m.code === undefined ? {} : { code: m.code }));
+    this.timed(m.began, m.ended);
+    this.opts.onSynced(m.gen);
   }
 }
