@@ -31,7 +31,8 @@
 import type * as Fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as Path from 'node:path';
-import { Worker, type MessagePort } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
+import { sourceWorker } from '../../internal/source-worker.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 
 /** How often the worker checkpoints while the writer writes. */
@@ -186,10 +187,7 @@ export class Checkpointer {
       walLimit: opts.walLimit,
       checkMs: opts.checkMs ?? CHECK_MS,
     };
-    // `__name`: the helper a loader that keeps function names (tsx, in the tests) calls around named
-    // functions; the worker's source is this function's text alone, without the loader's prelude.
-    const source = `var __name = (f) => f; (${checkpointerMain.toString()})(require('node:worker_threads').workerData, require)`;
-    this.worker = new Worker(source, { eval: true, workerData: data });
+    this.worker = sourceWorker(checkpointerMain, data);
     // The worker must not keep the process alive: the store's close stops it.
     this.worker.unref();
     this.closed = new Promise<void>((resolve) => {

@@ -23,7 +23,8 @@
  */
 import type * as Fs from 'node:fs';
 import type * as PerfHooks from 'node:perf_hooks';
-import { Worker, type MessagePort } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
+import { sourceWorker } from '../../internal/source-worker.ts';
 
 /**
  * What the worker tells by message: a failed sync with its error; after one, every later sync too
@@ -129,10 +130,7 @@ export class WalSyncer {
 
   constructor(private readonly opts: WalSyncerOptions) {
     const data: WorkerData = { fd: opts.fd, state: this.state.buffer as SharedArrayBuffer, times: this.times.buffer as SharedArrayBuffer, ring: RING };
-    // `__name`: the helper a loader that keeps function names (tsx, in the tests) calls around named
-    // functions; the worker's source is this function's text alone, without the loader's prelude.
-    const source = `var __name = (f) => f; (${walSyncerMain.toString()})(require('node:worker_threads').workerData, require)`;
-    this.worker = new Worker(source, { eval: true, workerData: data });
+    this.worker = sourceWorker(walSyncerMain, data);
     // The worker keeps the process alive only while a sync it was asked for is untold (its writes
     // wait for it); otherwise the store's close stops it.
     this.worker.unref();
