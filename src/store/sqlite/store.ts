@@ -910,16 +910,22 @@ export class SqliteStore implements StateStore {
     this.openWalFd().then(
       (fd) => {
         if (fd === undefined) return this.syncStopped(new Error('the store closed'), false);
-        const syncer = new WalSyncer({
-          fd,
-          onSynced: (gen) => {
-            this.markSynced(gen);
-            this.settleWaiters(gen);
-          },
-          onTimed: (tookMs) => this.syncs.observe(tookMs / 1000),
-          onFailed: (gen, err) => this.settleWaiters(gen, err),
-          onStopped: (err) => this.syncStopped(err, true),
-        });
+        let syncer: WalSyncer;
+        try {
+          syncer = new WalSyncer({
+            fd,
+            onSynced: (gen) => {
+              this.markSynced(gen);
+              this.settleWaiters(gen);
+            },
+            onTimed: (tookMs) => this.syncs.observe(tookMs / 1000),
+            onFailed: (gen, err) => this.settleWaiters(gen, err),
+            onStopped: (err) => this.syncStopped(err, true),
+          });
+        } catch (err) {
+          // No thread to be had (a resource limit): the thread pool syncs, as after a stop.
+          return this.syncStopped(err instanceof Error ? err : new Error(String(err)), true);
+        }
         this.syncer = syncer;
         if (this.syncWaiters.length) syncer.want(this.syncWaiters[this.syncWaiters.length - 1]!.gen);
       },
