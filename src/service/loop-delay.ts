@@ -2,9 +2,9 @@
  * How long the event loop kept work waiting: a timer due every `intervalMs` notes how late it ran
  * (`vigil_event_loop_delay_seconds`). An ack's time (`vigil_receiver_ack_duration_seconds`) is
  * the wait for the loop, the request's own work and the store's sync
- * (`vigil_store_sync_duration_seconds`, which holds the loop's delay in handling its completion
- * too); with this beside them an operator tells a busy or stalled loop from a slow disk (README,
- * Performance, round 37). One timer callback per interval: a few microseconds of the loop every
+ * (`vigil_store_sync_duration_seconds`, the disk's time alone since round 38); with this beside
+ * them an operator tells a busy or stalled loop from a slow disk (README, Performance, rounds 37
+ * and 38). One timer callback per interval: a few microseconds of the loop every
  * 10 ms. Not `perf_hooks.monitorEventLoopDelay`: its histogram answers percentiles, not the counts
  * under fixed bounds that a Prometheus histogram (and a sum across processes) needs.
  */

@@ -746,7 +746,7 @@ export class Service {
       family(
         'vigil_store_sync_duration_seconds',
         'histogram',
-        "The store's syncs to disk, which acks wait for (SQLite: each fdatasync of the WAL, until the event loop handles its completion, so a busy loop adds to it), by duration; absent for stores that do not sync themselves.",
+        "The store's syncs to disk, which acks wait for (SQLite: each fdatasync of the WAL, the call alone, timed in the thread that makes it), by duration; absent for stores that do not sync themselves.",
         syncs ? histogramSamples({ store: this.config.state.type }, syncs) : [],
       ),
     ];

@@ -31,7 +31,7 @@ import { sourceWorker } from '../../internal/source-worker.ts';
  * (`began`/`ended`: ms since the epoch, `performance.timeOrigin + performance.now()` in the worker,
  * comparable across threads).
  */
-export type SyncerMessage = { gen: number; began: number; ended: number } | { gen: number; failed: string; code?: string };
+type SyncerMessage = { gen: number; began: number; ended: number } | { gen: number; failed: string; code?: string };
 
 export interface WalSyncerOptions {
   /** The write-ahead log's descriptor (the process's: a worker shares them); the writer closes it after `close`. */
@@ -174,7 +174,7 @@ export class WalSyncer {
     }
   }
 
-  /** The generation the worker synced last, read from shared memory: known before the writer is woken. */
+  /** The generation the worker synced last, read from shared memory without telling it (tests watch the worker with it while they hold the loop). */
   syncedInWorker(): number {
     return Number(Atomics.load(this.state, SYNCED));
   }
