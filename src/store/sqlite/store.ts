@@ -891,20 +891,22 @@ export class SqliteStore implements StateStore {
    * each wait for the others' pages, then flush again). The syncs run in a worker thread of their
    * own (wal-syncer.ts), which starts the next without waiting for the event loop to hear of the
    * last: in the thread pool, a busy loop delayed each sync of a run by its own delay (README,
-   * Performance, round 38). A test's sync, and every sync after the worker stopped, run in the
-   * thread pool, chained on the loop (runSync).
+   * Performance, round 38). A test's sync, the syncs before the worker runs and every sync after
+   * it stopped run in the thread pool, chained on the loop (runSync).
    */
   private syncWal(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const gen = this.written;
       this.syncWaiters.push({ gen, resolve, reject });
-      if (this.syncer instanceof WalSyncer) this.syncer.want(gen);
-      else if (this.syncer === undefined && !this.syncFile) this.startSyncer();
-      else if (this.syncer !== 'starting' && !this.syncRunning) this.runSync();
+      if (this.syncer instanceof WalSyncer) return this.syncer.want(gen);
+      if (this.syncer === undefined && !this.syncFile) this.startSyncer();
+      // Until the worker runs (a thread takes tens of ms to start, more on a loaded machine), the
+      // thread pool syncs: the first writes after open are not held for it.
+      if (!this.syncRunning) this.runSync();
     });
   }
 
-  /** Opens the log and starts the worker that syncs it; the writes waiting meanwhile are its first. */
+  /** Opens the log and starts the worker that syncs it; the thread pool syncs the writes that come meanwhile (syncWal). */
   private startSyncer(): void {
     this.syncer = 'starting';
     this.openWalFd().then(
@@ -969,7 +971,8 @@ export class SqliteStore implements StateStore {
     this.syncRunning = true;
     const settle = (err?: unknown) => {
       this.syncRunning = false;
-      if (this.syncWaiters.length) this.runSync();
+      // Writes that came meanwhile: the worker has them once it runs (startSyncer, syncWal).
+      if (this.syncWaiters.length && !(this.syncer instanceof WalSyncer)) this.runSync();
       for (const w of waiters) {
         if (err === undefined) w.resolve();
         else w.reject(err);
