@@ -173,6 +173,56 @@ describe('the WAL sync worker', () => {
     }
   });
 
+  test('after a failed sync, a later success is told by message alone: the shared generation stands still', { timeout: 20_000 }, async () => {
+    // A descriptor that works, then fails (closed: EBADF), then works again: POSIX gives an open
+    // the lowest free number, so the file opened after the failure takes the number the worker syncs.
+    const path = join(tempDir(), 'log');
+    const fd = openSync(path, 'w');
+    writeSync(fd, 'frames');
+    const r = recorder();
+    const syncer = new WalSyncer(r.opts(fd));
+    let open: number | undefined = fd;
+    try {
+      syncer.want(1);
+      await r.reported(1);
+      assert.deepEqual(r.synced, [{ gen: 1 }]);
+      assert.equal(syncer.syncedInWorker(), 1);
+      closeSync(fd);
+      open = undefined;
+      syncer.want(2);
+      await r.reported(2);
+      assert.deepEqual(
+        r.failed.map((f) => f.gen),
+        [2],
+      );
+      assert.equal((r.failed[0]!.err as NodeJS.ErrnoException).code, 'EBADF');
+      open = openSync(path, 'r+');
+      assert.equal(open, fd, 'the file reopened under the number the worker syncs');
+      writeSync(open, 'more frames');
+      syncer.want(3);
+      await r.reported(3);
+      // The success came by message, with its time, but the shared generation (what poll and
+      // waitAsync read) stayed where it was before the failure: nothing reads 2 as synced there.
+      assert.deepEqual(r.synced, [{ gen: 1 }, { gen: 3 }]);
+      assert.equal(r.times.length, 2);
+      for (const t of r.times) assert.ok(t >= 0 && t < 10_000, `a sync took ${t} ms`);
+      assert.equal(syncer.syncedInWorker(), 1);
+      syncer.poll();
+      assert.deepEqual(r.synced, [{ gen: 1 }, { gen: 3 }], 'poll tells nothing more');
+      syncer.want(4);
+      await r.reported(4);
+      assert.deepEqual(r.synced, [{ gen: 1 }, { gen: 3 }, { gen: 4 }]);
+      assert.deepEqual(
+        r.failed.map((f) => f.gen),
+        [2],
+      );
+      assert.deepEqual(r.stopped, []);
+    } finally {
+      await syncer.close();
+      if (open !== undefined) closeSync(open);
+    }
+  });
+
   test('a worker that stops unasked is told once', { timeout: 20_000 }, async () => {
     const fd = openFile();
     const r = recorder();
