@@ -38,7 +38,7 @@ import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { WalSyncer } from '../src/store/sqlite/wal-syncer.ts';
 import { describeFailures, describeV8, load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
-import { calibrate, describeCalibrations, threadTimes, type ThreadTimes } from './machine-speed.ts';
+import { calibrate, describeCalibrations, describeMachineTimes, machineTimes, threadTimes, type MachineTimes, type ThreadTimes } from './machine-speed.ts';
 import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
 import { slowestJoined, syncDurations, type SlowRequest } from './ack-join.ts';
 
@@ -153,6 +153,7 @@ let busyFrom: EventLoopUtilization | undefined;
 // The main thread's CPU over the measured time (vigil's receiver, store and pipeline; not the
 // client's thread), and its time ready to run but waiting for a CPU (the machine's contention).
 let timesFrom: ThreadTimes | undefined;
+let machineFrom: MachineTimes | undefined;
 // And how much of it the garbage collector took (its pauses are on the same thread).
 let gcMs = 0;
 let gcCount = 0;
@@ -179,10 +180,12 @@ setTimeout(() => {
   measuring = true;
   busyFrom = performance.eventLoopUtilization();
   timesFrom = threadTimes();
+  machineFrom = machineTimes();
 }, WARMUP_MS);
 const result = await load({ ...loadSpec(encoding, vigil.target, payload, 0, rate, WARMUP_MS, seconds * 1000, 0, 'random'), numberRequests: true });
 const busy = performance.eventLoopUtilization(busyFrom).utilization;
 const timesTo = threadTimes();
+const machineTo = machineTimes();
 gc.disconnect();
 await vigil.stop();
 const speedAfter = calibrate();
@@ -218,7 +221,7 @@ const waitMs = timesFrom?.runQueueMs !== undefined && timesTo?.runQueueMs !== un
 console.log(
   `main thread: ${cpuMs === undefined ? 'CPU n/a (no /proc/thread-self)' : `CPU ${(cpuMs / 1000).toFixed(1)} s, ${(cpuMs / requestsMeasured).toFixed(2)} ms a request`}` +
     `${waitMs === undefined ? '' : `; waited ${(waitMs / 1000).toFixed(2)} s for a CPU (run queue)`}. ` +
-    `Machine: ${describeCalibrations(speedBefore, speedAfter)}`,
+    `Machine: ${describeMachineTimes(machineFrom, machineTo)} over the measured time; ${describeCalibrations(speedBefore, speedAfter)}`,
 );
 // With a few hundred latencies a p99 is a handful of requests: printed with its interval, as bench:ingest does.
 const latencies = [...result.latencies].sort((x, y) => x - y);

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { chosenYoungGeneration, restartWithYoungGeneration, tuneHeap } from '../src/service/heap.ts';
+import type { MachineTimes } from './machine-speed.ts';
 import { TIME_BASE_NANOS, type Payload } from './otlp-payloads.ts';
 
 export type Encoding = 'json' | 'protobuf' | 'grpc';
@@ -72,6 +73,8 @@ export interface LoadResult {
   cpuMs?: number;
   /** Bytes the process caused to be written to storage during the slices and drains (Linux; NaN elsewhere). */
   diskBytes?: number;
+  /** The whole machine's CPU time during the slices and drains, by kind (ticks; bench/machine-speed.ts; Linux). */
+  machine?: MachineTimes;
 }
 
 /**

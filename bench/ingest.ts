@@ -69,7 +69,7 @@ import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { MainThreadTimes, cpuSnapshot, gapTimes, type GapTimes } from './thread-time.ts';
 import { ACK_GOAL_MS, p99AgainstGoal, percentile } from './quantile.ts';
-import { calibrate, describeCalibration, describeCalibrations, threadTimes } from './machine-speed.ts';
+import { calibrate, describeCalibration, describeCalibrations, describeMachineTimes, machineTimes, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import {
@@ -277,7 +277,9 @@ async function main(): Promise<void> {
     const sorted = half.latencies;
     if (sorted.length === 0) continue;
     const { text, verdict } = p99AgainstGoal(sorted, ACK_GOAL_MS);
-    console.log(`  ${encoding.padEnd(10)} ${server.padEnd(12)} p99 ${ms(half, 99).trim()} ms, ${text}: ${verdict}`);
+    // Steal slows the bare servers as much as vigil: a verdict taken while the hypervisor took much is the machine's.
+    const machine = half.machine && describeMachineTimes({ busy: 0, idle: 0, steal: 0 }, half.machine);
+    console.log(`  ${encoding.padEnd(10)} ${server.padEnd(12)} p99 ${ms(half, 99).trim()} ms, ${text}: ${verdict}${machine ? ` (its slices: ${machine})` : ''}`);
   }
   if (stalls) {
     writeFileSync(args.stalls!, JSON.stringify({ gaps: stalls.gaps }));
@@ -308,6 +310,7 @@ async function alternate(
       const elu0 = performance.eventLoopUtilization();
       const cpu0 = mainThreadCpuMs();
       const disk0 = diskWriteBytes();
+      const machine0 = machineTimes();
       loop.enable();
       if (stalls && name.startsWith('vigil/')) stalls.recorder.start(`${stalls.encoding} ${name}`);
       const stop = injected && injectStalls(injected);
@@ -325,7 +328,14 @@ async function alternate(
       result.busyMs = performance.eventLoopUtilization(elu0).active;
       result.cpuMs = mainThreadCpuMs() - cpu0;
       result.diskBytes = diskWriteBytes() - disk0;
+      const machine1 = machineTimes();
       const total = totals.get(name)!;
+      if (machine0 && machine1) {
+        const m = (total.machine ??= { busy: 0, idle: 0, steal: 0 });
+        m.busy += machine1.busy - machine0.busy;
+        m.idle += machine1.idle - machine0.idle;
+        m.steal += machine1.steal - machine0.steal;
+      }
       total.requests += result.requests;
       total.warmupRequests = (total.warmupRequests ?? 0) + (result.warmupRequests ?? 0);
       total.failures += result.failures;

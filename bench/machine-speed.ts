@@ -3,7 +3,9 @@
  * change in the code from a change in the machine between runs (README, Performance, round 18).
  * On this shared VM the same fixed work took 0.64 s or 0.95–1.0 s of CPU depending on the minute,
  * on either core, with no steal time reported; identical `bench:ack-phases` runs used 9.7–15.2 s of
- * the main thread's CPU, and their p99 followed.
+ * the main thread's CPU, and their p99 followed. On other days the hypervisor took a large share of
+ * the machine's time (steal), which slows every server alike: the benches print that share
+ * (machineTimes) beside their figures (README, Performance, round 39).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -41,6 +43,50 @@ export function threadTimes(): ThreadTimes | undefined {
   // utime and stime are fields 14 and 15 of the line, so 12 and 13 after the name (state is field 3).
   const ticks = Number(fields[11]) + Number(fields[12]);
   return Number.isFinite(ticks) ? { cpuMs: (ticks * 1000) / TICKS_PER_SECOND, runQueueMs: undefined } : undefined;
+}
+
+/**
+ * The whole machine's CPU time by kind since boot, from /proc/stat's first line (in ticks of all
+ * CPUs together): undefined off Linux. Steal is time a virtual CPU was ready to run while the
+ * hypervisor ran something else: on a shared VM it is what slows everything at once, the bare
+ * servers too, without showing in any process's own CPU time.
+ */
+export interface MachineTimes {
+  busy: number;
+  idle: number;
+  steal: number;
+}
+
+export function machineTimes(): MachineTimes | undefined {
+  let line: string;
+  try {
+    line = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0]!;
+  } catch {
+    return undefined;
+  }
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice (guest time is within user).
+  const [, user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
+  const all = [user, nice, system, idle, iowait, irq, softirq, steal];
+  if (!line.startsWith('cpu ') || all.some((n) => n === undefined || !Number.isFinite(n))) return undefined;
+  return { busy: user! + nice! + system! + irq! + softirq!, idle: idle! + iowait!, steal: steal! };
+}
+
+/** The shares (0–1) of the machine's CPU time between two readings that were busy, idle and stolen; undefined if unread. */
+export function machineShares(from: MachineTimes | undefined, to: MachineTimes | undefined): MachineTimes | undefined {
+  if (!from || !to) return undefined;
+  const busy = to.busy - from.busy;
+  const idle = to.idle - from.idle;
+  const steal = to.steal - from.steal;
+  const all = busy + idle + steal;
+  return all > 0 ? { busy: busy / all, idle: idle / all, steal: steal / all } : undefined;
+}
+
+/** The machine's CPUs between two readings: how much of their time was busy, idle and stolen. */
+export function describeMachineTimes(from: MachineTimes | undefined, to: MachineTimes | undefined): string {
+  const shares = machineShares(from, to);
+  if (!shares) return "the machine's CPU times: not read (no /proc/stat, or too short a time)";
+  const pct = (n: number) => `${(100 * n).toFixed(0)}%`;
+  return `the machine's CPUs ${pct(shares.busy)} busy, ${pct(shares.idle)} idle, ${pct(shares.steal)} stolen by the hypervisor`;
 }
 
 /** What the calibration work took: wall time, and the thread's CPU time (undefined off Linux). */

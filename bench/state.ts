@@ -39,7 +39,7 @@ import type { StateStore } from '../src/store/types.ts';
 import { RedisCluster, RedisServer } from '../test/helpers/redis-server.ts';
 import { tempDir } from '../test/helpers/vigil-process.ts';
 import { describeV8, tuneBenchHeap } from './harness.ts';
-import { calibrate, describeCalibration, describeCalibrations } from './machine-speed.ts';
+import { calibrate, describeCalibration, describeCalibrations, machineShares, machineTimes } from './machine-speed.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -263,7 +263,9 @@ async function main(): Promise<void> {
       await store.whenReady?.();
       const counters = countersOf(store, name === 'redis' ? redisCpu.read : undefined);
       // Append everything in receiver batches, then process the backlog in full pages.
+      const machine0 = machineTimes();
       const m = await run(store, events, groups, events, counters);
+      const shares = machineShares(machine0, machineTimes());
       const append = events / (m.appendMs / 1000);
       const processRate = m.events / (m.processMs / 1000);
       baseline ??= { append, process: processRate };
@@ -276,6 +278,8 @@ async function main(): Promise<void> {
         'vs memory': `${(processRate / baseline.process).toFixed(2)}×`,
         'CPU µs/ev': ((m.processCpuMs * 1000) / m.events).toFixed(1),
         pages: m.pages,
+        // The hypervisor's share of the machine's time during the run (bench/machine-speed.ts): it slows every store alike.
+        'stolen %': shares ? (100 * shares.steal).toFixed(0) : '—',
       };
       if (store instanceof RedisStore) {
         // While processing: backlog polls, page reads (read ahead), revision/group/turn loads and the commit.
