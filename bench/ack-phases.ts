@@ -153,6 +153,7 @@ let busyFrom: EventLoopUtilization | undefined;
 // The main thread's CPU over the measured time (vigil's receiver, store and pipeline; not the
 // client's thread), and its time ready to run but waiting for a CPU (the machine's contention).
 let timesFrom: ThreadTimes | undefined;
+// The whole machine's CPU time over it: how much the hypervisor took (steal) slows everything alike.
 let machineFrom: MachineTimes | undefined;
 // And how much of it the garbage collector took (its pauses are on the same thread).
 let gcMs = 0;

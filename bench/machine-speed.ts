@@ -45,18 +45,20 @@ export function threadTimes(): ThreadTimes | undefined {
   return Number.isFinite(ticks) ? { cpuMs: (ticks * 1000) / TICKS_PER_SECOND, runQueueMs: undefined } : undefined;
 }
 
-/**
- * The whole machine's CPU time by kind since boot, from /proc/stat's first line (in ticks of all
- * CPUs together): undefined off Linux. Steal is time a virtual CPU was ready to run while the
- * hypervisor ran something else: on a shared VM it is what slows everything at once, the bare
- * servers too, without showing in any process's own CPU time.
- */
+/** The whole machine's CPU time by kind (ticks of all CPUs together), or the shares of it (machineShares). */
 export interface MachineTimes {
   busy: number;
+  /** Idle, with the time idle waiting for I/O. */
   idle: number;
   steal: number;
 }
 
+/**
+ * The whole machine's CPU time by kind since boot, from /proc/stat's first line: undefined off
+ * Linux. Steal is time a virtual CPU was ready to run while the hypervisor ran something else: on
+ * a shared VM it is what slows everything at once, the bare servers too, without showing in any
+ * process's own CPU time.
+ */
 export function machineTimes(): MachineTimes | undefined {
   let line: string;
   try {
