@@ -60,16 +60,21 @@ export interface MachineTimes {
  * process's own CPU time.
  */
 export function machineTimes(): MachineTimes | undefined {
-  let line: string;
   try {
-    line = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0]!;
+    return parseMachineTimes(readFileSync('/proc/stat', 'latin1'));
   } catch {
     return undefined;
   }
+}
+
+/** /proc/stat's text → its first line's times; undefined if that line is not the CPUs' total. Pure, for tests. */
+export function parseMachineTimes(procStat: string): MachineTimes | undefined {
+  const line = procStat.split('\n', 1)[0]!;
+  if (!line.startsWith('cpu ')) return undefined;
   // cpu user nice system idle iowait irq softirq steal guest guest_nice (guest time is within user).
   const [, user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
   const all = [user, nice, system, idle, iowait, irq, softirq, steal];
-  if (!line.startsWith('cpu ') || all.some((n) => n === undefined || !Number.isFinite(n))) return undefined;
+  if (all.some((n) => n === undefined || !Number.isFinite(n))) return undefined;
   return { busy: user! + nice! + system! + irq! + softirq!, idle: idle! + iowait!, steal: steal! };
 }
 
