@@ -48,13 +48,19 @@ export interface WalSyncerOptions {
 
 /**
  * Slots of the shared generations: wanted on disk (writer), the order to stop (writer), synced
- * (worker; stands still after a failure), syncs timed in the ring (worker). The worker's source
- * uses the numbers themselves: it is this module's function text alone.
+ * (worker; stands still after a failure), syncs timed in the ring (worker), and the writer's wakes
+ * of the worker (a count the writer adds one to after each ask and the order to stop). The worker
+ * sleeps on the count of wakes, read before it looks at what is asked: a wake that comes after its
+ * look changes the count, so its sleep returns at once. (It used to sleep on the wanted generation,
+ * which the order to stop does not change: a close between the worker's look at the order and its
+ * sleep was lost, and the worker, held by the close, kept the process alive; a CI run hung so.)
+ * The worker's source uses the numbers themselves: it is this module's function text alone.
  */
 const WANTED = 0;
 const STOP = 1;
 const SYNCED = 2;
 const TIMED = 3;
+const WAKES = 4;
 /** Syncs whose start and end the ring holds: the writer reads them at each wake, so far more than pile up between two. */
 const RING = 1024;
 
@@ -76,11 +82,13 @@ function walSyncerMain(data: WorkerData, req: NodeJS.Require): void {
   let timed = 0;
   let failedOnce = false;
   for (;;) {
+    // The count of wakes first: an ask or a stop after this read changes it, so the sleep below returns at once.
+    const wakes = Atomics.load(state, 4);
     const wanted = Atomics.load(state, 0);
     if (wanted === synced) {
       // Stops only when nothing asked is left unsynced: the writer's close waits for what it asked.
       if (Atomics.load(state, 1) !== 0n) break;
-      Atomics.wait(state, 0, wanted);
+      Atomics.wait(state, 4, wakes);
       continue;
     }
     const began = performance.timeOrigin + performance.now();
@@ -113,7 +121,7 @@ function walSyncerMain(data: WorkerData, req: NodeJS.Require): void {
 
 export class WalSyncer {
   private readonly worker: Worker;
-  private readonly state = new BigInt64Array(new SharedArrayBuffer(4 * BigInt64Array.BYTES_PER_ELEMENT));
+  private readonly state = new BigInt64Array(new SharedArrayBuffer(5 * BigInt64Array.BYTES_PER_ELEMENT));
   private readonly times = new Float64Array(new SharedArrayBuffer(2 * RING * Float64Array.BYTES_PER_ELEMENT));
   private closing = false;
   private stopped = false;
@@ -149,7 +157,7 @@ export class WalSyncer {
   want(gen: number): void {
     this.wanted = gen;
     Atomics.store(this.state, WANTED, BigInt(gen));
-    Atomics.notify(this.state, WANTED);
+    this.wake();
     if (!this.held) {
       this.held = true;
       this.worker.ref();
@@ -185,9 +193,15 @@ export class WalSyncer {
     // Held until it exits: nothing else may keep the process alive while the store closes.
     this.worker.ref();
     Atomics.store(this.state, STOP, 1n);
-    Atomics.notify(this.state, WANTED);
+    this.wake();
     await this.exited;
     this.poll();
+  }
+
+  /** Wakes the worker to look at what is asked (after the ask is stored): see WAKES. */
+  private wake(): void {
+    Atomics.add(this.state, WAKES, 1n);
+    Atomics.notify(this.state, WAKES);
   }
 
   /** Waits (off the loop) for the worker's next sync while a generation asked for is untold. */
