@@ -69,7 +69,7 @@ import * as grpc from '@grpc/grpc-js';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
 import { MainThreadTimes, cpuSnapshot, gapTimes, type GapTimes } from './thread-time.ts';
 import { ACK_GOAL_MS, p99AgainstGoal, percentile } from './quantile.ts';
-import { calibrate, describeCalibration, describeCalibrations, describeMachineTimes, machineTimes, threadTimes } from './machine-speed.ts';
+import { calibrate, describeCalibration, describeCalibrations, describeMachineTimes, machineTimes, machineTimesBetween, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import {
@@ -328,13 +328,13 @@ async function alternate(
       result.busyMs = performance.eventLoopUtilization(elu0).active;
       result.cpuMs = mainThreadCpuMs() - cpu0;
       result.diskBytes = diskWriteBytes() - disk0;
-      const machine1 = machineTimes();
+      const slice = machineTimesBetween(machine0, machineTimes());
       const total = totals.get(name)!;
-      if (machine0 && machine1) {
+      if (slice) {
         const m = (total.machine ??= { busy: 0, idle: 0, steal: 0 });
-        m.busy += machine1.busy - machine0.busy;
-        m.idle += machine1.idle - machine0.idle;
-        m.steal += machine1.steal - machine0.steal;
+        m.busy += slice.busy;
+        m.idle += slice.idle;
+        m.steal += slice.steal;
       }
       total.requests += result.requests;
       total.warmupRequests = (total.warmupRequests ?? 0) + (result.warmupRequests ?? 0);

@@ -78,14 +78,16 @@ export function parseMachineTimes(procStat: string): MachineTimes | undefined {
   return { busy: user! + nice! + system! + irq! + softirq!, idle: idle! + iowait!, steal: steal! };
 }
 
+/** The machine's CPU time by kind between two readings; undefined if either is unread. */
+export function machineTimesBetween(from: MachineTimes | undefined, to: MachineTimes | undefined): MachineTimes | undefined {
+  return from && to ? { busy: to.busy - from.busy, idle: to.idle - from.idle, steal: to.steal - from.steal } : undefined;
+}
+
 /** The shares (0–1) of the machine's CPU time between two readings that were busy, idle and stolen; undefined if unread. */
 export function machineShares(from: MachineTimes | undefined, to: MachineTimes | undefined): MachineTimes | undefined {
-  if (!from || !to) return undefined;
-  const busy = to.busy - from.busy;
-  const idle = to.idle - from.idle;
-  const steal = to.steal - from.steal;
-  const all = busy + idle + steal;
-  return all > 0 ? { busy: busy / all, idle: idle / all, steal: steal / all } : undefined;
+  const t = machineTimesBetween(from, to);
+  const all = t ? t.busy + t.idle + t.steal : 0;
+  return t && all > 0 ? { busy: t.busy / all, idle: t.idle / all, steal: t.steal / all } : undefined;
 }
 
 /** The machine's CPUs between two readings: how much of their time was busy, idle and stolen. */
