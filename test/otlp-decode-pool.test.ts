@@ -8,6 +8,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -26,7 +27,7 @@ import type { AgentEvent } from '../src/model/event.ts';
 import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, decodeBody } from '../src/receivers/otlp/decode-pool.ts';
 import type { BodyEncoding } from '../src/receivers/otlp/decode-pool.ts';
 import { ParseContext } from '../src/config/schema.ts';
-import { otlpConfigSchema } from '../src/receivers/otlp/config.ts';
+import { defaultDecodeThreads, otlpConfigSchema } from '../src/receivers/otlp/config.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
 import { freePort } from './helpers/vigil-process.ts';
 
@@ -197,10 +198,13 @@ describe('decode pool', () => {
     }
   });
 
-  test('config: decode_threads defaults to none (the event loop decodes), and is bounded', () => {
+  test('config: decode_threads defaults to one thread with a second CPU, none on one CPU, and is bounded', () => {
+    assert.equal(defaultDecodeThreads(1), 0);
+    assert.equal(defaultDecodeThreads(2), 1);
+    assert.equal(defaultDecodeThreads(64), 1);
     const ctx = new ParseContext();
     const parsed = otlpConfigSchema.parse({}, ['receivers', 'otlp'], ctx)!;
-    assert.equal(parsed.decode_threads, 0);
+    assert.equal(parsed.decode_threads, availableParallelism() >= 2 ? 1 : 0);
     assert.equal(otlpConfigSchema.parse({ decode_threads: 4 }, ['receivers', 'otlp'], ctx)!.decode_threads, 4);
     assert.equal(ctx.issues.length, 0);
     for (const bad of [-1, 1.5, 65, 'two']) otlpConfigSchema.parse({ decode_threads: bad }, ['receivers', 'otlp'], ctx);

@@ -13,6 +13,7 @@ import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
 import { createOtlpReceiver, otlpReceiverFactory } from '../src/receivers/otlp/factory.ts';
 import type { OtlpReceiver, OtlpReceiverConfig } from '../src/receivers/otlp/factory.ts';
+import { DEFAULT_DECODE_THREADS } from '../src/receivers/otlp/config.ts';
 
 const EXAMPLES = path.resolve(import.meta.dirname, 'fixtures/otlp-examples');
 const example = (name: string) => readFileSync(path.join(EXAMPLES, name));
@@ -469,7 +470,7 @@ describe('OTLP receiver: lifecycle and config', () => {
     assert.deepEqual(defaults.value, {
       protocols: {},
       max_request_body_size: 4 * 1024 * 1024,
-      decode_threads: 0,
+      decode_threads: DEFAULT_DECODE_THREADS,
       admission: { request_limit_mib: 128, waiting_limit_mib: 32 },
     });
     const full = parse({ protocols: { http: null, grpc: { endpoint: ':5317' } }, max_request_body_size: '1MiB', auth: { bearer_token: 't' } });
@@ -478,7 +479,7 @@ describe('OTLP receiver: lifecycle and config', () => {
       protocols: { http: { endpoint: '127.0.0.1:4318' }, grpc: { endpoint: '127.0.0.1:5317' } },
       max_request_body_size: 1024 * 1024,
       auth: { bearer_token: 't' },
-      decode_threads: 0,
+      decode_threads: DEFAULT_DECODE_THREADS,
       admission: { request_limit_mib: 128, waiting_limit_mib: 32 },
     });
     const bad = parse({ protocols: { htp: {} }, auth: { bearer_token: '' } });

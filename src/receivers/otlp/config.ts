@@ -9,10 +9,11 @@
  *       grpc: { endpoint: 127.0.0.1:4317 }
  *     max_request_body_size: 4MiB
  *     auth: { bearer_token: ${env:VIGIL_OTLP_TOKEN} }
- *     decode_threads: 0
+ *     decode_threads: 1              # 0 on a single-CPU machine
  *     admission: { request_limit_mib: 128, waiting_limit_mib: 32 }
  * ```
  */
+import { availableParallelism } from 'node:os';
 import { MIB } from './admission.ts';
 import { Schema, s } from '../../config/schema.ts';
 import type { ParseContext, Path } from '../../config/schema.ts';
@@ -22,12 +23,17 @@ export const DEFAULT_GRPC_ENDPOINT = '127.0.0.1:4317';
 /** Applies to the bytes on the wire and, for gzip bodies, to the decompressed bytes. */
 export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
 /**
- * Bodies are decoded on the event loop unless asked otherwise: on the 2-core machine the
- * benchmarks run on, a decode thread raised OTLP/JSON throughput by a fifth but, at the same
- * load, made the ack no faster (p50 about 1 ms slower: the thread takes turns with the event loop
- * and the checkpointer for the second core). README, Performance, round 12.
+ * One decode thread where the machine has a second CPU, none on a single CPU (where the thread
+ * would only take turns with the event loop). Round 12 found a thread on 2 cores bought throughput
+ * (OTLP/JSON +20%) but not latency; round 40, on a quiet machine, measured the goal's bench with
+ * it in 6 ack verdicts of 6 under 20 ms at a higher half rate, against 4 of 6 without (JSON's
+ * tail: a 424 KiB body's 3-4 ms decode no longer holds the loop that answers the others).
+ * README, Performance, round 40.
  */
-export const DEFAULT_DECODE_THREADS = 0;
+export function defaultDecodeThreads(cpus: number = availableParallelism()): number {
+  return cpus >= 2 ? 1 : 0;
+}
+export const DEFAULT_DECODE_THREADS = defaultDecodeThreads();
 /**
  * Admission (admission.ts), the OpenTelemetry Collector's defaults for it: 128 MiB of requests held
  * at once (32 bodies of the largest size, far more than two cores decode at a time) and 32 MiB more
@@ -51,7 +57,7 @@ export interface OtlpReceiverConfig {
   };
   /**
    * Worker threads that decode large request bodies (decode-pool.ts); 0 decodes every body on the
-   * event loop (the default).
+   * event loop. Default: 1 where the machine has 2 or more CPUs, else 0 (defaultDecodeThreads).
    */
   decode_threads?: number;
   /** Bytes of requests held at once and waiting, in MiB (admission.ts); request_limit_mib 0 turns it off. */
