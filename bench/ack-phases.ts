@@ -41,12 +41,13 @@ import { buildPayloads } from './otlp-payloads.ts';
 import { calibrate, describeCalibrations, describeMachineTimes, machineTimes, threadTimes, type MachineTimes, type ThreadTimes } from './machine-speed.ts';
 import { ACK_GOAL_MS, p99AgainstGoal } from './quantile.ts';
 import { slowestJoined, syncDurations, type SlowRequest } from './ack-join.ts';
+import { DEFAULT_DECODE_THREADS } from '../src/receivers/otlp/config.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const rate = Number(args.rate ?? 45);
 const seconds = Number(args.seconds ?? 20);
 const encoding = args.encoding ?? 'json';
-// The receiver's decode_threads (unset: its default, decoding on the event loop).
+// The receiver's decode_threads (unset: its default, one decode thread with two CPUs or more).
 const decodeThreads = args['decode-threads'] === undefined ? undefined : Number(args['decode-threads']);
 if (
   !(rate > 0) ||
@@ -208,7 +209,7 @@ const totals = complete.map((r) => r.end! - r.start);
 const slowest = complete.filter((r) => r.end! - r.start >= quantile(totals, 0.99));
 const f = (n: number) => n.toFixed(2).padStart(7);
 console.log(
-  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; failure_wait ${args['failure-wait'] ?? '0s'}; decode_threads ${decodeThreads ?? 'default'}; Node.js ${process.version} (${describeV8()})`,
+  `bench:ack-phases — OTLP/${encoding}, 512 spans per request, ${rate} requests/s for ${seconds} s after a ${WARMUP_MS / 1000} s warm-up; SQLite default; failure_wait ${args['failure-wait'] ?? '0s'}; decode_threads ${decodeThreads ?? `the default (${DEFAULT_DECODE_THREADS})`}; Node.js ${process.version} (${describeV8()})`,
 );
 console.log(
   `vigil's event loop busy ${(busy * 100).toFixed(0)}% of the measured time; garbage collection ${gcMs.toFixed(0)} ms in ${gcCount} pauses (${((gcMs / (seconds * 1000)) * 100).toFixed(1)}%)`,

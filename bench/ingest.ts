@@ -48,7 +48,7 @@
  * --half-warmup=SECONDS (0.5: each half-rate slice first sends at its rate this long, untimed; without it a
  * slice's first requests time the client's start — a new worker thread, new connections, its code not yet
  * compiled — and not the server: 20–45 ms on bare and vigil alike, several of the ~400 latencies a p99 reads),
- * --decode-threads=N (the otlp receiver's decode_threads; its default, 0, otherwise),
+ * --decode-threads=N (the otlp receiver's decode_threads; its default otherwise: 1 with two CPUs or more),
  * --bare-bytes=KB (bare/fsync appends at least KB kilobytes a request, its failed spans padded: to write
  *   as much as vigil/sqlite does, whose disk KB/req the table shows; README, Performance, round 37),
  * --stalls=FILE (the event loop's gaps in vigil's half-rate slices, for bench/stalls.ts; the gaps of
@@ -71,6 +71,7 @@ import { MainThreadTimes, cpuSnapshot, gapTimes, type GapTimes } from './thread-
 import { ACK_GOAL_MS, p99AgainstGoal, percentile } from './quantile.ts';
 import { calibrate, describeCalibration, describeCalibrations, describeMachineTimes, machineTimes, machineTimesBetween, threadTimes } from './machine-speed.ts';
 import { buildPayloads } from './otlp-payloads.ts';
+import { DEFAULT_DECODE_THREADS } from '../src/receivers/otlp/config.ts';
 import { protobufjsToNormalized } from './protobufjs-normalize.ts';
 import {
   describeFailures,
@@ -205,7 +206,7 @@ async function main(): Promise<void> {
       `${durationMs / 1000} s per server and phase in ${rounds} alternating slices${injected ? `; injected stalls: ${injected.ms} ms every ${injected.everyMs / 1000} s in every half-rate slice` : ''}; Node.js ${process.version} (${describeV8()}), ${cpus().length} CPU(s), load average ${load0.toFixed(2)} at start, calibration work ${describeCalibration(speed0)} (bench/machine-speed.ts)`,
   );
   console.log(
-    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? 'the default (0)'}${bareBytes > 0 ? `; bare/fsync appends at least ${bareBytes / 1024} KB a request (--bare-bytes)` : ''}\n`,
+    `payload: OTLP/JSON ${(payloads.json.template.length / 1024).toFixed(0)} KiB, OTLP/protobuf ${(payloads.protobuf.template.length / 1024).toFixed(0)} KiB per request; vigil's decode_threads: ${decodeThreads ?? `the default (${DEFAULT_DECODE_THREADS})`}${bareBytes > 0 ? `; bare/fsync appends at least ${bareBytes / 1024} KB a request (--bare-bytes)` : ''}\n`,
   );
 
   if (sizes.length > 0) await decoderTable(sizes);
