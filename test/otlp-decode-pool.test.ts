@@ -24,7 +24,7 @@ import { buildPayloads } from '../bench/otlp-payloads.ts';
 import { VigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
-import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, decodeBody } from '../src/receivers/otlp/decode-pool.ts';
+import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, POOLED_ENCODINGS, decodeBody } from '../src/receivers/otlp/decode-pool.ts';
 import type { BodyEncoding } from '../src/receivers/otlp/decode-pool.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { defaultDecodeThreads, otlpConfigSchema } from '../src/receivers/otlp/config.ts';
@@ -92,7 +92,7 @@ async function settle(p: () => unknown): Promise<unknown> {
 
 describe('decode pool', () => {
   test('a body decoded on a thread gives what the event loop gives: records, marks, sessions, bounds and rejections', async () => {
-    const pool = new DecodePool(2, memoryLogger(), { minPooledBytes: 0 });
+    const pool = new DecodePool(2, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     try {
       let sent = 0;
       for (const c of CASES) {
@@ -115,7 +115,7 @@ describe('decode pool', () => {
   });
 
   test('a body the decoder refuses: the same VigilError (code, message, transient) from the thread as from the event loop', async () => {
-    const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0 });
+    const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     try {
       const bad: Array<[BodyEncoding, Buffer]> = [
         ['json', Buffer.from('{"resourceSpans": [ {"scopeSpans": ')],
@@ -134,22 +134,29 @@ describe('decode pool', () => {
     }
   });
 
-  test('small bodies, and every body of a receiver that forwards all records, are decoded on the event loop', async () => {
+  test('small bodies, protobuf bodies, and every body of a receiver that forwards all records, are decoded on the event loop', async () => {
     const pool = new DecodePool(1, memoryLogger());
     try {
+      assert.deepEqual(POOLED_ENCODINGS, ['json']);
       const small = readFileSync(path.join(EXAMPLES, 'trace.json'));
       assert.ok(small.length < MIN_POOLED_BYTES);
       assert.deepEqual(await pool.decode('json', 'traces', small, { skipIrrelevant: true }), decodeBody('json', 'traces', small, { skipIrrelevant: true }));
       const big = Buffer.from(payloads.json.template);
       assert.deepEqual(await pool.decode('json', 'traces', big, { skipIrrelevant: false }), decodeBody('json', 'traces', big, { skipIrrelevant: false }));
-      assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: 2, failures: 0 });
+      const proto = Buffer.from(payloads.protobuf.template);
+      assert.ok(proto.length >= MIN_POOLED_BYTES);
+      assert.deepEqual(await pool.decode('protobuf', 'traces', proto, { skipIrrelevant: true }), decodeBody('protobuf', 'traces', proto, { skipIrrelevant: true }));
+      assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: 3, failures: 0 });
+      // The same large JSON body a receiver does not forward goes to the thread.
+      assert.deepEqual(await pool.decode('json', 'traces', big, { skipIrrelevant: true }), decodeBody('json', 'traces', big, { skipIrrelevant: true }));
+      assert.deepEqual(pool.stats(), { onThreads: 1, onLoop: 3, failures: 0 });
     } finally {
       await pool.close();
     }
   });
 
   test(`queues are bounded: past ${MAX_PENDING_PER_THREAD} bodies waiting per thread, the event loop decodes`, async () => {
-    const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0 });
+    const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     try {
       const body = Buffer.from(payloads.protobuf.template);
       const expected = decodeBody('protobuf', 'traces', body, { skipIrrelevant: true });
@@ -163,7 +170,7 @@ describe('decode pool', () => {
   });
 
   test('closing the pool with bodies on a thread: each is still decoded, none lost', async () => {
-    const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0 });
+    const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     const body = Buffer.from(payloads.json.template);
     const expected = decodeBody('json', 'traces', body, { skipIrrelevant: true });
     const pending = Array.from({ length: 4 }, () => pool.decode('json', 'traces', body, { skipIrrelevant: true }));
@@ -180,7 +187,7 @@ describe('decode pool', () => {
   test(`a thread that cannot start: its bodies are decoded on the event loop; after ${MAX_FAILURES} failures the pool stops trying`, async () => {
     const logger = memoryLogger();
     const missing = pathToFileURL(path.join(EXAMPLES, 'no-such-decode-worker.js')).href;
-    const pool = new DecodePool(1, logger, { minPooledBytes: 0, workerUrl: missing });
+    const pool = new DecodePool(1, logger, { minPooledBytes: 0, encodings: ['json', 'protobuf'], workerUrl: missing });
     try {
       const body = Buffer.from(payloads.protobuf.template);
       const expected = decodeBody('protobuf', 'traces', body, { skipIrrelevant: true });
@@ -235,7 +242,7 @@ function exportWith(exporter: SpanExporter, spans: ReadableSpan[]): Promise<Expo
 }
 
 describe('otlp receiver with decode threads, fed by the OpenTelemetry SDK', () => {
-  test('large batches over OTLP/HTTP JSON and protobuf and OTLP/gRPC are decoded on a thread and appended as on the event loop', async () => {
+  test('large batches: OTLP/HTTP JSON decoded on a thread, protobuf and OTLP/gRPC on the event loop, all appended alike', async () => {
     const events: AgentEvent[] = [];
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const receiver = createOtlpReceiver(
@@ -269,7 +276,7 @@ describe('otlp receiver with decode threads, fed by the OpenTelemetry SDK', () =
           name,
         );
       }
-      assert.deepEqual(receiver.decoding(), { onThreads: 3, onLoop: 0, failures: 0 });
+      assert.deepEqual(receiver.decoding(), { onThreads: 1, onLoop: 2, failures: 0 });
     } finally {
       await receiver.shutdown();
     }

@@ -23,12 +23,12 @@ export const DEFAULT_GRPC_ENDPOINT = '127.0.0.1:4317';
 /** Applies to the bytes on the wire and, for gzip bodies, to the decompressed bytes. */
 export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
 /**
- * One decode thread where the machine has a second CPU, none on a single CPU (where the thread
- * would only take turns with the event loop). Round 12 found a thread on 2 cores bought throughput
- * (OTLP/JSON +20%) but not latency; round 40, on a quiet machine, measured the goal's bench with
- * it in 6 ack verdicts of 6 under 20 ms at a higher half rate, against 4 of 6 without (JSON's
- * tail: a 424 KiB body's 3-4 ms decode no longer holds the loop that answers the others).
- * README, Performance, round 40.
+ * One decode thread (for OTLP/JSON bodies: decode-pool.ts, POOLED_ENCODINGS) where the machine has
+ * a second CPU, none on a single CPU (where the thread would only take turns with the event loop).
+ * Round 12 found a thread on 2 cores bought throughput (OTLP/JSON +20%) but not latency; round 40,
+ * on a quiet machine, measured JSON's ack p99 at the goal's half rate under 20 ms with it in every
+ * run, at a higher half rate, and undecided in 2 of 3 without: a 424 KiB body's 3-4 ms decode no
+ * longer holds the loop that answers the other requests. README, Performance, round 40.
  */
 export function defaultDecodeThreads(cpus: number = availableParallelism()): number {
   return cpus >= 2 ? 1 : 0;
@@ -56,8 +56,8 @@ export interface OtlpReceiverConfig {
     bearer_token: string;
   };
   /**
-   * Worker threads that decode large request bodies (decode-pool.ts); 0 decodes every body on the
-   * event loop. Default: 1 where the machine has 2 or more CPUs, else 0 (defaultDecodeThreads).
+   * Worker threads that decode large OTLP/JSON request bodies (decode-pool.ts); 0 decodes every
+   * body on the event loop. Default: 1 where the machine has 2 or more CPUs, else 0 (defaultDecodeThreads).
    */
   decode_threads?: number;
   /** Bytes of requests held at once and waiting, in MiB (admission.ts); request_limit_mib 0 turns it off. */

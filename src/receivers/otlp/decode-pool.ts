@@ -1,15 +1,16 @@
 /**
- * Decoding of large OTLP request bodies on worker threads (the receiver's `decode_threads`; one by
- * default where the machine has a second CPU, config.ts). Decoding is about a quarter of the event
- * loop's work per request on the SQLite default (bench:ingest profile, README Performance, round
- * 12). The decoders are pure (bytes and options in, normalized records out), so a worker thread
- * runs them as they are and answers with the records; with `skipIrrelevant` (every receiver but a
- * forwarding one) those are only the relevant records, a small fraction of the body. Measured on 2
- * cores: OTLP/JSON throughput up by a fifth (round 12), and the ack's p99 under 20 ms at the goal's
- * half rate in every verdict of round 40's runs (the loop that answers no longer waits behind a
- * body's decode).
+ * Decoding of large OTLP/JSON request bodies on worker threads (the receiver's `decode_threads`;
+ * one by default where the machine has a second CPU, config.ts). Decoding is about a quarter of
+ * the event loop's work per request on the SQLite default (bench:ingest profile, README
+ * Performance, rounds 12 and 40). The decoders are pure (bytes and options in, normalized records
+ * out), so a worker thread runs them as they are and answers with the records; with
+ * `skipIrrelevant` (every receiver but a forwarding one) those are only the relevant records and
+ * marks, a small fraction of the body. Measured on 2 cores: OTLP/JSON throughput up by a fifth
+ * (round 12), and JSON's ack p99 under 20 ms at the goal's half rate in every run of round 40 (the
+ * loop that answers no longer waits behind a body's decode).
  *
  * The event loop still decodes:
+ * - OTLP/protobuf bodies, over HTTP and gRPC (POOLED_ENCODINGS: their decode costs about what the trip does);
  * - bodies under MIN_POOLED_BYTES (a round trip to a thread costs more than they take);
  * - every body when the receiver forwards records downstream (all records are built, and copying
  *   them back costs about what decoding them does);
@@ -35,6 +36,14 @@ export type Decoded = DecodedTraces | DecodedLogs;
 
 /** Bodies smaller than this are decoded on the event loop: the thread's round trip (two copies, two messages) would cost more. */
 export const MIN_POOLED_BYTES = 16 * 1024;
+/**
+ * The encodings whose bodies go to a thread: OTLP/JSON only. A protobuf body decodes about twice
+ * as fast per span (1.2–2.1 ms for 512 spans against 3–4 ms), near what the trip costs (the body's
+ * copy, the records' clone back, the thread's turn on a shared core): on 2 cores, with a thread,
+ * protobuf's full rate fell (memory store 0.77–0.80× a bare protobufjs server, against 1.00×
+ * without) and its ack p99 rose by 2–4 ms (README, Performance, round 40).
+ */
+export const POOLED_ENCODINGS: readonly BodyEncoding[] = ['json'];
 /** Bodies waiting per thread; beyond it the event loop decodes (a queue nobody bounds is a queue that grows). */
 export const MAX_PENDING_PER_THREAD = 16;
 /** Thread failures after which the pool decodes everything on the event loop. */
@@ -85,6 +94,8 @@ export interface DecodePoolStats {
 export interface DecodePoolOptions {
   /** Smallest body sent to a thread (MIN_POOLED_BYTES otherwise; the tests send small fixtures). */
   minPooledBytes?: number;
+  /** Encodings whose bodies go to a thread (POOLED_ENCODINGS otherwise; the tests check every decoder on a thread). */
+  encodings?: readonly BodyEncoding[];
   /** The worker's module (this module's sibling decode-worker otherwise). */
   workerUrl?: string;
 }
@@ -121,6 +132,7 @@ export class DecodePool {
   private readonly counts: DecodePoolStats = { onThreads: 0, onLoop: 0, failures: 0 };
 
   private readonly minBytes: number;
+  private readonly encodings: readonly BodyEncoding[];
   private readonly workerUrl: string;
 
   /** `threads` worker threads at most (0: decode everything on the event loop), started on first use. */
@@ -131,12 +143,13 @@ export class DecodePool {
   ) {
     this.threads = new Array<Thread | undefined>(threads).fill(undefined);
     this.minBytes = opts.minPooledBytes ?? MIN_POOLED_BYTES;
+    this.encodings = opts.encodings ?? POOLED_ENCODINGS;
     this.workerUrl = opts.workerUrl ?? WORKER_URL;
   }
 
   /** The body's normalized records; rejects as the decoder would throw (VIGIL_PAYLOAD_INVALID for a body it cannot read). */
   decode(encoding: BodyEncoding, signal: Signal, body: Buffer, options: DecodeOptions): Promise<Decoded> {
-    const slot = this.slotFor(body, options);
+    const slot = this.slotFor(encoding, body, options);
     if (slot < 0) return this.onLoop({ encoding, signal, body, options });
     const thread = (this.threads[slot] ??= this.start(slot));
     const id = ++this.nextId;
@@ -161,9 +174,9 @@ export class DecodePool {
   }
 
   /** The thread with the fewest bodies waiting, or -1 when the event loop decodes this one. */
-  private slotFor(body: Buffer, options: DecodeOptions): number {
+  private slotFor(encoding: BodyEncoding, body: Buffer, options: DecodeOptions): number {
     if (this.closed || this.threads.length === 0 || this.counts.failures >= MAX_FAILURES) return -1;
-    if (body.length < this.minBytes || options.skipIrrelevant !== true) return -1;
+    if (body.length < this.minBytes || options.skipIrrelevant !== true || !this.encodings.includes(encoding)) return -1;
     let best = -1;
     let bestPending = MAX_PENDING_PER_THREAD;
     for (let i = 0; i < this.threads.length; i++) {
