@@ -41,7 +41,7 @@ export const MIN_POOLED_BYTES = 16 * 1024;
  * as fast per span (1.2–2.1 ms for 512 spans against 3–4 ms), near what the trip costs (the body's
  * copy, the records' clone back, the thread's turn on a shared core): on 2 cores, with a thread,
  * protobuf's full rate fell (memory store 0.77–0.80× a bare protobufjs server, against 1.00×
- * without) and its ack p99 rose by 2–4 ms (README, Performance, round 40).
+ * without) and its ack p99 rose by 1–4 ms (README, Performance, round 40).
  */
 export const POOLED_ENCODINGS: readonly BodyEncoding[] = ['json'];
 /** Bodies waiting per thread; beyond it the event loop decodes (a queue nobody bounds is a queue that grows). */
