@@ -205,6 +205,18 @@ describe('decode pool', () => {
     }
   });
 
+  test('without decode threads, the receiver has no decode pool and shows no decode metrics', () => {
+    const receiver = createOtlpReceiver(
+      { id: 'otlp', logger: memoryLogger(), consumers: {} },
+      { protocols: {}, max_request_body_size: 4 * 1024 * 1024, decode_threads: 0 },
+    );
+    assert.equal(receiver.decoding(), undefined);
+    assert.deepEqual(
+      receiver.metrics!().filter((m) => m.name.startsWith('vigil_receiver_decode')),
+      [],
+    );
+  });
+
   test('config: decode_threads defaults to one thread with a second CPU, none on one CPU, and is bounded', () => {
     assert.equal(defaultDecodeThreads(1), 0);
     assert.equal(defaultDecodeThreads(2), 1);
@@ -277,6 +289,15 @@ describe('otlp receiver with decode threads, fed by the OpenTelemetry SDK', () =
         );
       }
       assert.deepEqual(receiver.decoding(), { onThreads: 1, onLoop: 2, failures: 0 });
+      // The same, as /metrics shows it.
+      const decodeFamilies = receiver.metrics!()
+        .filter((m) => m.name.startsWith('vigil_receiver_decode'))
+        .map((m) => `${m.name}${JSON.stringify(m.labels)} ${m.type === 'histogram' ? '' : m.value}`);
+      assert.deepEqual(decodeFamilies, [
+        'vigil_receiver_decoded_bodies_total{"on":"thread"} 1',
+        'vigil_receiver_decoded_bodies_total{"on":"event_loop"} 2',
+        'vigil_receiver_decode_thread_failures_total{} 0',
+      ]);
     } finally {
       await receiver.shutdown();
     }

@@ -12,7 +12,7 @@ import { OtlpGrpcServer } from './grpc.ts';
 import { OtlpHttpServer } from './http.ts';
 import { OtlpCounters } from './ingest.ts';
 import type { OtlpReceiverStats } from './ingest.ts';
-import { ackMetrics, admissionMetrics, otlpReceiverMetrics } from './metrics.ts';
+import { ackMetrics, admissionMetrics, decodeMetrics, otlpReceiverMetrics } from './metrics.ts';
 
 /** The receiver instance: a Lifecycle with counters and the bound addresses. */
 export interface OtlpReceiver extends Lifecycle {
@@ -85,7 +85,12 @@ export function createOtlpReceiver(settings: ReceiverSettings, config: OtlpRecei
       logger.debug('OTLP receiver stopped', { receiver: id, stats: counters.snapshot(), decoding: decoder?.stats() });
     },
     stats: () => counters.snapshot(),
-    metrics: () => [...otlpReceiverMetrics(counters.snapshot()), ...ackMetrics(counters.ackDurations()), ...admissionMetrics(admission.stats())],
+    metrics: () => [
+      ...otlpReceiverMetrics(counters.snapshot()),
+      ...ackMetrics(counters.ackDurations()),
+      ...admissionMetrics(admission.stats()),
+      ...decodeMetrics(decoder?.stats()),
+    ],
     address: () => http?.address(),
     grpcAddress: () => grpc?.address(),
     decoding: () => decoder?.stats(),

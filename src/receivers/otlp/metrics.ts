@@ -5,6 +5,7 @@
  */
 import type { ComponentMetric } from '../../component.ts';
 import type { AdmissionStats } from './admission.ts';
+import type { DecodePoolStats } from './decode-pool.ts';
 import { OTLP_PROTOCOLS, type AckDurations, type OtlpCounts, type OtlpReceiverStats } from './ingest.ts';
 
 const FAMILIES: ReadonlyArray<[keyof OtlpCounts, string, string]> = [
@@ -81,4 +82,26 @@ export function ackMetrics(acks: readonly AckDurations[]): ComponentMetric[] {
     labels: { signal, protocol },
     histogram,
   }));
+}
+
+/**
+ * Where the decode pool (`decode_threads` > 0) decoded the bodies it was given, and how many of its
+ * threads failed; nothing without a pool. Says whether the thread is in use: OTLP/protobuf, small
+ * and forwarded bodies, and bodies past a full queue or a failed thread, stay on the event loop.
+ */
+export function decodeMetrics(stats: DecodePoolStats | undefined): ComponentMetric[] {
+  if (!stats) return [];
+  const help =
+    'Request bodies the decode pool was given (decode_threads > 0), by where they were decoded: on a thread, or on the event loop (OTLP/protobuf, small and forwarded bodies, full queues, failed threads).';
+  return [
+    { name: 'vigil_receiver_decoded_bodies_total', type: 'counter', help, labels: { on: 'thread' }, value: stats.onThreads },
+    { name: 'vigil_receiver_decoded_bodies_total', type: 'counter', help, labels: { on: 'event_loop' }, value: stats.onLoop },
+    {
+      name: 'vigil_receiver_decode_thread_failures_total',
+      type: 'counter',
+      help: 'Decode threads that failed or stopped while in use; after 3, every body is decoded on the event loop.',
+      labels: {},
+      value: stats.failures,
+    },
+  ];
 }
