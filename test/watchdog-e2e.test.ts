@@ -147,7 +147,7 @@ test(
       ['webhook', fromHook],
     ] as const) {
       const events = provider(delivered());
-      assert.deepEqual(events.map((e) => e.data.request_id).sort(), [...expected.keys()].sort(), `${name}: each expected event exactly once`);
+      assert.deepEqual(events.map((e) => e.data.request_id).sort(), [...expected.keys()].sort(), `${name}: each expected event exactly once\n${vigil.stderr()}`);
       for (const e of events) {
         const want = expected.get(e.data.request_id)!;
         assert.deepEqual(
