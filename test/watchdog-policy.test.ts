@@ -260,6 +260,71 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
     assert.equal(report.failed_at, new Date(T0).toISOString(), 'the chain is named by its first failure');
   });
 
+  // The retry's run ends with its root span unset (the agent caught the error): its turn.end is not
+  // the chain's good outcome, whichever is judged first. The JS SDK times a span from Date.now() at
+  // its start (whole milliseconds) plus the monotonic clock's duration, so a child span's end can
+  // read up to a millisecond after its parent's: the failure comes after its own turn's end.
+  test("the retry's run fails: its failed model request timed 1 ms after its own turn.end, in one page", async () => {
+    const sim = await simulate();
+    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
+    await sim.until(T0 + 60_000);
+    await sim.send(failure({ run: 'R2', time: T0 + 70_001, ...ERRORS.server }), marker('turn.end', 'R2', T0 + 70_000, { status: 'ok' }));
+    await sim.until(T0 + 600_000);
+    assert.deepEqual(
+      sim.events().map((e) => [e.request_id, e.retried]),
+      [
+        ['watchdog-retry:R1', false],
+        ['watchdog-report:R1', true],
+      ],
+    );
+  });
+
+  test("the retry's run fails: its own turn.end in the failure's millisecond, listed first, does not end the chain", async () => {
+    const sim = await simulate();
+    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
+    await sim.until(T0 + 60_000);
+    await sim.send(marker('turn.end', 'R2', T0 + 70_000, { status: 'ok' }), failure({ run: 'R2', time: T0 + 70_000, ...ERRORS.server }));
+    await sim.until(T0 + 600_000);
+    assert.deepEqual(
+      sim.events().map((e) => [e.request_id, e.retried]),
+      [
+        ['watchdog-retry:R1', false],
+        ['watchdog-report:R1', true],
+      ],
+    );
+  });
+
+  test("the retry's run fails: its turn.end judged a page before its failure does not end the chain", async () => {
+    const sim = await simulate();
+    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
+    await sim.until(T0 + 60_000);
+    await sim.send(marker('turn.end', 'R2', T0 + 70_001, { status: 'ok' }));
+    await sim.send(failure({ run: 'R2', time: T0 + 70_000, ...ERRORS.server }));
+    await sim.until(T0 + 600_000);
+    assert.deepEqual(
+      sim.events().map((e) => [e.request_id, e.retried]),
+      [
+        ['watchdog-retry:R1', false],
+        ['watchdog-report:R1', true],
+      ],
+    );
+  });
+
+  test('a finished turn after the retry ends the chain: a later failure of another run starts a new one', async () => {
+    const sim = await simulate();
+    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
+    await sim.until(T0 + 60_000);
+    await sim.send(marker('turn.end', 'R2', T0 + 66_000, { status: 'ok' }));
+    await sim.send(failure({ run: 'R3', time: T0 + 300_000, ...ERRORS.server }));
+    // A second record of R3's failure, and a late one of R2's: R3 is judged, R2 ended a chain that R3 replaced.
+    await sim.send(failure({ run: 'R3', time: T0 + 300_000, ...ERRORS.server }), failure({ run: 'R2', time: T0 + 65_000, ...ERRORS.server }));
+    await sim.until(T0 + 400_000);
+    assert.deepEqual(
+      sim.events().map((e) => e.request_id),
+      ['watchdog-retry:R1', 'watchdog-retry:R3'],
+    );
+  });
+
   test('a successful model request after the retry ends the chain: a later failure starts a new one', async () => {
     const sim = await simulate();
     await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));

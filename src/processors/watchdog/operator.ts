@@ -17,6 +17,7 @@ import { isFailure } from '../../model/event.ts';
 import type { WorkOutboxItem } from '../../model/work.ts';
 import type { StateEntry, StateWrite, TimerSpec } from '../../store/state.ts';
 import { withState, withTimers, type PageItem, type WorkPage } from '../page.ts';
+import { readCheckpoint } from './checkpoint.ts';
 import { observe, type Observation } from './detect.ts';
 import { summarizeError } from './diagnose.ts';
 import {
@@ -107,9 +108,10 @@ export function watchdog(opts: WatchdogOptions, state: WatchdogStateView, hooks:
     if (observations.length === 0) return of(page);
     return forkJoin({ m: from(mark()), loaded: from(loadConversation(state, page.partition)) }).pipe(
       concatMap(({ m, loaded }) => {
-        // Judged runs: the page's failed runs, and the run of the conversation's retry chain.
+        // Judged runs: the page's failed runs, and the run of the conversation's retry chain (or of the chain a finished turn ended).
         const runs = observations.flatMap((o) => (o.obs.kind === 'failure' ? [o.obs.failure.run] : []));
         if (loaded.state.checkpoint.kind === 'ok') runs.push(loaded.state.checkpoint.value.run);
+        if (loaded.state.facts.closed) runs.push(loaded.state.facts.closed.chain.run);
         const keys = unique(runs).map((r) => `r:${r}`);
         return from(keys.length ? state.load('facts', keys) : [new Map<string, StateEntry>()]).pipe(map((runEntries) => ({ m, loaded, runEntries })));
       }),
@@ -182,7 +184,10 @@ function loadConversation(state: WatchdogStateView, conversation: string): Obser
 function readFacts(value: unknown): ConversationFacts {
   const f = value as Partial<ConversationFacts> | undefined;
   if (!f || f.v !== 1 || !Array.isArray(f.tools) || !Array.isArray(f.ends)) return emptyFacts();
-  return { ...emptyFacts(), ...f } as ConversationFacts;
+  const facts = { ...emptyFacts(), ...f } as ConversationFacts;
+  const c = facts.closed;
+  if (c && (typeof c.by !== 'string' || !Number.isFinite(c.ms) || !readCheckpoint(c.chain).ok)) facts.closed = null;
+  return facts;
 }
 
 interface LoadedEntries {

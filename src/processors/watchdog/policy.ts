@@ -41,13 +41,20 @@ export interface ConversationFacts {
   title: string | null;
   /** The runtime's own newest retry checkpoint, until a finished turn clears it. */
   runtime: { ms: number; run: string; ok: boolean; problem?: string } | null;
+  /**
+   * The retry chain a finished turn of another run ended (its checkpoint cleared), kept until the
+   * next chain: that run's own failure may still come. Its root span ends without an error when
+   * the agent caught the failure, and its failure may be judged after its end (a log record in the
+   * other pipeline, a span exported late): it is the chain failing again, not a new chain.
+   */
+  closed?: { by: string; ms: number; chain: RetryCheckpoint } | null;
 }
 
 export const MAX_TOOLS = 8;
 export const MAX_ENDS = 8;
 
 export function emptyFacts(): ConversationFacts {
-  return { v: 1, activity_ms: null, ends: [], tools: [], title: null, runtime: null };
+  return { v: 1, activity_ms: null, ends: [], tools: [], title: null, runtime: null, closed: null };
 }
 
 /** How a failed run was judged. */
@@ -198,6 +205,8 @@ function onActivity(state: ConversationState, a: ActivityObservation, opts: Poli
   if (after && outcome) {
     state.checkpoint = { kind: 'none' };
     fx.checkpoint = null;
+    // A model answering or a new prompt is the retry's good outcome; a finished turn may still turn out to have failed.
+    f.closed = isEnd ? { by: a.run, ms: a.time, chain: c } : null;
     fx.logs.push({
       level: 'info',
       message: 'watchdog: the conversation went on after the automatic retry',
@@ -246,6 +255,17 @@ function onFailure(state: ConversationState, index: number, failure: ProviderFai
     return;
   }
   const rec = failureRecord(state, failure);
+
+  const closed = state.facts.closed;
+  if (cp.kind === 'none' && closed?.by === run) {
+    // The run that ended the chain failed: its failure judged after its end. Report the chain once.
+    state.facts.closed = null;
+    fx.factsChanged = true;
+    report(state, closed.chain.run, closed.chain.failed_at_ms, failure.time, rec, true, fx);
+    record(state, closed.chain.run, 'report', closed.chain.failed_at_ms, fx);
+    record(state, run, 'chain', failure.time, fx);
+    return;
+  }
 
   if (cp.kind === 'ok') {
     const c = cp.value;
@@ -399,6 +419,11 @@ function record(state: ConversationState, run: string, verdict: Verdict, ms: num
 function putCheckpoint(state: ConversationState, c: RetryCheckpoint, fx: Effects): void {
   state.checkpoint = { kind: 'ok', value: c };
   fx.checkpoint = c;
+  if (state.facts.closed) {
+    // A new chain: the one a finished turn ended is over.
+    state.facts.closed = null;
+    fx.factsChanged = true;
+  }
 }
 
 function setTimer(fx: Effects, t: RetryTimer): void {
