@@ -1,6 +1,6 @@
 /**
- * The OTLP decode pool (src/receivers/otlp/decode-pool.ts): a body decoded on a worker thread gives
- * exactly what the event loop's decoders give (records, marks, bounds, rejections, errors), its
+ * The OTLP decode pool (src/receivers/otlp/decode-pool.ts): a body read on a worker thread gives
+ * exactly what the event loop's decoders and mapping give (events, bounds, rejections, errors), its
  * queues are bounded, and a thread that stops or cannot start loses no body. Then the receiver with
  * decode threads, fed by the real OpenTelemetry SDK exporters over OTLP/HTTP (JSON, protobuf) and
  * OTLP/gRPC with batches large enough to go to a thread.
@@ -24,8 +24,8 @@ import { buildPayloads } from '../bench/otlp-payloads.ts';
 import { VigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
 import type { AgentEvent } from '../src/model/event.ts';
-import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, POOLED_ENCODINGS, decodeBody } from '../src/receivers/otlp/decode-pool.ts';
-import type { BodyEncoding } from '../src/receivers/otlp/decode-pool.ts';
+import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, POOLED_ENCODINGS, decodeBody, readBody } from '../src/receivers/otlp/decode-pool.ts';
+import type { BodyEncoding, ReadOptions } from '../src/receivers/otlp/decode-pool.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { defaultDecodeThreads, otlpConfigSchema } from '../src/receivers/otlp/config.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
@@ -71,13 +71,56 @@ const MIXED = Buffer.from(
   }),
 );
 
+/** A failed span and an error log record that carry no time at all: they take the receiver's clock (NOW below). */
+const UNTIMED_SPAN = Buffer.from(
+  JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'session.id', value: { stringValue: 's-2' } }] },
+        scopeSpans: [
+          {
+            spans: [{ traceId: '6b8efff798038103d269b633813fc60c', spanId: '0000000000000004', name: 'execute_tool bash', status: { code: 2, message: 'exit 2' } }],
+          },
+        ],
+      },
+    ],
+  }),
+);
+const UNTIMED_LOG = Buffer.from(
+  JSON.stringify({
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'session.id', value: { stringValue: 's-3' } }] },
+        scopeLogs: [
+          {
+            logRecords: [
+              {
+                severityNumber: 17,
+                severityText: 'ERROR',
+                body: { stringValue: 'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nKeyError: \'x\'' },
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  }),
+);
+
 const CASES: Array<{ name: string; encoding: BodyEncoding; signal: 'traces' | 'logs'; body: Buffer }> = [
+  { name: 'a failed span without times', encoding: 'json', signal: 'traces', body: UNTIMED_SPAN },
+  { name: 'an error log record without times', encoding: 'json', signal: 'logs', body: UNTIMED_LOG },
   { name: 'OTLP/JSON, 512 agent spans', encoding: 'json', signal: 'traces', body: Buffer.from(payloads.json.template) },
   { name: 'OTLP/protobuf, 512 agent spans', encoding: 'protobuf', signal: 'traces', body: Buffer.from(payloads.protobuf.template) },
   { name: 'the OTLP example trace', encoding: 'json', signal: 'traces', body: readFileSync(path.join(EXAMPLES, 'trace.json')) },
   { name: 'the OTLP example logs', encoding: 'json', signal: 'logs', body: readFileSync(path.join(EXAMPLES, 'logs.json')) },
   { name: 'failed, successful and rejected spans', encoding: 'json', signal: 'traces', body: MIXED },
 ];
+
+/** A fixed clock: a record without any time takes it, on the thread as on the event loop. */
+const NOW = () => 1_700_000_000_123;
+const RELEVANT: ReadOptions = { forward: false, markers: false, now: NOW };
+const FORWARD: ReadOptions = { forward: true, markers: false, now: NOW };
 
 /** What a decode gives, settled: the records or the error's code and message. */
 async function settle(p: () => unknown): Promise<unknown> {
@@ -91,20 +134,32 @@ async function settle(p: () => unknown): Promise<unknown> {
 }
 
 describe('decode pool', () => {
-  test('a body decoded on a thread gives what the event loop gives: records, marks, sessions, bounds and rejections', async () => {
+  test('a body read on a thread gives what the event loop gives: events, sessions, bounds and rejections', async () => {
     const pool = new DecodePool(2, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     try {
       let sent = 0;
       for (const c of CASES) {
         for (const markers of [false, true]) {
-          const options = { skipIrrelevant: true, markers };
-          const onLoop = decodeBody(c.encoding, c.signal, c.body, options);
-          const onThread = await pool.decode(c.encoding, c.signal, c.body, options);
+          const options = { forward: false, markers, now: NOW };
+          const onLoop = readBody(c.encoding, c.signal, c.body, options);
+          const onThread = await pool.read(c.encoding, c.signal, c.body, options);
           sent++;
           assert.deepEqual(onThread, onLoop, `${c.name}, markers ${markers}`);
         }
       }
-      // The cases are not trivially equal: they hold records, and the mixed one a rejection.
+      // The cases are not trivially equal: they hold events, the untimed ones at the receiver's
+      // clock, and the mixed one a rejection.
+      assert.equal(readBody('json', 'traces', Buffer.from(payloads.json.template), { forward: false, markers: true, now: NOW }).mapped.events.length, 64);
+      for (const [signal, body] of [
+        ['traces', UNTIMED_SPAN],
+        ['logs', UNTIMED_LOG],
+      ] as const) {
+        assert.deepEqual(
+          readBody('json', signal, body, RELEVANT).mapped.events.map((e) => e.time),
+          [NOW()],
+          signal,
+        );
+      }
       const mixed = decodeBody('json', 'traces', MIXED, { skipIrrelevant: true });
       assert.equal(mixed.stats.rejected, 1);
       assert.equal((mixed.groups[0] as { spans: unknown[] }).spans.length, 1);
@@ -123,8 +178,8 @@ describe('decode pool', () => {
         ['protobuf', Buffer.from([0x0a, 0xff, 0xff, 0x03, 0x01])],
       ];
       for (const [encoding, body] of bad) {
-        const onLoop = await settle(() => decodeBody(encoding, 'traces', body, { skipIrrelevant: true }));
-        const onThread = await settle(() => pool.decode(encoding, 'traces', body, { skipIrrelevant: true }));
+        const onLoop = await settle(() => readBody(encoding, 'traces', body, RELEVANT));
+        const onThread = await settle(() => pool.read(encoding, 'traces', body, RELEVANT));
         assert.equal((onLoop as { error?: { code?: string } }).error?.code, 'VIGIL_PAYLOAD_INVALID', `${encoding}: ${JSON.stringify(onLoop)}`);
         assert.deepEqual(onThread, onLoop);
       }
@@ -140,15 +195,15 @@ describe('decode pool', () => {
       assert.deepEqual(POOLED_ENCODINGS, ['json']);
       const small = readFileSync(path.join(EXAMPLES, 'trace.json'));
       assert.ok(small.length < MIN_POOLED_BYTES);
-      assert.deepEqual(await pool.decode('json', 'traces', small, { skipIrrelevant: true }), decodeBody('json', 'traces', small, { skipIrrelevant: true }));
+      assert.deepEqual(await pool.read('json', 'traces', small, RELEVANT), readBody('json', 'traces', small, RELEVANT));
       const big = Buffer.from(payloads.json.template);
-      assert.deepEqual(await pool.decode('json', 'traces', big, { skipIrrelevant: false }), decodeBody('json', 'traces', big, { skipIrrelevant: false }));
+      assert.deepEqual(await pool.read('json', 'traces', big, FORWARD), readBody('json', 'traces', big, FORWARD));
       const proto = Buffer.from(payloads.protobuf.template);
       assert.ok(proto.length >= MIN_POOLED_BYTES);
-      assert.deepEqual(await pool.decode('protobuf', 'traces', proto, { skipIrrelevant: true }), decodeBody('protobuf', 'traces', proto, { skipIrrelevant: true }));
+      assert.deepEqual(await pool.read('protobuf', 'traces', proto, RELEVANT), readBody('protobuf', 'traces', proto, RELEVANT));
       assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: 3, failures: 0 });
       // The same large JSON body a receiver does not forward goes to the thread.
-      assert.deepEqual(await pool.decode('json', 'traces', big, { skipIrrelevant: true }), decodeBody('json', 'traces', big, { skipIrrelevant: true }));
+      assert.deepEqual(await pool.read('json', 'traces', big, RELEVANT), readBody('json', 'traces', big, RELEVANT));
       assert.deepEqual(pool.stats(), { onThreads: 1, onLoop: 3, failures: 0 });
     } finally {
       await pool.close();
@@ -159,9 +214,9 @@ describe('decode pool', () => {
     const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     try {
       const body = Buffer.from(payloads.protobuf.template);
-      const expected = decodeBody('protobuf', 'traces', body, { skipIrrelevant: true });
+      const expected = readBody('protobuf', 'traces', body, RELEVANT);
       const n = MAX_PENDING_PER_THREAD + 4;
-      const all = await Promise.all(Array.from({ length: n }, () => pool.decode('protobuf', 'traces', body, { skipIrrelevant: true })));
+      const all = await Promise.all(Array.from({ length: n }, () => pool.read('protobuf', 'traces', body, RELEVANT)));
       for (const d of all) assert.deepEqual(d, expected);
       assert.deepEqual(pool.stats(), { onThreads: MAX_PENDING_PER_THREAD, onLoop: 4, failures: 0 });
     } finally {
@@ -172,15 +227,15 @@ describe('decode pool', () => {
   test('closing the pool with bodies on a thread: each is still decoded, none lost', async () => {
     const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     const body = Buffer.from(payloads.json.template);
-    const expected = decodeBody('json', 'traces', body, { skipIrrelevant: true });
-    const pending = Array.from({ length: 4 }, () => pool.decode('json', 'traces', body, { skipIrrelevant: true }));
+    const expected = readBody('json', 'traces', body, RELEVANT);
+    const pending = Array.from({ length: 4 }, () => pool.read('json', 'traces', body, RELEVANT));
     await pool.close();
     for (const d of await Promise.all(pending)) assert.deepEqual(d, expected);
     const stats = pool.stats();
     assert.equal(stats.onThreads + stats.onLoop, 4);
     assert.equal(stats.failures, 0, 'a close is not a failure');
     // After the close, the event loop decodes.
-    assert.deepEqual(await pool.decode('json', 'traces', body, { skipIrrelevant: true }), expected);
+    assert.deepEqual(await pool.read('json', 'traces', body, RELEVANT), expected);
     assert.equal(pool.stats().onLoop, stats.onLoop + 1);
   });
 
@@ -190,9 +245,9 @@ describe('decode pool', () => {
     const pool = new DecodePool(1, logger, { minPooledBytes: 0, encodings: ['json', 'protobuf'], workerUrl: missing });
     try {
       const body = Buffer.from(payloads.protobuf.template);
-      const expected = decodeBody('protobuf', 'traces', body, { skipIrrelevant: true });
+      const expected = readBody('protobuf', 'traces', body, RELEVANT);
       for (let i = 0; i < MAX_FAILURES + 2; i++) {
-        assert.deepEqual(await pool.decode('protobuf', 'traces', body, { skipIrrelevant: true }), expected, `decode ${i + 1}`);
+        assert.deepEqual(await pool.read('protobuf', 'traces', body, RELEVANT), expected, `decode ${i + 1}`);
       }
       assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: MAX_FAILURES + 2, failures: MAX_FAILURES });
       const messages = logger.entries.map((e) => `${String(e.level)} ${String(e.msg)}`);

@@ -1,13 +1,16 @@
 /**
- * Decoding of large OTLP/JSON request bodies on worker threads (the receiver's `decode_threads`;
- * one by default where the machine has a second CPU, config.ts). Decoding is about a quarter of
- * the event loop's work per request on the SQLite default (bench:ingest profile, README
- * Performance, rounds 12 and 40). The decoders are pure (bytes and options in, normalized records
- * out), so a worker thread runs them as they are and answers with the records; with
- * `skipIrrelevant` (every receiver but a forwarding one) those are only the relevant records and
- * marks, a small fraction of the body. Measured on 2 cores: OTLP/JSON throughput up by a fifth
- * (round 12), and JSON's ack p99 under 20 ms at the goal's half rate in every run of round 40 (the
- * loop that answers no longer waits behind a body's decode).
+ * Reading of large OTLP/JSON request bodies on worker threads (the receiver's `decode_threads`;
+ * one by default where the machine has a second CPU, config.ts): decoding, and the mapping of the
+ * records to events (mapping.ts). Decoding is about a quarter of the event loop's work per request
+ * on the SQLite default (bench:ingest profile, README Performance, rounds 12 and 40). The decoders
+ * and the mapping are pure (bytes and options in, events out), so a worker thread runs them as
+ * they are and answers with the events: for a receiver that does not forward (every receiver but
+ * a forwarding one) those are only the failures and the coalesced activity markers, a small
+ * fraction of the body. Mapping on the thread too (round 41): the thread's answer for 512 agent
+ * spans is 64 events (44 KB as cloned) instead of 16 spans and 400 marks (172 KB), which took the
+ * event loop about 0.8 ms to receive, and their mapping another 0.3 ms. Measured on 2 cores:
+ * OTLP/JSON throughput up by a fifth (round 12), and JSON's ack p99 under 20 ms at the goal's half
+ * rate in every run of round 40 (the loop that answers no longer waits behind a body's decode).
  *
  * The event loop still decodes:
  * - OTLP/protobuf bodies, over HTTP and gRPC (POOLED_ENCODINGS: their decode costs about what the trip does);
@@ -28,8 +31,9 @@ import { VigilError, errorMessage } from '../../errors.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { decodeLogsJson, decodeTracesJson } from './json.ts';
+import { mapLogs, mapTraces, type MapResult } from './mapping.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf } from './protobuf.ts';
-import type { DecodeOptions, DecodedLogs, DecodedTraces } from './normalized.ts';
+import type { DecodeOptions, DecodeStats, DecodedLogs, DecodedTraces, NormalizedLogs, NormalizedTraces } from './normalized.ts';
 
 export type BodyEncoding = 'json' | 'protobuf';
 export type Decoded = DecodedTraces | DecodedLogs;
@@ -59,28 +63,50 @@ export function decodeBody(encoding: BodyEncoding, signal: Signal, body: Buffer,
   return DECODERS[encoding][signal](body, options);
 }
 
-/** How a transport decodes a body: through its pool when the receiver has decode threads, else on the event loop. */
-export function decodeWith(
-  decoder: DecodePool | undefined,
-  encoding: BodyEncoding,
-  signal: Signal,
-  body: Buffer,
-  options: DecodeOptions,
-): Decoded | Promise<Decoded> {
-  return decoder ? decoder.decode(encoding, signal, body, options) : decodeBody(encoding, signal, body, options);
+/** How a receiver reads a body: the choices its decoder and its mapping make alike. */
+export interface ReadOptions {
+  /** The signal is forwarded downstream: every record is built and kept (mapping.ts `forward`); else only the relevant ones. */
+  forward: boolean;
+  /** A pipeline of the signal wants activity markers (mapping.ts `markers`). */
+  markers: boolean;
+  /** The clock for records without any time (the mapping's `now`); on a thread, the time the body was sent there. */
+  now?: () => number;
 }
 
-/** A body sent to a thread (the thread's copy of it: the receiver keeps its own for a fallback). */
+/** A body as read: what its decoder counted, and its records mapped to events (what ingest.ts appends). */
+export interface ReadBody {
+  stats: DecodeStats;
+  /** Records checked but not built (not forwarded): accepted, and certainly not relevant. */
+  skipped: number;
+  /** Trace id → session named by the records skipped. */
+  sessions: Map<string, string>;
+  mapped: MapResult;
+}
+
+/** Decodes and maps a body, on the thread that calls it (the event loop, or a decode thread). */
+export function readBody(encoding: BodyEncoding, signal: Signal, body: Buffer, options: ReadOptions): ReadBody {
+  const decoded = decodeBody(encoding, signal, body, { skipIrrelevant: !options.forward, markers: options.markers });
+  const mapOptions = { now: options.now, forward: options.forward, markers: options.markers };
+  const mapped = signal === 'traces' ? mapTraces(decoded.groups as NormalizedTraces[], mapOptions) : mapLogs(decoded.groups as NormalizedLogs[], mapOptions);
+  return { stats: decoded.stats, skipped: decoded.skipped, sessions: decoded.sessions, mapped };
+}
+
+/** How a transport reads a body: through its pool when the receiver has decode threads, else on the event loop. */
+export function readWith(decoder: DecodePool | undefined, encoding: BodyEncoding, signal: Signal, body: Buffer, options: ReadOptions): ReadBody | Promise<ReadBody> {
+  return decoder ? decoder.read(encoding, signal, body, options) : readBody(encoding, signal, body, options);
+}
+
+/** A body sent to a thread (the thread's copy of it: the receiver keeps its own for a fallback), and its clock's reading. */
 export interface DecodeRequest {
   id: number;
   encoding: BodyEncoding;
   signal: Signal;
   body: Uint8Array;
-  options: DecodeOptions;
+  options: Omit<ReadOptions, 'now'> & { nowMs: number };
 }
 
-/** A thread's answer: the records, or the decoder's error. */
-export type DecodeAnswer = { id: number; decoded: Decoded } | { id: number; error: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string } };
+/** A thread's answer: the body as read, or the decoder's error. */
+export type DecodeAnswer = { id: number; read: ReadBody } | { id: number; error: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string } };
 
 export interface DecodePoolStats {
   /** Bodies decoded on a thread. */
@@ -104,8 +130,8 @@ interface Job {
   encoding: BodyEncoding;
   signal: Signal;
   body: Buffer;
-  options: DecodeOptions;
-  resolve: (d: Decoded) => void;
+  options: ReadOptions;
+  resolve: (d: ReadBody) => void;
   reject: (err: unknown) => void;
 }
 
@@ -147,18 +173,20 @@ export class DecodePool {
     this.workerUrl = opts.workerUrl ?? WORKER_URL;
   }
 
-  /** The body's normalized records; rejects as the decoder would throw (VIGIL_PAYLOAD_INVALID for a body it cannot read). */
-  decode(encoding: BodyEncoding, signal: Signal, body: Buffer, options: DecodeOptions): Promise<Decoded> {
+  /** The body as read (readBody); rejects as the decoder would throw (VIGIL_PAYLOAD_INVALID for a body it cannot read). */
+  read(encoding: BodyEncoding, signal: Signal, body: Buffer, options: ReadOptions): Promise<ReadBody> {
     const slot = this.slotFor(encoding, body, options);
     if (slot < 0) return this.onLoop({ encoding, signal, body, options });
     const thread = (this.threads[slot] ??= this.start(slot));
     const id = ++this.nextId;
     // The thread gets a copy (moved, not copied again); the body stays here in case it fails.
     const copy = new Uint8Array(body);
-    return new Promise<Decoded>((resolve, reject) => {
+    return new Promise<ReadBody>((resolve, reject) => {
       thread.pending.set(id, { encoding, signal, body, options, resolve, reject });
       thread.worker.ref();
-      const request: DecodeRequest = { id, encoding, signal, body: copy, options };
+      // A record without any time takes the time the body was sent (a function cannot be sent).
+      const nowMs = (options.now ?? Date.now)();
+      const request: DecodeRequest = { id, encoding, signal, body: copy, options: { forward: options.forward, markers: options.markers, nowMs } };
       thread.worker.postMessage(request, [copy.buffer]);
     });
   }
@@ -174,9 +202,9 @@ export class DecodePool {
   }
 
   /** The thread with the fewest bodies waiting, or -1 when the event loop decodes this one. */
-  private slotFor(encoding: BodyEncoding, body: Buffer, options: DecodeOptions): number {
+  private slotFor(encoding: BodyEncoding, body: Buffer, options: ReadOptions): number {
     if (this.closed || this.threads.length === 0 || this.counts.failures >= MAX_FAILURES) return -1;
-    if (body.length < this.minBytes || options.skipIrrelevant !== true || !this.encodings.includes(encoding)) return -1;
+    if (body.length < this.minBytes || options.forward || !this.encodings.includes(encoding)) return -1;
     let best = -1;
     let bestPending = MAX_PENDING_PER_THREAD;
     for (let i = 0; i < this.threads.length; i++) {
@@ -189,10 +217,10 @@ export class DecodePool {
     return best;
   }
 
-  private onLoop(job: Pick<Job, 'encoding' | 'signal' | 'body' | 'options'>): Promise<Decoded> {
+  private onLoop(job: Pick<Job, 'encoding' | 'signal' | 'body' | 'options'>): Promise<ReadBody> {
     this.counts.onLoop++;
     try {
-      return Promise.resolve(decodeBody(job.encoding, job.signal, job.body, job.options));
+      return Promise.resolve(readBody(job.encoding, job.signal, job.body, job.options));
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -209,7 +237,7 @@ export class DecodePool {
       thread.pending.delete(answer.id);
       if (thread.pending.size === 0) worker.unref();
       this.counts.onThreads++;
-      if ('decoded' in answer) job.resolve(answer.decoded);
+      if ('read' in answer) job.resolve(answer.read);
       else job.reject(errorOf(answer.error));
     });
     const failed = (reason: string) => {

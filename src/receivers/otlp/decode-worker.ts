@@ -1,17 +1,18 @@
 /**
- * The decode pool's worker thread (decode-pool.ts): decodes the request bodies it is sent with the
- * receiver's own decoders and answers with the normalized records, or with the decoder's error.
+ * The decode pool's worker thread (decode-pool.ts): reads the request bodies it is sent with the
+ * receiver's own decoders and mapping and answers with the events, or with the decoder's error.
  */
 import { parentPort } from 'node:worker_threads';
 import { VigilError, errorMessage } from '../../errors.ts';
-import { decodeBody } from './decode-pool.ts';
+import { readBody } from './decode-pool.ts';
 import type { DecodeRequest, DecodeAnswer } from './decode-pool.ts';
 
 parentPort!.on('message', (m: DecodeRequest) => {
   let answer: DecodeAnswer;
   try {
     const body = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
-    answer = { id: m.id, decoded: decodeBody(m.encoding, m.signal, body, m.options) };
+    const { forward, markers, nowMs } = m.options;
+    answer = { id: m.id, read: readBody(m.encoding, m.signal, body, { forward, markers, now: () => nowMs }) };
   } catch (err) {
     answer =
       err instanceof VigilError

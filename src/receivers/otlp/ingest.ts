@@ -8,12 +8,10 @@ import { Histogram, type HistogramSnapshot } from '../../internal/histogram.ts';
 import type { IngestActivity } from '../../internal/ingest-activity.ts';
 import type { IngestConsumer, Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
-import { mapLogs, mapTraces } from './mapping.ts';
-import type { MapOptions } from './mapping.ts';
 import { summarize } from './normalized.ts';
-import type { DecodeStats, DecodedLogs, DecodedTraces } from './normalized.ts';
+import type { DecodeStats } from './normalized.ts';
 import type { Logger } from '../../logger.ts';
-import type { DecodePool } from './decode-pool.ts';
+import type { DecodePool, ReadBody } from './decode-pool.ts';
 import type { Admission } from './admission.ts';
 
 /** The wire protocols of the receiver, as counted in its stats. */
@@ -149,31 +147,23 @@ export interface ExportOutcome {
   duplicates: number;
 }
 
-export type DecodedSignal = { signal: 'traces'; decoded: DecodedTraces } | { signal: 'logs'; decoded: DecodedLogs };
-
 /**
- * Maps the decoded records and hands the relevant ones to the consumer; resolves once they are
- * durably appended. A consumer rejection propagates (the transport answers with a refusal) and
- * nothing is counted as accepted.
+ * Hands the events of a body as read (decode-pool.ts `readBody`: decoded and mapped) to the
+ * consumer; resolves once they are durably appended. A consumer rejection propagates (the
+ * transport answers with a refusal) and nothing is counted as accepted.
  */
-export async function exportDecoded(
-  input: DecodedSignal,
-  consumer: IngestConsumer,
-  counters: OtlpCounters,
-  protocol: OtlpProtocol,
-  options: MapOptions = {},
-): Promise<ExportOutcome> {
-  const decodeStats: DecodeStats = input.decoded.stats;
-  const mapped = input.signal === 'traces' ? mapTraces(input.decoded.groups, options) : mapLogs(input.decoded.groups, options);
+export async function exportRead(signal: Signal, input: ReadBody, consumer: IngestConsumer, counters: OtlpCounters, protocol: OtlpProtocol): Promise<ExportOutcome> {
+  const decodeStats: DecodeStats = input.stats;
+  const mapped = input.mapped;
   // The sessions named by every record of the request, kept or not: their traces' other records take them.
   const traceSessions = mapped.traceSessions;
-  for (const [traceId, session] of input.decoded.sessions) if (!traceSessions.has(traceId)) traceSessions.set(traceId, session);
+  for (const [traceId, session] of input.sessions) if (!traceSessions.has(traceId)) traceSessions.set(traceId, session);
   const result = mapped.events.length > 0 || traceSessions.size > 0 ? await consumer(mapped.events, { traceSessions }) : { appended: 0, duplicates: 0 };
 
   const rejected = decodeStats.rejected + mapped.rejected;
   // Records the decoder checked but did not build (skipIrrelevant) are accepted and not relevant.
-  const irrelevant = mapped.irrelevant + input.decoded.skipped;
-  counters.add(input.signal, protocol, {
+  const irrelevant = mapped.irrelevant + input.skipped;
+  counters.add(signal, protocol, {
     accepted: mapped.relevant + irrelevant,
     irrelevant,
     rejected,
