@@ -23,8 +23,18 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { buildPayloads } from '../bench/otlp-payloads.ts';
 import { VigilError } from '../src/errors.ts';
 import { memoryLogger } from '../src/logger.ts';
+import { ACTIVITY_KIND } from '../src/model/activity.ts';
 import type { AgentEvent } from '../src/model/event.ts';
-import { DecodePool, MAX_FAILURES, MAX_PENDING_PER_THREAD, MIN_POOLED_BYTES, POOLED_ENCODINGS, decodeBody, readBody } from '../src/receivers/otlp/decode-pool.ts';
+import {
+  DecodePool,
+  MAX_FAILURES,
+  MAX_PENDING_PER_THREAD,
+  MIN_POOLED_BYTES,
+  POOLED_ENCODINGS,
+  POOLED_WITH_MARKERS,
+  decodeBody,
+  readBody,
+} from '../src/receivers/otlp/decode-pool.ts';
 import type { BodyEncoding, ReadOptions } from '../src/receivers/otlp/decode-pool.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { defaultDecodeThreads, otlpConfigSchema } from '../src/receivers/otlp/config.ts';
@@ -189,7 +199,7 @@ describe('decode pool', () => {
     }
   });
 
-  test('small bodies, protobuf bodies, and every body of a receiver that forwards all records, are decoded on the event loop', async () => {
+  test('small bodies, protobuf bodies without markers to map, and every body of a receiver that forwards all records, are read on the event loop', async () => {
     const pool = new DecodePool(1, memoryLogger());
     try {
       assert.deepEqual(POOLED_ENCODINGS, ['json']);
@@ -205,6 +215,11 @@ describe('decode pool', () => {
       // The same large JSON body a receiver does not forward goes to the thread.
       assert.deepEqual(await pool.read('json', 'traces', big, RELEVANT), readBody('json', 'traces', big, RELEVANT));
       assert.deepEqual(pool.stats(), { onThreads: 1, onLoop: 3, failures: 0 });
+      // A protobuf body whose signal's pipelines want activity markers goes to the thread too.
+      assert.deepEqual(POOLED_WITH_MARKERS, ['protobuf']);
+      const marked = { ...RELEVANT, markers: true };
+      assert.deepEqual(await pool.read('protobuf', 'traces', proto, marked), readBody('protobuf', 'traces', proto, marked));
+      assert.deepEqual(pool.stats(), { onThreads: 2, onLoop: 3, failures: 0 });
     } finally {
       await pool.close();
     }
@@ -309,52 +324,63 @@ function exportWith(exporter: SpanExporter, spans: ReadableSpan[]): Promise<Expo
 }
 
 describe('otlp receiver with decode threads, fed by the OpenTelemetry SDK', () => {
-  test('large batches: OTLP/HTTP JSON decoded on a thread, protobuf and OTLP/gRPC on the event loop, all appended alike', async () => {
-    const events: AgentEvent[] = [];
-    const [httpPort, grpcPort] = [await freePort(), await freePort()];
-    const receiver = createOtlpReceiver(
-      { id: 'otlp', logger: memoryLogger(), consumers: { traces: async (batch) => (events.push(...batch), { appended: batch.length, duplicates: 0 }) } },
-      {
-        protocols: { http: { endpoint: `127.0.0.1:${httpPort}` }, grpc: { endpoint: `127.0.0.1:${grpcPort}` } },
-        max_request_body_size: 4 * 1024 * 1024,
-        decode_threads: 1,
-      },
-    );
-    await receiver.start();
-    try {
-      const spans = recordSpans(400);
-      const failed = spans.filter((s) => s.status.code === SpanStatusCode.ERROR).length;
-      const exporters: Array<[string, SpanExporter]> = [
-        ['http-json', new JsonTraceExporter({ url: `http://127.0.0.1:${httpPort}/v1/traces` })],
-        ['http-protobuf', new ProtoTraceExporter({ url: `http://127.0.0.1:${httpPort}/v1/traces` })],
-        ['grpc', new GrpcTraceExporter({ url: `http://127.0.0.1:${grpcPort}` })],
-      ];
-      for (const [name, exporter] of exporters) {
-        const before = events.length;
-        const result = await exportWith(exporter, spans);
-        await exporter.shutdown();
-        assert.equal(result.code, ExportResultCode.SUCCESS, `${name}: ${result.error?.message}`);
-        const appended = events.slice(before);
-        assert.equal(appended.length, failed, name);
-        const failedSpans = spans.filter((s) => s.status.code === SpanStatusCode.ERROR);
-        assert.deepEqual(
-          appended.map((e) => `${e.spanId} ${e.partition}`).sort(),
-          failedSpans.map((s) => `${s.spanContext().spanId} ${String(s.attributes['session.id'])}`).sort(),
-          name,
-        );
+  for (const markers of [false, true]) {
+    const where = markers ? 'all three on the thread' : 'protobuf and OTLP/gRPC on the event loop';
+    test(`large batches, ${markers ? 'activity markers wanted' : 'no activity markers'}: OTLP/HTTP JSON read on a thread, ${where}, all appended alike`, async () => {
+      const events: AgentEvent[] = [];
+      const [httpPort, grpcPort] = [await freePort(), await freePort()];
+      const receiver = createOtlpReceiver(
+        {
+          id: 'otlp',
+          logger: memoryLogger(),
+          consumers: { traces: async (batch) => (events.push(...batch), { appended: batch.length, duplicates: 0 }) },
+          markers: { traces: markers },
+        },
+        {
+          protocols: { http: { endpoint: `127.0.0.1:${httpPort}` }, grpc: { endpoint: `127.0.0.1:${grpcPort}` } },
+          max_request_body_size: 4 * 1024 * 1024,
+          decode_threads: 1,
+        },
+      );
+      await receiver.start();
+      try {
+        const spans = recordSpans(400);
+        const failed = spans.filter((s) => s.status.code === SpanStatusCode.ERROR).length;
+        const exporters: Array<[string, SpanExporter]> = [
+          ['http-json', new JsonTraceExporter({ url: `http://127.0.0.1:${httpPort}/v1/traces` })],
+          ['http-protobuf', new ProtoTraceExporter({ url: `http://127.0.0.1:${httpPort}/v1/traces` })],
+          ['grpc', new GrpcTraceExporter({ url: `http://127.0.0.1:${grpcPort}` })],
+        ];
+        for (const [name, exporter] of exporters) {
+          const before = events.length;
+          const result = await exportWith(exporter, spans);
+          await exporter.shutdown();
+          assert.equal(result.code, ExportResultCode.SUCCESS, `${name}: ${result.error?.message}`);
+          // The failures; with markers, a marker of each successful model request besides (each span is its own trace).
+          const appended = events.slice(before).filter((e) => e.kind !== ACTIVITY_KIND);
+          assert.equal(appended.length, failed, name);
+          assert.equal(events.length - before - failed, markers ? spans.length - failed : 0, `${name}: markers`);
+          const failedSpans = spans.filter((s) => s.status.code === SpanStatusCode.ERROR);
+          assert.deepEqual(
+            appended.map((e) => `${e.spanId} ${e.partition}`).sort(),
+            failedSpans.map((s) => `${s.spanContext().spanId} ${String(s.attributes['session.id'])}`).sort(),
+            name,
+          );
+        }
+        const [onThreads, onLoop] = markers ? [3, 0] : [1, 2];
+        assert.deepEqual(receiver.decoding(), { onThreads, onLoop, failures: 0 });
+        // The same, as /metrics shows it.
+        const decodeFamilies = receiver.metrics!()
+          .filter((m) => m.name.startsWith('vigil_receiver_decode'))
+          .map((m) => `${m.name}${JSON.stringify(m.labels)} ${m.type === 'histogram' ? '' : m.value}`);
+        assert.deepEqual(decodeFamilies, [
+          `vigil_receiver_decoded_bodies_total{"on":"thread"} ${onThreads}`,
+          `vigil_receiver_decoded_bodies_total{"on":"event_loop"} ${onLoop}`,
+          'vigil_receiver_decode_thread_failures_total{} 0',
+        ]);
+      } finally {
+        await receiver.shutdown();
       }
-      assert.deepEqual(receiver.decoding(), { onThreads: 1, onLoop: 2, failures: 0 });
-      // The same, as /metrics shows it.
-      const decodeFamilies = receiver.metrics!()
-        .filter((m) => m.name.startsWith('vigil_receiver_decode'))
-        .map((m) => `${m.name}${JSON.stringify(m.labels)} ${m.type === 'histogram' ? '' : m.value}`);
-      assert.deepEqual(decodeFamilies, [
-        'vigil_receiver_decoded_bodies_total{"on":"thread"} 1',
-        'vigil_receiver_decoded_bodies_total{"on":"event_loop"} 2',
-        'vigil_receiver_decode_thread_failures_total{} 0',
-      ]);
-    } finally {
-      await receiver.shutdown();
-    }
-  });
+    });
+  }
 });

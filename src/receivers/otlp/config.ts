@@ -23,8 +23,9 @@ export const DEFAULT_GRPC_ENDPOINT = '127.0.0.1:4317';
 /** Applies to the bytes on the wire and, for gzip bodies, to the decompressed bytes. */
 export const DEFAULT_MAX_REQUEST_BODY_SIZE = 4 * 1024 * 1024;
 /**
- * One decode thread (for OTLP/JSON bodies: decode-pool.ts, POOLED_ENCODINGS) where the machine has
- * a second CPU, none on a single CPU (where the thread would only take turns with the event loop).
+ * One decode thread (decode-pool.ts: OTLP/JSON bodies, and protobuf ones when markers are mapped)
+ * where the machine has a second CPU, none on a single CPU (where the thread would only take turns
+ * with the event loop).
  * Round 12 found a thread on 2 cores bought throughput (OTLP/JSON +20%) but not latency; round 40,
  * on a quiet machine, measured JSON's ack p99 at the goal's half rate under 20 ms with it in every
  * run, at a higher half rate, and undecided in 2 of 3 without: a 424 KiB body's 3-4 ms decode no

@@ -13,7 +13,8 @@
  * rate in every run of round 40 (the loop that answers no longer waits behind a body's decode).
  *
  * The event loop still decodes:
- * - OTLP/protobuf bodies, over HTTP and gRPC (POOLED_ENCODINGS: their decode costs about what the trip does);
+ * - OTLP/protobuf bodies, over HTTP and gRPC, whose signal no pipeline wants activity markers of
+ *   (POOLED_WITH_MARKERS: without marks to map, their decode costs about what the trip does);
  * - bodies under MIN_POOLED_BYTES (a round trip to a thread costs more than they take);
  * - every body when the receiver forwards records downstream (all records are built, and copying
  *   them back costs about what decoding them does);
@@ -40,14 +41,20 @@ export type Decoded = DecodedTraces | DecodedLogs;
 
 /** Bodies smaller than this are decoded on the event loop: the thread's round trip (two copies, two messages) would cost more. */
 export const MIN_POOLED_BYTES = 16 * 1024;
-/**
- * The encodings whose bodies go to a thread: OTLP/JSON only. A protobuf body decodes about twice
- * as fast per span (1.2–2.1 ms for 512 spans against 3–4 ms), near what the trip costs (the body's
- * copy, the records' clone back, the thread's turn on a shared core): on 2 cores, with a thread,
- * protobuf's full rate fell (memory store 0.77–0.80× a bare protobufjs server, against 1.00×
- * without) and its ack p99 rose by 1–4 ms (README, Performance, round 40).
- */
+/** The encodings whose bodies always go to a thread: OTLP/JSON (3–4 ms to decode 512 spans). */
 export const POOLED_ENCODINGS: readonly BodyEncoding[] = ['json'];
+/**
+ * The encodings whose bodies go to a thread when the receiver maps activity markers of their
+ * signal (a pipeline with a stateful processor: the watchdog, as in the default pipeline): OTLP/
+ * protobuf. Its body decodes about twice as fast per span as JSON's (1.0–2.1 ms for 512 spans).
+ * Without markers the thread saves the event loop little (the decode alone, 0.5 ms, against the
+ * trip: the body's copy, the answer's clone, the thread's turn on a shared core): the memory
+ * store's protobuf full rate on 2 cores was 0.98× a bare protobufjs server without it, 0.82× with
+ * it (round 41; 0.77–0.80× in round 40). With markers the loop also saves mapping and coalescing
+ * 400 marks, and it has a pipeline to run: on the SQLite default the full rate rose 202 → 277
+ * requests/s and the ack p99 at the half rate was 10.9 ms (README, Performance, round 41).
+ */
+export const POOLED_WITH_MARKERS: readonly BodyEncoding[] = ['protobuf'];
 /** Bodies waiting per thread; beyond it the event loop decodes (a queue nobody bounds is a queue that grows). */
 export const MAX_PENDING_PER_THREAD = 16;
 /** Thread failures after which the pool decodes everything on the event loop. */
@@ -122,6 +129,8 @@ export interface DecodePoolOptions {
   minPooledBytes?: number;
   /** Encodings whose bodies go to a thread (POOLED_ENCODINGS otherwise; the tests check every decoder on a thread). */
   encodings?: readonly BodyEncoding[];
+  /** Encodings whose bodies go to a thread when markers are mapped (POOLED_WITH_MARKERS otherwise). */
+  encodingsWithMarkers?: readonly BodyEncoding[];
   /** The worker's module (this module's sibling decode-worker otherwise). */
   workerUrl?: string;
 }
@@ -159,6 +168,7 @@ export class DecodePool {
 
   private readonly minBytes: number;
   private readonly encodings: readonly BodyEncoding[];
+  private readonly encodingsWithMarkers: readonly BodyEncoding[];
   private readonly workerUrl: string;
 
   /** `threads` worker threads at most (0: decode everything on the event loop), started on first use. */
@@ -170,6 +180,7 @@ export class DecodePool {
     this.threads = new Array<Thread | undefined>(threads).fill(undefined);
     this.minBytes = opts.minPooledBytes ?? MIN_POOLED_BYTES;
     this.encodings = opts.encodings ?? POOLED_ENCODINGS;
+    this.encodingsWithMarkers = opts.encodingsWithMarkers ?? POOLED_WITH_MARKERS;
     this.workerUrl = opts.workerUrl ?? WORKER_URL;
   }
 
@@ -204,7 +215,8 @@ export class DecodePool {
   /** The thread with the fewest bodies waiting, or -1 when the event loop decodes this one. */
   private slotFor(encoding: BodyEncoding, body: Buffer, options: ReadOptions): number {
     if (this.closed || this.threads.length === 0 || this.counts.failures >= MAX_FAILURES) return -1;
-    if (body.length < this.minBytes || options.forward || !this.encodings.includes(encoding)) return -1;
+    if (body.length < this.minBytes || options.forward) return -1;
+    if (!this.encodings.includes(encoding) && !(options.markers && this.encodingsWithMarkers.includes(encoding))) return -1;
     let best = -1;
     let bestPending = MAX_PENDING_PER_THREAD;
     for (let i = 0; i < this.threads.length; i++) {
