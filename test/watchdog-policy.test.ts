@@ -15,6 +15,9 @@ import { newTimerPage, newWorkPage, type WorkPage } from '../src/processors/page
 import { watchdog, type WatchdogNamespace, type WatchdogStateView } from '../src/processors/watchdog/operator.ts';
 import type { StateEntry, TimerSpec } from '../src/store/state.ts';
 import type { PageCommit } from '../src/store/types.ts';
+import fc from 'fast-check';
+import { withNewest } from '../src/processors/watchdog/policy.ts';
+import { checkProperty } from './helpers/random.ts';
 import { ERRORS, T0, failure, marker, simulate } from './helpers/watchdog.ts';
 
 /** A WatchdogStateView over maps that answers synchronously, and applies commits as a store would (versions checked). */
@@ -479,3 +482,18 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
 });
 
 void memoryLogger;
+
+describe('the newest lists (tools, turn ends)', () => {
+  test('withNewest keeps what a stable sort of the list and the new item, cut to the newest, keeps', () => {
+    const item = fc.record({ ms: fc.integer({ min: 0, max: 20 }), id: fc.nat() });
+    checkProperty(
+      fc.property(fc.array(item, { maxLength: 12 }), item, fc.integer({ min: 1, max: 10 }), fc.boolean(), (xs, x, max, sorted) => {
+        const list = sorted ? [...xs].sort((a, b) => a.ms - b.ms) : xs;
+        const before = JSON.stringify(list);
+        assert.deepEqual(withNewest(list, x, max), [...list, x].sort((a, b) => a.ms - b.ms).slice(-max));
+        assert.equal(JSON.stringify(list), before, 'the list given is not changed');
+      }),
+      { numRuns: 500 },
+    );
+  });
+});

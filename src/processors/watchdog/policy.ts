@@ -169,7 +169,8 @@ function onActivity(state: ConversationState, a: ActivityObservation, opts: Poli
   fx.factsChanged = true;
   const isEnd = a.activity === 'turn.end';
   if (isEnd) {
-    f.ends = newest([...f.ends.filter((e) => e.run !== a.run || e.ms > a.time), { run: a.run, ms: a.time }], MAX_ENDS);
+    const ends = f.ends.some((e) => e.run === a.run && e.ms <= a.time) ? f.ends.filter((e) => e.run !== a.run || e.ms > a.time) : f.ends;
+    f.ends = withNewest(ends, { run: a.run, ms: a.time }, MAX_ENDS);
     if (a.title) f.title = a.title.slice(0, 200);
     if (a.lastActivityMs !== undefined) f.activity_ms = Math.max(f.activity_ms ?? -Infinity, a.lastActivityMs);
     if (a.lastTool) addTool(f, a.lastTool.name, a.lastTool.ms);
@@ -483,12 +484,25 @@ function lastStep(f: ConversationFacts, time: number): string {
 }
 
 function addTool(f: ConversationFacts, name: string, ms: number): void {
-  f.tools = newest([...f.tools, { name: name.slice(0, 200), ms }], MAX_TOOLS);
+  f.tools = withNewest(f.tools, { name: name.slice(0, 200), ms }, MAX_TOOLS);
 }
 
-/** The `max` newest by `ms`, oldest first. */
-function newest<T extends { ms: number }>(xs: T[], max: number): T[] {
-  return xs.sort((a, b) => a.ms - b.ms).slice(-max);
+/**
+ * `xs` (oldest first by `ms`) with `x` in its place, after those of the same `ms`, keeping the `max`
+ * newest. One copy, no sort: it runs for every marker of a page, and stored lists out of order
+ * (an older vigil's) are sorted once first.
+ */
+export function withNewest<T extends { ms: number }>(xs: readonly T[], x: T, max: number): T[] {
+  const out = isSorted(xs) ? xs.slice() : [...xs].sort((a, b) => a.ms - b.ms);
+  let at = out.length;
+  while (at > 0 && out[at - 1]!.ms > x.ms) at--;
+  out.splice(at, 0, x);
+  return out.length > max ? out.slice(out.length - max) : out;
+}
+
+function isSorted(xs: readonly { ms: number }[]): boolean {
+  for (let i = 1; i < xs.length; i++) if (xs[i - 1]!.ms > xs[i]!.ms) return false;
+  return true;
 }
 
 function iso(ms: number): string {
