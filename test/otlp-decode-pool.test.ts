@@ -33,9 +33,9 @@ import {
   POOLED_ENCODINGS,
   POOLED_WITH_MARKERS,
   decodeBody,
-  readBody,
+  decodeAndMap,
 } from '../src/receivers/otlp/decode-pool.ts';
-import type { BodyEncoding, ReadOptions } from '../src/receivers/otlp/decode-pool.ts';
+import type { BodyEncoding, BodyOptions } from '../src/receivers/otlp/decode-pool.ts';
 import { ParseContext } from '../src/config/schema.ts';
 import { defaultDecodeThreads, otlpConfigSchema } from '../src/receivers/otlp/config.ts';
 import { createOtlpReceiver } from '../src/receivers/otlp/factory.ts';
@@ -129,8 +129,8 @@ const CASES: Array<{ name: string; encoding: BodyEncoding; signal: 'traces' | 'l
 
 /** A fixed clock: a record without any time takes it, on the thread as on the event loop. */
 const NOW = () => 1_700_000_000_123;
-const RELEVANT: ReadOptions = { forward: false, markers: false, now: NOW };
-const FORWARD: ReadOptions = { forward: true, markers: false, now: NOW };
+const RELEVANT: BodyOptions = { forward: false, markers: false, now: NOW };
+const FORWARD: BodyOptions = { forward: true, markers: false, now: NOW };
 
 /** What a decode gives, settled: the records or the error's code and message. */
 async function settle(p: () => unknown): Promise<unknown> {
@@ -151,21 +151,21 @@ describe('decode pool', () => {
       for (const c of CASES) {
         for (const markers of [false, true]) {
           const options = { forward: false, markers, now: NOW };
-          const onLoop = readBody(c.encoding, c.signal, c.body, options);
-          const onThread = await pool.read(c.encoding, c.signal, c.body, options);
+          const onLoop = decodeAndMap(c.encoding, c.signal, c.body, options);
+          const onThread = await pool.decodeAndMap(c.encoding, c.signal, c.body, options);
           sent++;
           assert.deepEqual(onThread, onLoop, `${c.name}, markers ${markers}`);
         }
       }
       // The cases are not trivially equal: they hold events, the untimed ones at the receiver's
       // clock, and the mixed one a rejection.
-      assert.equal(readBody('json', 'traces', Buffer.from(payloads.json.template), { forward: false, markers: true, now: NOW }).mapped.events.length, 64);
+      assert.equal(decodeAndMap('json', 'traces', Buffer.from(payloads.json.template), { forward: false, markers: true, now: NOW }).mapped.events.length, 64);
       for (const [signal, body] of [
         ['traces', UNTIMED_SPAN],
         ['logs', UNTIMED_LOG],
       ] as const) {
         assert.deepEqual(
-          readBody('json', signal, body, RELEVANT).mapped.events.map((e) => e.time),
+          decodeAndMap('json', signal, body, RELEVANT).mapped.events.map((e) => e.time),
           [NOW()],
           signal,
         );
@@ -188,8 +188,8 @@ describe('decode pool', () => {
         ['protobuf', Buffer.from([0x0a, 0xff, 0xff, 0x03, 0x01])],
       ];
       for (const [encoding, body] of bad) {
-        const onLoop = await settle(() => readBody(encoding, 'traces', body, RELEVANT));
-        const onThread = await settle(() => pool.read(encoding, 'traces', body, RELEVANT));
+        const onLoop = await settle(() => decodeAndMap(encoding, 'traces', body, RELEVANT));
+        const onThread = await settle(() => pool.decodeAndMap(encoding, 'traces', body, RELEVANT));
         assert.equal((onLoop as { error?: { code?: string } }).error?.code, 'VIGIL_PAYLOAD_INVALID', `${encoding}: ${JSON.stringify(onLoop)}`);
         assert.deepEqual(onThread, onLoop);
       }
@@ -205,20 +205,20 @@ describe('decode pool', () => {
       assert.deepEqual(POOLED_ENCODINGS, ['json']);
       const small = readFileSync(path.join(EXAMPLES, 'trace.json'));
       assert.ok(small.length < MIN_POOLED_BYTES);
-      assert.deepEqual(await pool.read('json', 'traces', small, RELEVANT), readBody('json', 'traces', small, RELEVANT));
+      assert.deepEqual(await pool.decodeAndMap('json', 'traces', small, RELEVANT), decodeAndMap('json', 'traces', small, RELEVANT));
       const big = Buffer.from(payloads.json.template);
-      assert.deepEqual(await pool.read('json', 'traces', big, FORWARD), readBody('json', 'traces', big, FORWARD));
+      assert.deepEqual(await pool.decodeAndMap('json', 'traces', big, FORWARD), decodeAndMap('json', 'traces', big, FORWARD));
       const proto = Buffer.from(payloads.protobuf.template);
       assert.ok(proto.length >= MIN_POOLED_BYTES);
-      assert.deepEqual(await pool.read('protobuf', 'traces', proto, RELEVANT), readBody('protobuf', 'traces', proto, RELEVANT));
+      assert.deepEqual(await pool.decodeAndMap('protobuf', 'traces', proto, RELEVANT), decodeAndMap('protobuf', 'traces', proto, RELEVANT));
       assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: 3, failures: 0 });
       // The same large JSON body a receiver does not forward goes to the thread.
-      assert.deepEqual(await pool.read('json', 'traces', big, RELEVANT), readBody('json', 'traces', big, RELEVANT));
+      assert.deepEqual(await pool.decodeAndMap('json', 'traces', big, RELEVANT), decodeAndMap('json', 'traces', big, RELEVANT));
       assert.deepEqual(pool.stats(), { onThreads: 1, onLoop: 3, failures: 0 });
       // A protobuf body whose signal's pipelines want activity markers goes to the thread too.
       assert.deepEqual(POOLED_WITH_MARKERS, ['protobuf']);
       const marked = { ...RELEVANT, markers: true };
-      assert.deepEqual(await pool.read('protobuf', 'traces', proto, marked), readBody('protobuf', 'traces', proto, marked));
+      assert.deepEqual(await pool.decodeAndMap('protobuf', 'traces', proto, marked), decodeAndMap('protobuf', 'traces', proto, marked));
       assert.deepEqual(pool.stats(), { onThreads: 2, onLoop: 3, failures: 0 });
     } finally {
       await pool.close();
@@ -229,9 +229,9 @@ describe('decode pool', () => {
     const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     try {
       const body = Buffer.from(payloads.protobuf.template);
-      const expected = readBody('protobuf', 'traces', body, RELEVANT);
+      const expected = decodeAndMap('protobuf', 'traces', body, RELEVANT);
       const n = MAX_PENDING_PER_THREAD + 4;
-      const all = await Promise.all(Array.from({ length: n }, () => pool.read('protobuf', 'traces', body, RELEVANT)));
+      const all = await Promise.all(Array.from({ length: n }, () => pool.decodeAndMap('protobuf', 'traces', body, RELEVANT)));
       for (const d of all) assert.deepEqual(d, expected);
       assert.deepEqual(pool.stats(), { onThreads: MAX_PENDING_PER_THREAD, onLoop: 4, failures: 0 });
     } finally {
@@ -242,15 +242,15 @@ describe('decode pool', () => {
   test('closing the pool with bodies on a thread: each is still decoded, none lost', async () => {
     const pool = new DecodePool(1, memoryLogger(), { minPooledBytes: 0, encodings: ['json', 'protobuf'] });
     const body = Buffer.from(payloads.json.template);
-    const expected = readBody('json', 'traces', body, RELEVANT);
-    const pending = Array.from({ length: 4 }, () => pool.read('json', 'traces', body, RELEVANT));
+    const expected = decodeAndMap('json', 'traces', body, RELEVANT);
+    const pending = Array.from({ length: 4 }, () => pool.decodeAndMap('json', 'traces', body, RELEVANT));
     await pool.close();
     for (const d of await Promise.all(pending)) assert.deepEqual(d, expected);
     const stats = pool.stats();
     assert.equal(stats.onThreads + stats.onLoop, 4);
     assert.equal(stats.failures, 0, 'a close is not a failure');
     // After the close, the event loop decodes.
-    assert.deepEqual(await pool.read('json', 'traces', body, RELEVANT), expected);
+    assert.deepEqual(await pool.decodeAndMap('json', 'traces', body, RELEVANT), expected);
     assert.equal(pool.stats().onLoop, stats.onLoop + 1);
   });
 
@@ -260,9 +260,9 @@ describe('decode pool', () => {
     const pool = new DecodePool(1, logger, { minPooledBytes: 0, encodings: ['json', 'protobuf'], workerUrl: missing });
     try {
       const body = Buffer.from(payloads.protobuf.template);
-      const expected = readBody('protobuf', 'traces', body, RELEVANT);
+      const expected = decodeAndMap('protobuf', 'traces', body, RELEVANT);
       for (let i = 0; i < MAX_FAILURES + 2; i++) {
-        assert.deepEqual(await pool.read('protobuf', 'traces', body, RELEVANT), expected, `decode ${i + 1}`);
+        assert.deepEqual(await pool.decodeAndMap('protobuf', 'traces', body, RELEVANT), expected, `decode ${i + 1}`);
       }
       assert.deepEqual(pool.stats(), { onThreads: 0, onLoop: MAX_FAILURES + 2, failures: MAX_FAILURES });
       const messages = logger.entries.map((e) => `${String(e.level)} ${String(e.msg)}`);

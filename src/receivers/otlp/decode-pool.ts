@@ -70,8 +70,8 @@ export function decodeBody(encoding: BodyEncoding, signal: Signal, body: Buffer,
   return DECODERS[encoding][signal](body, options);
 }
 
-/** How a receiver reads a body: the choices its decoder and its mapping make alike. */
-export interface ReadOptions {
+/** How a receiver decodes and maps a body: the choices its decoder and its mapping make alike. */
+export interface BodyOptions {
   /** The signal is forwarded downstream: every record is built and kept (mapping.ts `forward`); else only the relevant ones. */
   forward: boolean;
   /** A pipeline of the signal wants activity markers (mapping.ts `markers`). */
@@ -80,8 +80,8 @@ export interface ReadOptions {
   now?: () => number;
 }
 
-/** A body as read: what its decoder counted, and its records mapped to events (what ingest.ts appends). */
-export interface ReadBody {
+/** A body decoded and mapped: what its decoder counted, and its records mapped to events (what ingest.ts appends). */
+export interface MappedBody {
   stats: DecodeStats;
   /** Records checked but not built (not forwarded): accepted, and certainly not relevant. */
   skipped: number;
@@ -91,16 +91,22 @@ export interface ReadBody {
 }
 
 /** Decodes and maps a body, on the thread that calls it (the event loop, or a decode thread). */
-export function readBody(encoding: BodyEncoding, signal: Signal, body: Buffer, options: ReadOptions): ReadBody {
+export function decodeAndMap(encoding: BodyEncoding, signal: Signal, body: Buffer, options: BodyOptions): MappedBody {
   const decoded = decodeBody(encoding, signal, body, { skipIrrelevant: !options.forward, markers: options.markers });
   const mapOptions = { now: options.now, forward: options.forward, markers: options.markers };
   const mapped = signal === 'traces' ? mapTraces(decoded.groups as NormalizedTraces[], mapOptions) : mapLogs(decoded.groups as NormalizedLogs[], mapOptions);
   return { stats: decoded.stats, skipped: decoded.skipped, sessions: decoded.sessions, mapped };
 }
 
-/** How a transport reads a body: through its pool when the receiver has decode threads, else on the event loop. */
-export function readWith(decoder: DecodePool | undefined, encoding: BodyEncoding, signal: Signal, body: Buffer, options: ReadOptions): ReadBody | Promise<ReadBody> {
-  return decoder ? decoder.read(encoding, signal, body, options) : readBody(encoding, signal, body, options);
+/** How a transport decodes and maps a body: through its pool when the receiver has decode threads, else on the event loop. */
+export function decodeAndMapWith(
+  decoder: DecodePool | undefined,
+  encoding: BodyEncoding,
+  signal: Signal,
+  body: Buffer,
+  options: BodyOptions,
+): MappedBody | Promise<MappedBody> {
+  return decoder ? decoder.decodeAndMap(encoding, signal, body, options) : decodeAndMap(encoding, signal, body, options);
 }
 
 /** A body sent to a thread (the thread's copy of it: the receiver keeps its own for a fallback), and its clock's reading. */
@@ -109,11 +115,11 @@ export interface DecodeRequest {
   encoding: BodyEncoding;
   signal: Signal;
   body: Uint8Array;
-  options: Omit<ReadOptions, 'now'> & { nowMs: number };
+  options: Omit<BodyOptions, 'now'> & { nowMs: number };
 }
 
 /** A thread's answer: the body as read, or the decoder's error. */
-export type DecodeAnswer = { id: number; read: ReadBody } | { id: number; error: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string } };
+export type DecodeAnswer = { id: number; body: MappedBody } | { id: number; error: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string } };
 
 export interface DecodePoolStats {
   /** Bodies decoded on a thread. */
@@ -139,8 +145,8 @@ interface Job {
   encoding: BodyEncoding;
   signal: Signal;
   body: Buffer;
-  options: ReadOptions;
-  resolve: (d: ReadBody) => void;
+  options: BodyOptions;
+  resolve: (d: MappedBody) => void;
   reject: (err: unknown) => void;
 }
 
@@ -184,15 +190,15 @@ export class DecodePool {
     this.workerUrl = opts.workerUrl ?? WORKER_URL;
   }
 
-  /** The body as read (readBody); rejects as the decoder would throw (VIGIL_PAYLOAD_INVALID for a body it cannot read). */
-  read(encoding: BodyEncoding, signal: Signal, body: Buffer, options: ReadOptions): Promise<ReadBody> {
+  /** The body decoded and mapped (decodeAndMap); rejects as the decoder would throw (VIGIL_PAYLOAD_INVALID for a body it cannot read). */
+  decodeAndMap(encoding: BodyEncoding, signal: Signal, body: Buffer, options: BodyOptions): Promise<MappedBody> {
     const slot = this.slotFor(encoding, body, options);
     if (slot < 0) return this.onLoop({ encoding, signal, body, options });
     const thread = (this.threads[slot] ??= this.start(slot));
     const id = ++this.nextId;
     // The thread gets a copy (moved, not copied again); the body stays here in case it fails.
     const copy = new Uint8Array(body);
-    return new Promise<ReadBody>((resolve, reject) => {
+    return new Promise<MappedBody>((resolve, reject) => {
       thread.pending.set(id, { encoding, signal, body, options, resolve, reject });
       thread.worker.ref();
       // A record without any time takes the time the body was sent (a function cannot be sent).
@@ -213,7 +219,7 @@ export class DecodePool {
   }
 
   /** The thread with the fewest bodies waiting, or -1 when the event loop decodes this one. */
-  private slotFor(encoding: BodyEncoding, body: Buffer, options: ReadOptions): number {
+  private slotFor(encoding: BodyEncoding, body: Buffer, options: BodyOptions): number {
     if (this.closed || this.threads.length === 0 || this.counts.failures >= MAX_FAILURES) return -1;
     if (body.length < this.minBytes || options.forward) return -1;
     if (!this.encodings.includes(encoding) && !(options.markers && this.encodingsWithMarkers.includes(encoding))) return -1;
@@ -229,10 +235,10 @@ export class DecodePool {
     return best;
   }
 
-  private onLoop(job: Pick<Job, 'encoding' | 'signal' | 'body' | 'options'>): Promise<ReadBody> {
+  private onLoop(job: Pick<Job, 'encoding' | 'signal' | 'body' | 'options'>): Promise<MappedBody> {
     this.counts.onLoop++;
     try {
-      return Promise.resolve(readBody(job.encoding, job.signal, job.body, job.options));
+      return Promise.resolve(decodeAndMap(job.encoding, job.signal, job.body, job.options));
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -249,7 +255,7 @@ export class DecodePool {
       thread.pending.delete(answer.id);
       if (thread.pending.size === 0) worker.unref();
       this.counts.onThreads++;
-      if ('read' in answer) job.resolve(answer.read);
+      if ('body' in answer) job.resolve(answer.body);
       else job.reject(errorOf(answer.error));
     });
     const failed = (reason: string) => {

@@ -4,7 +4,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { VigilError, errorMessage } from '../../errors.ts';
-import { readBody } from './decode-pool.ts';
+import { decodeAndMap } from './decode-pool.ts';
 import type { DecodeRequest, DecodeAnswer } from './decode-pool.ts';
 
 parentPort!.on('message', (m: DecodeRequest) => {
@@ -12,7 +12,7 @@ parentPort!.on('message', (m: DecodeRequest) => {
   try {
     const body = Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength);
     const { forward, markers, nowMs } = m.options;
-    answer = { id: m.id, read: readBody(m.encoding, m.signal, body, { forward, markers, now: () => nowMs }) };
+    answer = { id: m.id, body: decodeAndMap(m.encoding, m.signal, body, { forward, markers, now: () => nowMs }) };
   } catch (err) {
     answer =
       err instanceof VigilError

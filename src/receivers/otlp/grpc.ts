@@ -21,10 +21,10 @@ import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listenError, warnIfExposed } from '../../internal/listen.ts';
 import { admissionRefusal, type Held } from './admission.ts';
-import { exportRead, refusalOf } from './ingest.ts';
+import { exportMapped, refusalOf } from './ingest.ts';
 import type { OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
-import { readWith, type ReadBody } from './decode-pool.ts';
+import { decodeAndMapWith, type MappedBody } from './decode-pool.ts';
 
 /** How long shutdown waits for in-flight calls before cancelling them. */
 export const GRPC_SHUTDOWN_GRACE_MS = 5_000;
@@ -222,17 +222,17 @@ export class OtlpGrpcServer {
     }
     const consumer = consumers[signal];
     if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
-    let input: ReadBody;
+    let input: MappedBody;
     try {
       const options = { forward: this.options.forward?.[signal] === true, markers: this.options.markers?.[signal] === true, now: this.options.now };
-      input = await readWith(this.options.decoder, 'protobuf', signal, call.request, options);
+      input = await decodeAndMapWith(this.options.decoder, 'protobuf', signal, call.request, options);
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
       throw err;
     }
     let outcome;
     try {
-      outcome = await exportRead(signal, input, consumer, counters, 'grpc');
+      outcome = await exportMapped(signal, input, consumer, counters, 'grpc');
     } catch (err) {
       const refusal = refusalOf(err);
       if (refusal.reason === 'backpressure') throw new Refused(GrpcStatus.RESOURCE_EXHAUSTED, refusal.message, GRPC_RETRY_AFTER_SECONDS);

@@ -20,10 +20,10 @@ import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import { admissionRefusal, type Held } from './admission.ts';
-import { exportRead, refusalOf } from './ingest.ts';
+import { exportMapped, refusalOf } from './ingest.ts';
 import type { ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
-import { readWith, type ReadBody } from './decode-pool.ts';
+import { decodeAndMapWith, type MappedBody } from './decode-pool.ts';
 
 /** How long shutdown waits for in-flight requests before closing their connections. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -188,17 +188,17 @@ export class OtlpHttpServer {
       const body = await readBody(req, this.options.maxBodySize, compression);
       // A gzip or chunked body was admitted for the body limit; it holds what it took.
       held.shrinkTo(body.length);
-      let input: ReadBody;
+      let input: MappedBody;
       try {
         const options = { forward: this.options.forward?.[signal] === true, markers: this.options.markers?.[signal] === true, now: this.options.now };
-        input = await readWith(this.options.decoder, bodyEncoding, signal, body, options);
+        input = await decodeAndMapWith(this.options.decoder, bodyEncoding, signal, body, options);
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
         throw err;
       }
       let outcome: ExportOutcome;
       try {
-        outcome = await exportRead(signal, input, consumer, counters, PROTOCOLS[bodyEncoding]);
+        outcome = await exportMapped(signal, input, consumer, counters, PROTOCOLS[bodyEncoding]);
       } catch (err) {
         const refusal = refusalOf(err);
         if (refusal.reason === 'backpressure') {

@@ -11,7 +11,7 @@ import { VigilError, errorMessage } from '../../errors.ts';
 import { summarize } from './normalized.ts';
 import type { DecodeStats } from './normalized.ts';
 import type { Logger } from '../../logger.ts';
-import type { DecodePool, ReadBody } from './decode-pool.ts';
+import type { DecodePool, MappedBody } from './decode-pool.ts';
 import type { Admission } from './admission.ts';
 
 /** The wire protocols of the receiver, as counted in its stats. */
@@ -148,11 +148,17 @@ export interface ExportOutcome {
 }
 
 /**
- * Hands the events of a body as read (decode-pool.ts `readBody`: decoded and mapped) to the
+ * Hands the events of a body decoded and mapped (decode-pool.ts `decodeAndMap`) to the
  * consumer; resolves once they are durably appended. A consumer rejection propagates (the
  * transport answers with a refusal) and nothing is counted as accepted.
  */
-export async function exportRead(signal: Signal, input: ReadBody, consumer: IngestConsumer, counters: OtlpCounters, protocol: OtlpProtocol): Promise<ExportOutcome> {
+export async function exportMapped(
+  signal: Signal,
+  input: MappedBody,
+  consumer: IngestConsumer,
+  counters: OtlpCounters,
+  protocol: OtlpProtocol,
+): Promise<ExportOutcome> {
   const decodeStats: DecodeStats = input.stats;
   const mapped = input.mapped;
   // The sessions named by every record of the request, kept or not: their traces' other records take them.
