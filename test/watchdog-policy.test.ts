@@ -18,7 +18,7 @@ import type { PageCommit } from '../src/store/types.ts';
 import fc from 'fast-check';
 import { withNewest } from '../src/processors/watchdog/policy.ts';
 import { checkProperty } from './helpers/random.ts';
-import { ERRORS, T0, failure, marker, simulate } from './helpers/watchdog.ts';
+import { ERRORS, T0, failure, marker, simulate, type Sim } from './helpers/watchdog.ts';
 
 /** A WatchdogStateView over maps that answers synchronously, and applies commits as a store would (versions checked). */
 function mapState() {
@@ -267,51 +267,36 @@ describe('watchdog policy through the pipeline runner (virtual clock, memory sto
   // the chain's good outcome, whichever is judged first. The JS SDK times a span from Date.now() at
   // its start (whole milliseconds) plus the monotonic clock's duration, so a child span's end can
   // read up to a millisecond after its parent's: the failure comes after its own turn's end.
-  test("the retry's run fails: its failed model request timed 1 ms after its own turn.end, in one page", async () => {
-    const sim = await simulate();
-    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
-    await sim.until(T0 + 60_000);
-    await sim.send(failure({ run: 'R2', time: T0 + 70_001, ...ERRORS.server }), marker('turn.end', 'R2', T0 + 70_000, { status: 'ok' }));
-    await sim.until(T0 + 600_000);
-    assert.deepEqual(
-      sim.events().map((e) => [e.request_id, e.retried]),
-      [
-        ['watchdog-retry:R1', false],
-        ['watchdog-report:R1', true],
-      ],
-    );
-  });
-
-  test("the retry's run fails: its own turn.end in the failure's millisecond, listed first, does not end the chain", async () => {
-    const sim = await simulate();
-    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
-    await sim.until(T0 + 60_000);
-    await sim.send(marker('turn.end', 'R2', T0 + 70_000, { status: 'ok' }), failure({ run: 'R2', time: T0 + 70_000, ...ERRORS.server }));
-    await sim.until(T0 + 600_000);
-    assert.deepEqual(
-      sim.events().map((e) => [e.request_id, e.retried]),
-      [
-        ['watchdog-retry:R1', false],
-        ['watchdog-report:R1', true],
-      ],
-    );
-  });
-
-  test("the retry's run fails: its turn.end judged a page before its failure does not end the chain", async () => {
-    const sim = await simulate();
-    await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
-    await sim.until(T0 + 60_000);
-    await sim.send(marker('turn.end', 'R2', T0 + 70_001, { status: 'ok' }));
-    await sim.send(failure({ run: 'R2', time: T0 + 70_000, ...ERRORS.server }));
-    await sim.until(T0 + 600_000);
-    assert.deepEqual(
-      sim.events().map((e) => [e.request_id, e.retried]),
-      [
-        ['watchdog-retry:R1', false],
-        ['watchdog-report:R1', true],
-      ],
-    );
-  });
+  const retriedRunFails: Array<[string, Array<Parameters<Sim['send']>>]> = [
+    [
+      'its failed model request timed 1 ms after its own turn.end, in one page',
+      [[failure({ run: 'R2', time: T0 + 70_001, ...ERRORS.server }), marker('turn.end', 'R2', T0 + 70_000, { status: 'ok' })]],
+    ],
+    [
+      "its own turn.end in the failure's millisecond, listed first",
+      [[marker('turn.end', 'R2', T0 + 70_000, { status: 'ok' }), failure({ run: 'R2', time: T0 + 70_000, ...ERRORS.server })]],
+    ],
+    [
+      'its turn.end judged a page before its failure',
+      [[marker('turn.end', 'R2', T0 + 70_001, { status: 'ok' })], [failure({ run: 'R2', time: T0 + 70_000, ...ERRORS.server })]],
+    ],
+  ];
+  for (const [order, pages] of retriedRunFails) {
+    test(`the retry's run fails, ${order}: the chain is reported, not retried again`, async () => {
+      const sim = await simulate();
+      await sim.send(failure({ run: 'R1', time: T0, ...ERRORS.server }));
+      await sim.until(T0 + 60_000);
+      for (const page of pages) await sim.send(...page);
+      await sim.until(T0 + 600_000);
+      assert.deepEqual(
+        sim.events().map((e) => [e.request_id, e.retried]),
+        [
+          ['watchdog-retry:R1', false],
+          ['watchdog-report:R1', true],
+        ],
+      );
+    });
+  }
 
   test('a finished turn after the retry ends the chain: a later failure of another run starts a new one', async () => {
     const sim = await simulate();
