@@ -92,7 +92,7 @@ export function ackMetrics(acks: readonly AckDurations[]): ComponentMetric[] {
 export function decodeMetrics(stats: DecodePoolStats | undefined): ComponentMetric[] {
   if (!stats) return [];
   const help =
-    'Request bodies the decode pool was given (decode_threads > 0), by where they were decoded: on a thread, or on the event loop (OTLP/protobuf, small and forwarded bodies, full queues, failed threads).';
+    'Request bodies the decode pool was given (decode_threads > 0), by where they were decoded and mapped: on a thread, or on the event loop (OTLP/protobuf without activity markers to map, small and forwarded bodies, full queues, failed threads).';
   return [
     { name: 'vigil_receiver_decoded_bodies_total', type: 'counter', help, labels: { on: 'thread' }, value: stats.onThreads },
     { name: 'vigil_receiver_decoded_bodies_total', type: 'counter', help, labels: { on: 'event_loop' }, value: stats.onLoop },
