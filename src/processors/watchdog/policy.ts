@@ -47,7 +47,7 @@ export interface ConversationFacts {
    * the agent caught the failure, and its failure may be judged after its end (a log record in the
    * other pipeline, a span exported late): it is the chain failing again, not a new chain.
    */
-  closed?: { by: string; ms: number; chain: RetryCheckpoint } | null;
+  closed: { by: string; ms: number; chain: RetryCheckpoint } | null;
 }
 
 export const MAX_TOOLS = 8;
@@ -169,8 +169,11 @@ function onActivity(state: ConversationState, a: ActivityObservation, opts: Poli
   fx.factsChanged = true;
   const isEnd = a.activity === 'turn.end';
   if (isEnd) {
-    const ends = f.ends.some((e) => e.run === a.run && e.ms <= a.time) ? f.ends.filter((e) => e.run !== a.run || e.ms > a.time) : f.ends;
-    f.ends = withNewest(ends, { run: a.run, ms: a.time }, MAX_ENDS);
+    f.ends = withNewest(
+      f.ends.filter((e) => e.run !== a.run || e.ms > a.time),
+      { run: a.run, ms: a.time },
+      MAX_ENDS,
+    );
     if (a.title) f.title = a.title.slice(0, 200);
     if (a.lastActivityMs !== undefined) f.activity_ms = Math.max(f.activity_ms ?? -Infinity, a.lastActivityMs);
     if (a.lastTool) addTool(f, a.lastTool.name, a.lastTool.ms);

@@ -57,8 +57,9 @@ export interface OtlpReceiverConfig {
     bearer_token: string;
   };
   /**
-   * Worker threads that decode large OTLP/JSON request bodies (decode-pool.ts); 0 decodes every
-   * body on the event loop. Default: 1 where the machine has 2 or more CPUs, else 0 (defaultDecodeThreads).
+   * Worker threads that decode and map large OTLP/JSON request bodies, and OTLP/protobuf ones whose
+   * signal's pipelines want activity markers (decode-pool.ts); 0 reads every body on the event loop.
+   * Default: 1 where the machine has 2 or more CPUs, else 0 (defaultDecodeThreads).
    */
   decode_threads?: number;
   /** Bytes of requests held at once and waiting, in MiB (admission.ts); request_limit_mib 0 turns it off. */

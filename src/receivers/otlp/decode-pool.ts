@@ -93,8 +93,8 @@ export interface MappedBody {
 /** Decodes and maps a body, on the thread that calls it (the event loop, or a decode thread). */
 export function decodeAndMap(encoding: BodyEncoding, signal: Signal, body: Buffer, options: BodyOptions): MappedBody {
   const decoded = decodeBody(encoding, signal, body, { skipIrrelevant: !options.forward, markers: options.markers });
-  const mapOptions = { now: options.now, forward: options.forward, markers: options.markers };
-  const mapped = signal === 'traces' ? mapTraces(decoded.groups as NormalizedTraces[], mapOptions) : mapLogs(decoded.groups as NormalizedLogs[], mapOptions);
+  // The mapping's options are these choices as they are (mapping.ts MapOptions).
+  const mapped = signal === 'traces' ? mapTraces(decoded.groups as NormalizedTraces[], options) : mapLogs(decoded.groups as NormalizedLogs[], options);
   return { stats: decoded.stats, skipped: decoded.skipped, sessions: decoded.sessions, mapped };
 }
 
@@ -118,13 +118,13 @@ export interface DecodeRequest {
   options: Omit<BodyOptions, 'now'> & { nowMs: number };
 }
 
-/** A thread's answer: the body as read, or the decoder's error. */
+/** A thread's answer: the body decoded and mapped, or the decoder's error. */
 export type DecodeAnswer = { id: number; body: MappedBody } | { id: number; error: { code?: VigilErrorCode; message: string; transient?: boolean; stack?: string } };
 
 export interface DecodePoolStats {
   /** Bodies decoded on a thread. */
   onThreads: number;
-  /** Bodies decoded on the event loop (small, forwarded, queues full, or a thread failed). */
+  /** Bodies decoded on the event loop (small, forwarded, protobuf without markers, queues full, or a thread failed). */
   onLoop: number;
   /** Threads that stopped or failed while in use. */
   failures: number;

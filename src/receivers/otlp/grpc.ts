@@ -21,7 +21,7 @@ import { BearerAuth } from '../../internal/bearer.ts';
 import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listenError, warnIfExposed } from '../../internal/listen.ts';
 import { admissionRefusal, type Held } from './admission.ts';
-import { exportMapped, refusalOf } from './ingest.ts';
+import { bodyOptions, exportMapped, refusalOf } from './ingest.ts';
 import type { OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
 import { decodeAndMapWith, type MappedBody } from './decode-pool.ts';
@@ -224,8 +224,7 @@ export class OtlpGrpcServer {
     if (!consumer) throw new Refused(GrpcStatus.UNIMPLEMENTED, `no pipeline consumes ${signal} from receiver '${id}'; add it to a ${signal} pipeline`);
     let input: MappedBody;
     try {
-      const options = { forward: this.options.forward?.[signal] === true, markers: this.options.markers?.[signal] === true, now: this.options.now };
-      input = await decodeAndMapWith(this.options.decoder, 'protobuf', signal, call.request, options);
+      input = await decodeAndMapWith(this.options.decoder, 'protobuf', signal, call.request, bodyOptions(this.options, signal));
     } catch (err) {
       if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(GrpcStatus.INVALID_ARGUMENT, err.message);
       throw err;

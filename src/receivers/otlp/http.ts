@@ -20,7 +20,7 @@ import { formatHostPort, parseEndpoint } from '../../internal/endpoint.ts';
 import { listen, warnIfExposed } from '../../internal/listen.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import { admissionRefusal, type Held } from './admission.ts';
-import { exportMapped, refusalOf } from './ingest.ts';
+import { bodyOptions, exportMapped, refusalOf } from './ingest.ts';
 import type { ExportOutcome, OtlpProtocol, OtlpTransportOptions } from './ingest.ts';
 import { encodeExportResponse, encodeStatus } from './protobuf.ts';
 import { decodeAndMapWith, type MappedBody } from './decode-pool.ts';
@@ -190,8 +190,7 @@ export class OtlpHttpServer {
       held.shrinkTo(body.length);
       let input: MappedBody;
       try {
-        const options = { forward: this.options.forward?.[signal] === true, markers: this.options.markers?.[signal] === true, now: this.options.now };
-        input = await decodeAndMapWith(this.options.decoder, bodyEncoding, signal, body, options);
+        input = await decodeAndMapWith(this.options.decoder, bodyEncoding, signal, body, bodyOptions(this.options, signal));
       } catch (err) {
         if (err instanceof VigilError && err.code === 'VIGIL_PAYLOAD_INVALID') throw new Refused(400, RPC.INVALID_ARGUMENT, err.message);
         throw err;

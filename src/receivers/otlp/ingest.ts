@@ -11,7 +11,7 @@ import { VigilError, errorMessage } from '../../errors.ts';
 import { summarize } from './normalized.ts';
 import type { DecodeStats } from './normalized.ts';
 import type { Logger } from '../../logger.ts';
-import type { DecodePool, MappedBody } from './decode-pool.ts';
+import type { BodyOptions, DecodePool, MappedBody } from './decode-pool.ts';
 import type { Admission } from './admission.ts';
 
 /** The wire protocols of the receiver, as counted in its stats. */
@@ -145,6 +145,11 @@ export interface ExportOutcome {
   irrelevant: number;
   appended: number;
   duplicates: number;
+}
+
+/** How a transport's bodies of `signal` are decoded and mapped: forwarded or not, with markers or not, on its clock. */
+export function bodyOptions(options: Pick<OtlpTransportOptions, 'forward' | 'markers' | 'now'>, signal: Signal): BodyOptions {
+  return { forward: options.forward?.[signal] === true, markers: options.markers?.[signal] === true, now: options.now };
 }
 
 /**

@@ -85,9 +85,10 @@ export function ackMetrics(acks: readonly AckDurations[]): ComponentMetric[] {
 }
 
 /**
- * Where the decode pool (`decode_threads` > 0) decoded the bodies it was given, and how many of its
- * threads failed; nothing without a pool. Says whether the thread is in use: OTLP/protobuf, small
- * and forwarded bodies, and bodies past a full queue or a failed thread, stay on the event loop.
+ * Where the decode pool (`decode_threads` > 0) decoded and mapped the bodies it was given, and how
+ * many of its threads failed; nothing without a pool. Says whether the thread is in use: OTLP/
+ * protobuf without markers to map, small and forwarded bodies, and bodies past a full queue or a
+ * failed thread, stay on the event loop.
  */
 export function decodeMetrics(stats: DecodePoolStats | undefined): ComponentMetric[] {
   if (!stats) return [];
