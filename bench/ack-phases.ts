@@ -8,8 +8,10 @@
  * - the wait for the WAL's sync (off the event loop, group-committed with the other writes);
  * - from the sync to the end of the answer.
  *
- * Then the WAL's syncs (how long each fdatasync took, as the store's sync worker timed it, and how
- * late the event loop handled each one's report: README, Performance, round 38), and the client's
+ * Then the store's calls on the event loop (each call's own time, a request's share: README,
+ * Performance, round 42), the WAL's syncs (how long each fdatasync took, as the store's sync
+ * worker timed it, and how late the event loop handled each one's report: README, Performance,
+ * round 38), and the client's
  * slowest 1% joined to vigil's times by request number (bench/ack-join.ts): how late the client
  * sent each, how long it waited for vigil's handler, the handler's time and its wait for the sync,
  * the longest sync it waited behind, and the way back (README, Performance, round 37).
@@ -96,6 +98,42 @@ interface PendingAppend {
   request?: Request;
 }
 const store = SqliteStore.prototype as unknown as Wrapped;
+// The store's calls as the event loop runs them: each call's synchronous part (its statements, a
+// commit's transaction, the JSON to and from its rows), not its wait for the disk. Wall time, so a
+// collection or a lost CPU inside a call counts: what the loop could not do meanwhile.
+const STORE_CALLS = [
+  'commitAppends',
+  'commit',
+  'readPage',
+  'readOutbox',
+  'ackOutbox',
+  'loadState',
+  'loadGroups',
+  'loadTurns',
+  'lookupRevisions',
+  'backlog',
+  'dueTimers',
+  'append',
+];
+const storeCalls = new Map<string, { n: number; ms: number; max: number }>();
+for (const name of STORE_CALLS) {
+  const call = store[name]!;
+  store[name] = function (this: unknown, ...a: unknown[]) {
+    const t0 = performance.now();
+    try {
+      return call.apply(this, a);
+    } finally {
+      if (measuring) {
+        const ms = performance.now() - t0;
+        const c = storeCalls.get(name) ?? { n: 0, ms: 0, max: 0 };
+        c.n++;
+        c.ms += ms;
+        c.max = Math.max(c.max, ms);
+        storeCalls.set(name, c);
+      }
+    }
+  };
+}
 const append = store.append!;
 store.append = function (this: { appends: PendingAppend[] }, ...a: unknown[]) {
   const r = current.getStore();
@@ -226,6 +264,17 @@ console.log(
   `main thread: ${cpuMs === undefined ? 'CPU n/a (no /proc/thread-self)' : `CPU ${(cpuMs / 1000).toFixed(1)} s, ${(cpuMs / requestsMeasured).toFixed(2)} ms a request`}` +
     `${waitMs === undefined ? '' : `; waited ${(waitMs / 1000).toFixed(2)} s for a CPU (run queue)`}. ` +
     `Machine: ${describeMachineTimes(machineFrom, machineTo)} over the measured time; ${describeCalibrations(speedBefore, speedAfter)}`,
+);
+const storeMs = [...storeCalls.values()].reduce((sum, c) => sum + c.ms, 0);
+console.log(
+  `the store's calls on the event loop (each call's own time, its wait for the disk not included): ${(storeMs / requestsMeasured).toFixed(2)} ms a request` +
+    `${cpuMs === undefined ? '' : `, against the main thread's ${(cpuMs / requestsMeasured).toFixed(2)} ms of CPU`}`,
+);
+console.log(
+  `  ${[...storeCalls]
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .map(([name, c]) => `${name} ${(c.n / requestsMeasured).toFixed(2)} a request, ${(c.ms / requestsMeasured).toFixed(2)} ms (longest ${c.max.toFixed(1)})`)
+    .join('; ')}`,
 );
 // With a few hundred latencies a p99 is a handful of requests: printed with its interval, as bench:ingest does.
 const latencies = [...result.latencies].sort((x, y) => x - y);
