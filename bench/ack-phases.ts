@@ -11,10 +11,10 @@
  * Then the store's calls on the event loop (each call's own time, a request's share: README,
  * Performance, round 42), the WAL's syncs (how long each fdatasync took, as the store's sync
  * worker timed it, and how late the event loop handled each one's report: README, Performance,
- * round 38), and the client's
- * slowest 1% joined to vigil's times by request number (bench/ack-join.ts): how late the client
- * sent each, how long it waited for vigil's handler, the handler's time and its wait for the sync,
- * the longest sync it waited behind, and the way back (README, Performance, round 37).
+ * round 38), and the client's slowest 1% joined to vigil's times by request number
+ * (bench/ack-join.ts): how late the client sent each, how long it waited for vigil's handler, the
+ * handler's time and its wait for the sync, the longest sync it waited behind, and the way back
+ * (README, Performance, round 37).
  *
  * With the bench's configuration a request makes one append (its batch goes straight to its
  * pipeline); a request that made two (records waiting in the correlation log) is timed by its last.
@@ -78,6 +78,22 @@ const epoch = (t: number) => performance.timeOrigin + t;
 const requests: Request[] = [];
 let measuring = false;
 
+/** Count, total, longest and how many of 10 ms or more, of the durations added under one name. */
+interface Tally {
+  n: number;
+  ms: number;
+  max: number;
+  over10: number;
+}
+function tally(tallies: Map<string, Tally>, name: string, ms: number): void {
+  let t = tallies.get(name);
+  if (!t) tallies.set(name, (t = { n: 0, ms: 0, max: 0, over10: 0 }));
+  t.n++;
+  t.ms += ms;
+  t.max = Math.max(t.max, ms);
+  if (ms >= 10) t.over10++;
+}
+
 // The wrapped methods are private: reached through the prototypes, as any outside probe would.
 type Wrapped = Record<string, (...a: unknown[]) => unknown>;
 const receiver = OtlpHttpServer.prototype as unknown as Wrapped;
@@ -115,7 +131,7 @@ const STORE_CALLS = [
   'dueTimers',
   'append',
 ];
-const storeCalls = new Map<string, { n: number; ms: number; max: number }>();
+const storeCalls = new Map<string, Tally>();
 for (const name of STORE_CALLS) {
   const call = store[name]!;
   store[name] = function (this: unknown, ...a: unknown[]) {
@@ -123,14 +139,7 @@ for (const name of STORE_CALLS) {
     try {
       return call.apply(this, a);
     } finally {
-      if (measuring) {
-        const ms = performance.now() - t0;
-        const c = storeCalls.get(name) ?? { n: 0, ms: 0, max: 0 };
-        c.n++;
-        c.ms += ms;
-        c.max = Math.max(c.max, ms);
-        storeCalls.set(name, c);
-      }
+      if (measuring) tally(storeCalls, name, performance.now() - t0);
     }
   };
 }
@@ -199,7 +208,7 @@ let gcMs = 0;
 let gcCount = 0;
 // By kind (minor: the young generation's scavenges; major: mark-compact's pauses; incremental
 // marking's steps; weak callbacks), with each kind's longest: one long pause can hold the p99.
-const gcKinds = new Map<string, { n: number; ms: number; max: number; over10: number }>();
+const gcKinds = new Map<string, Tally>();
 const GC_KIND: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weak callbacks' };
 const gc = new PerformanceObserver((list) => {
   if (!measuring) return;
@@ -207,12 +216,7 @@ const gc = new PerformanceObserver((list) => {
     gcMs += e.duration;
     gcCount++;
     const kind = GC_KIND[(e as { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
-    const k = gcKinds.get(kind) ?? { n: 0, ms: 0, max: 0, over10: 0 };
-    k.n++;
-    k.ms += e.duration;
-    k.max = Math.max(k.max, e.duration);
-    if (e.duration >= 10) k.over10++;
-    gcKinds.set(kind, k);
+    tally(gcKinds, kind, e.duration);
   }
 });
 gc.observe({ entryTypes: ['gc'] });
