@@ -488,6 +488,47 @@ const CASES: Case[] = [
     category: 'network',
     temporary: true,
   },
+  // The SDKs' own exception names, and a DNS failure as Node.js words it: matched as words.
+  {
+    name: 'openai-python NotFoundError (no status in the text)',
+    facts: { error: 'Resource not found', errorType: 'NotFoundError', provider: 'openai' },
+    category: 'model_not_found',
+    temporary: false,
+  },
+  {
+    name: 'openai-node NotFoundError, qualified',
+    facts: { error: 'openai.NotFoundError: Resource not found', provider: 'azure.ai.openai' },
+    category: 'model_not_found',
+    temporary: false,
+  },
+  {
+    name: 'Node.js DNS failure ENOTFOUND',
+    facts: { error: 'getaddrinfo ENOTFOUND api.anthropic.com', provider: 'anthropic' },
+    category: 'network',
+    temporary: true,
+  },
+  // A model call that failed in the agent's own code (a local exception recorded on the chat
+  // span): Python's FileNotFoundError and ModuleNotFoundError hold `notfounderror` and `enotfound`
+  // inside them, and are neither a missing model nor a DNS failure. No row knows them.
+  {
+    name: "Python FileNotFoundError raised inside a model call: no known cause, not 'model not found'",
+    facts: {
+      error: "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'",
+      errorType: 'FileNotFoundError',
+      provider: 'openai',
+      model: 'gpt-4o',
+    },
+    category: 'incomplete_response',
+    temporary: true,
+    hint: /without a known cause/,
+  },
+  {
+    name: "Python ModuleNotFoundError raised inside a model call: no known cause, not 'model not found'",
+    facts: { error: "ModuleNotFoundError: No module named 'tiktoken'", errorType: 'ModuleNotFoundError', provider: 'openai' },
+    category: 'incomplete_response',
+    temporary: true,
+    hint: /without a known cause/,
+  },
 ];
 
 describe("watchdog diagnosis: one table, the providers' real texts", () => {

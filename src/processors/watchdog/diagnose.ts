@@ -173,7 +173,7 @@ const TABLE: readonly Row[] = [
     test: (f) =>
       f.status === 404 ||
       has(
-        /model_not_found|deploymentnotfound|deployment for this resource does not exist|model \S+ (does not exist|not found)|unknown model|notfounderror|resourcenotfoundexception/,
+        /model_not_found|deploymentnotfound|deployment for this resource does not exist|model \S+ (does not exist|not found)|unknown model|\bnotfounderror|resourcenotfoundexception/,
       )(f),
     hint: (f) => `${f.model ? `The model ${f.model}` : 'The model'} does not exist at ${f.provider} or is not available to you: check the model name`,
   },
@@ -210,7 +210,7 @@ const TABLE: readonly Row[] = [
     test: (f) =>
       f.status === 408 ||
       has(
-        /apiconnectionerror|apiconnectiontimeouterror|connection error|econnreset|econnrefused|etimedout|enotfound|eai_again|socket hang up|fetch failed|timed out|timeout|network error|stream disconnected|api error \(no response\)|no response/,
+        /apiconnectionerror|apiconnectiontimeouterror|connection error|econnreset|econnrefused|etimedout|\benotfound|eai_again|socket hang up|fetch failed|timed out|timeout|network error|stream disconnected|api error \(no response\)|no response/,
       )(f),
     hint: (f) => `The connection to ${f.provider} failed or the stream was cut off: check the network; retrying usually works`,
   },
