@@ -1,10 +1,16 @@
 /**
- * The payloads of `npm run bench:ingest`: OTLP trace export requests of realistic agent spans (model
- * calls, tool calls, agent turns with GenAI attributes; one span in 32 failed, with an exception
- * event and a Python traceback), encoded as OTLP/JSON and as OTLP/protobuf by the independent codec
- * (the 0.214.0 otlp-transformer's generated protobufjs root), with the offsets of a per-request
- * trace id prefix so every request can carry fresh trace ids, and of every timestamp so every
- * request can carry current times (as an SDK's export does: records arrive about in time order).
+ * The payloads of `npm run bench:ingest`: OTLP trace export requests of realistic agent spans
+ * (model calls, tool calls, agent turns with GenAI attributes; one span in 32, a model call, failed
+ * with OpenAI's 404 model_not_found: an exception event and a Python traceback), encoded as
+ * OTLP/JSON and as OTLP/protobuf by the independent codec (the 0.214.0 otlp-transformer's generated
+ * protobufjs root), with the offsets of a per-request trace id prefix so every request can carry
+ * fresh trace ids, and of every timestamp so every request can carry current times (as an SDK's
+ * export does: records arrive about in time order).
+ *
+ * Until round 43 the failed model calls carried a Python FileNotFoundError from a tool's code,
+ * which the watchdog's table took for a missing model (a substring match, fixed then). Those
+ * bodies were 1.7% (JSON) and 3.5% (protobuf) smaller: 434,567 and 208,627 bytes for 512 spans,
+ * against 441,975 and 216,115. Both are processed alike: sixteen model_not_found reports a request.
  */
 import { randomBytes } from 'node:crypto';
 import root0214 from 'otlp-transformer-0214/build/src/generated/root.js';
@@ -33,13 +39,16 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
   const times = new Set<bigint>();
   const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
   const int = (key: string, value: number) => ({ key, value: { intValue: value } });
+  // The failed model call, as openai-python raises it and its instrumentation records it.
+  const failure =
+    "Error code: 404 - {'error': {'message': 'The model `gpt-4o` does not exist or you do not have access to it.', 'type': 'invalid_request_error', 'param': None, 'code': 'model_not_found'}}";
   const traceback = [
     'Traceback (most recent call last):',
-    '  File "/srv/agent/tools/run.py", line 48, in execute',
-    '    result = handler(**arguments)',
-    '  File "/srv/agent/tools/files.py", line 17, in read_file',
-    '    with open(path) as f:',
-    "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'",
+    '  File "/srv/agent/llm.py", line 48, in complete',
+    '    response = client.chat.completions.create(**request)',
+    '  File "/usr/lib/python3.12/site-packages/openai/_base_client.py", line 1047, in request',
+    '    raise self._make_status_error_from_response(err.response) from None',
+    `openai.NotFoundError: ${failure}`,
   ].join('\n');
 
   // Turns of 16 spans: invoke_agent → chat ×6, execute_tool ×6, retrieval ×3; one trace per turn.
@@ -100,11 +109,7 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
           {
             name: 'exception',
             timeUnixNano: String(end - 1000n),
-            attributes: [
-              str('exception.type', 'FileNotFoundError'),
-              str('exception.message', "[Errno 2] No such file or directory: '/workspace/notes.md'"),
-              str('exception.stacktrace', traceback),
-            ],
+            attributes: [str('exception.type', 'openai.NotFoundError'), str('exception.message', failure), str('exception.stacktrace', traceback)],
           },
         ]
       : [];
@@ -116,7 +121,7 @@ export function buildPayloads(spans: number): { json: Payload; protobuf: Payload
       endTimeUnixNano: String(end),
       attributes,
       events,
-      status: failed ? { code: 2, message: "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/notes.md'" } : { code: 1 },
+      status: failed ? { code: 2, message: failure } : { code: 1 },
     };
     const parent = position === 0 ? undefined : agentSpan;
     jsonSpans.push({ traceId, spanId, ...(parent ? { parentSpanId: parent } : {}), ...common });
