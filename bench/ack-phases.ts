@@ -3,7 +3,11 @@
  * vigil as `bench:ingest` runs it (classify → watchdog → recurrence, durable appends), an open-loop
  * client in a worker thread at a fixed rate, and each request's time inside vigil cut into phases:
  *
- * - to the append: the body read, decoded and mapped, until the store takes the append;
+ * - to the append: the body read, decoded and mapped, until the store takes the append; where a
+ *   decode thread took the body, cut again: the body read, its wait for the thread, the thread's
+ *   decode and mapping (and its wait for a CPU meanwhile), the answer's wait for the event loop
+ *   (bench/decode-worker-timed.ts runs vigil's worker and stamps its answers: README, Performance,
+ *   round 43);
  * - the wait for the group commit's turn (a setImmediate), and the commit's transaction itself;
  * - the wait for the WAL's sync (off the event loop, group-committed with the other writes);
  * - from the sync to the end of the answer.
@@ -38,6 +42,8 @@ import { performance, PerformanceObserver, type EventLoopUtilization } from 'nod
 import { OtlpHttpServer } from '../src/receivers/otlp/http.ts';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
 import { WalSyncer } from '../src/store/sqlite/wal-syncer.ts';
+import { DecodePool } from '../src/receivers/otlp/decode-pool.ts';
+import type { DecodeThreadTimes } from './decode-worker-timed.ts';
 import { describeFailures, describeV8, load, loadSpec, startVigil } from './harness.ts';
 import { buildPayloads } from './otlp-payloads.ts';
 import { calibrate, describeCalibrations, describeMachineTimes, machineTimes, threadTimes, type MachineTimes, type ThreadTimes } from './machine-speed.ts';
@@ -67,6 +73,12 @@ interface Request {
   /** The client's number for it (its x-bench-request header). */
   n?: number;
   start: number;
+  /** The body read whole, handed to the decode pool. */
+  bodyRead?: number;
+  /** On the decode thread: when its decode and mapping began and ended, and its wait for a CPU meanwhile (decode-worker-timed.ts). */
+  thread?: NonNullable<DecodeThreadTimes['threadTimes']>;
+  /** The pool's answer (the body decoded and mapped) taken on the event loop. */
+  decoded?: number;
   submitted?: number;
   commitStart?: number;
   commitEnd?: number;
@@ -109,6 +121,30 @@ receiver.handle = function (this: unknown, ...a: unknown[]) {
       r.end = performance.now();
     }
   });
+};
+// The decode pool's threads run vigil's worker inside bench/decode-worker-timed.ts, which stamps
+// each answer with the thread's times; the pool's answer is taken where it resolves.
+const pool = DecodePool.prototype as unknown as Wrapped;
+const TIMED_WORKER = new URL('./decode-worker-timed.ts', import.meta.url).href;
+const startThread = pool.start!;
+pool.start = function (this: { workerUrl: string }, ...a: unknown[]) {
+  this.workerUrl = TIMED_WORKER;
+  return startThread.apply(this, a);
+};
+const decodeAndMap = pool.decodeAndMap!;
+pool.decodeAndMap = function (this: unknown, ...a: unknown[]) {
+  const r = current.getStore();
+  if (r) r.bodyRead = performance.now();
+  const done = decodeAndMap.apply(this, a) as Promise<DecodeThreadTimes>;
+  if (r)
+    done.then(
+      (body) => {
+        r.decoded = performance.now();
+        r.thread = body.threadTimes;
+      },
+      () => undefined,
+    );
+  return done;
 };
 interface PendingAppend {
   request?: Request;
@@ -241,6 +277,12 @@ const quantile = (xs: number[], q: number) => {
 };
 const phases: Array<[string, (r: Request) => number]> = [
   ['read, decode, map', (r) => r.submitted! - r.start],
+  ['  read the body', (r) => (r.bodyRead ?? NaN) - r.start],
+  ['  to the decode thread', (r) => (r.thread?.began ?? NaN) - epoch(r.bodyRead ?? NaN)],
+  ['  decode and map on it', (r) => (r.thread?.ended ?? NaN) - (r.thread?.began ?? NaN)],
+  ['    of which waiting for a CPU', (r) => r.thread?.runQueueMs ?? NaN],
+  ['  back to the event loop', (r) => epoch(r.decoded ?? NaN) - (r.thread?.ended ?? NaN)],
+  ['  to the append', (r) => r.submitted! - (r.decoded ?? NaN)],
   ['wait for the commit turn', (r) => r.commitStart! - r.submitted!],
   ['commit transaction', (r) => r.commitEnd! - r.commitStart!],
   ['wait for the WAL sync', (r) => r.synced! - r.commitEnd!],
@@ -288,11 +330,17 @@ console.log(
     (p99 ? ` (95% ${p99.text}; against the ${ACK_GOAL_MS} ms goal: ${p99.verdict})` : ''),
 );
 if (result.failures > 0) console.log(`  failed: ${describeFailures(result.failureReasons)}`);
-console.log(`${'phase (ms)'.padEnd(26)}     p50      p90      p99   mean of the slowest 1% (${slowest.length} requests)`);
+console.log(`${'phase (ms)'.padEnd(31)}     p50      p90      p99   mean of the slowest 1% (${slowest.length} requests)`);
 for (const [name, of] of phases) {
-  const xs = complete.map(of);
-  const mean = slowest.map(of).reduce((a, b) => a + b, 0) / slowest.length;
-  console.log(`${name.padEnd(26)} ${f(quantile(xs, 0.5))}  ${f(quantile(xs, 0.9))}  ${f(quantile(xs, 0.99))}  ${f(mean)}`);
+  // The decode thread's rows are empty for bodies decoded on the event loop (no thread, or not pooled).
+  const xs = complete.map(of).filter(Number.isFinite);
+  if (xs.length === 0) {
+    console.log(`${name.padEnd(31)}     (no body went to a decode thread)`);
+    continue;
+  }
+  const slow = slowest.map(of).filter(Number.isFinite);
+  const mean = slow.reduce((a, b) => a + b, 0) / slow.length;
+  console.log(`${name.padEnd(31)} ${f(quantile(xs, 0.5))}  ${f(quantile(xs, 0.9))}  ${f(quantile(xs, 0.99))}  ${f(mean)}`);
 }
 
 // The client's slowest 1%, each joined by its number to vigil's times for the same request
