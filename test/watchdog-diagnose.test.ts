@@ -490,13 +490,13 @@ const CASES: Case[] = [
   },
   // The SDKs' own exception names, and a DNS failure as Node.js words it: matched as words.
   {
-    name: 'openai-python NotFoundError (no status in the text)',
+    name: "the SDKs' NotFoundError as the error type (no status in the text)",
     facts: { error: 'Resource not found', errorType: 'NotFoundError', provider: 'openai' },
     category: 'model_not_found',
     temporary: false,
   },
   {
-    name: 'openai-node NotFoundError, qualified',
+    name: 'openai-python NotFoundError as Python prints it, qualified by its module',
     facts: { error: 'openai.NotFoundError: Resource not found', provider: 'azure.ai.openai' },
     category: 'model_not_found',
     temporary: false,
