@@ -9,5 +9,7 @@ export function sourceWorker<T>(main: (data: T, req: NodeJS.Require) => void, da
   // `__name`: the helper a loader that keeps function names (tsx, in the tests) calls around named
   // functions; the worker's source is the function's text alone, without the loader's prelude.
   const source = `var __name = (f) => f; (${main.toString()})(require('node:worker_threads').workerData, require)`;
-  return new Worker(source, { eval: true, workerData: data });
+  // No `execArgv`: the function needs none of the preloads the process was started with (tsx in
+  // the tests; an `--import` instrumentation in production), and each would load into every worker.
+  return new Worker(source, { eval: true, workerData: data, execArgv: [] });
 }

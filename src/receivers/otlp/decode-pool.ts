@@ -245,7 +245,9 @@ export class DecodePool {
   }
 
   private start(slot: number): Thread {
-    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { url: this.workerUrl, loader: LOADER_URL } });
+    // No `execArgv`: the thread loads what it needs itself (LOADER_URL from the sources); a preload
+    // the process was started with (an `--import` instrumentation) would load into every thread.
+    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { url: this.workerUrl, loader: LOADER_URL }, execArgv: [] });
     // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd below).
     worker.unref();
     const thread: Thread = { worker, pending: new Map() };
