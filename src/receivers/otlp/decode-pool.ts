@@ -24,13 +24,14 @@
  * A body decoded on a thread gives exactly what the event loop would (the same functions; an error
  * comes back with its code, message and transient flag), so the receiver answers the same either way.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Signal } from '../../component.ts';
 import { VigilError, errorMessage } from '../../errors.ts';
 import type { VigilErrorCode } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
+import { evalWorker } from '../../internal/source-worker.ts';
 import { decodeLogsJson, decodeTracesJson } from './json.ts';
 import { mapLogs, mapTraces, type MapResult } from './mapping.ts';
 import { decodeLogsProtobuf, decodeTracesProtobuf } from './protobuf.ts';
@@ -245,9 +246,8 @@ export class DecodePool {
   }
 
   private start(slot: number): Thread {
-    // No `execArgv`: the thread loads what it needs itself (LOADER_URL from the sources); a preload
-    // the process was started with (an `--import` instrumentation) would load into every thread.
-    const worker = new Worker(BOOTSTRAP, { eval: true, workerData: { url: this.workerUrl, loader: LOADER_URL }, execArgv: [] });
+    // The thread loads what it needs itself (LOADER_URL from the sources), none of the process's preloads.
+    const worker = evalWorker(BOOTSTRAP, { url: this.workerUrl, loader: LOADER_URL });
     // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd below).
     worker.unref();
     const thread: Thread = { worker, pending: new Map() };
