@@ -244,6 +244,16 @@ describe('sqlite store: the group log', () => {
 });
 
 /** A WAL database with one table, whose writer leaves every checkpoint to the worker (as the store's does). */
+/**
+ * The log's last frame and how far checkpoints have copied it, read from the WAL index (`-shm`)
+ * without checkpointing: the first header's `mxFrame` (byte 16) and the checkpoint info's
+ * `nBackfill` (byte 96), in the machine's byte order (little-endian here).
+ */
+function walIndex(file: string): { mxFrame: number; nBackfill: number } {
+  const shm = readFileSync(`${file}-shm`);
+  return { mxFrame: shm.readUInt32LE(16), nBackfill: shm.readUInt32LE(96) };
+}
+
 function checkpointedTable(file: string): Database.Database {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
@@ -280,14 +290,47 @@ describe('sqlite store: WAL checkpoints in a worker thread', () => {
       assert.deepEqual(await checkpointer.stats(), { passes: 1, afterCommit: 1, restarts: 0, truncates: 0, failures: 0 });
       const before = logStarts();
       // That pass copied every frame, so this commit writes the log from its start; the last
-      // pass saw 2 MB (past 1 MB, an eighth of the bound), so its notice makes another pass.
+      // pass saw 2 MB (past 1 MB, an eighth of the bound), so the commit wakes the worker and
+      // makes another pass.
+      const woken = checkpointer.wakes;
       commit(4);
+      assert.equal(checkpointer.wakes, woken + 1, 'the commit woke the worker');
+      // Its pass runs on that wake alone (no interval, nothing asked of the worker meanwhile).
+      const { mxFrame } = walIndex(file);
+      await waitFor(() => (walIndex(file).nBackfill === mxFrame ? true : undefined), `the woken worker to copy the log's ${mxFrame} frames`, 5_000);
       assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0, truncates: 0, failures: 0 });
       assert.equal(logStarts(), before + 1, 'the log started over');
-      // That pass saw a small log: these notices wait for the interval.
-      commit(4);
-      commit(4);
+      // That pass saw a small log: these commits wait for the interval, and wake nothing meanwhile.
+      const wakes = checkpointer.wakes;
+      for (let i = 0; i < 20; i++) commit(4);
+      assert.equal(checkpointer.wakes, wakes, 'no commit woke the worker');
       assert.deepEqual(await checkpointer.stats(), { passes: 2, afterCommit: 2, restarts: 0, truncates: 0, failures: 0 });
+    } finally {
+      await checkpointer.close();
+      db.close();
+    }
+  });
+
+  test('below an eighth of its bound the log waits for the interval: commits wake nothing, and the next interval copies them', async () => {
+    const file = join(tempDir(), 'ck.db');
+    const db = checkpointedTable(file);
+    const checkpointer = new Checkpointer({ file, busyTimeout: 1000, walLimit: 8 * 1024 * 1024, checkMs: 50, onFailure: (err) => assert.fail(err) });
+    const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+    try {
+      insert.run(Buffer.alloc(4 * 1024, 1));
+      checkpointer.wrote();
+      const first = await checkpointer.stats();
+      const wakes = checkpointer.wakes;
+      // A burst inside one interval, then nothing: its last frames must not wait for a next write.
+      for (let i = 0; i < 10; i++) {
+        insert.run(Buffer.alloc(4 * 1024, 2));
+        checkpointer.wrote();
+      }
+      assert.equal(checkpointer.wakes, wakes, 'no commit woke the worker');
+      const { mxFrame } = walIndex(file);
+      await waitFor(() => (walIndex(file).nBackfill === mxFrame ? true : undefined), `the interval to copy the log's ${mxFrame} frames`, 5_000);
+      const after = await checkpointer.stats();
+      assert.equal(after.afterCommit, first.afterCommit, 'copied by the interval, not after a commit');
     } finally {
       await checkpointer.close();
       db.close();

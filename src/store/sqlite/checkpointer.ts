@@ -27,6 +27,13 @@
  * tried again at each interval: the worker stays. (It used to stop, and the writer checkpointed on
  * its own from then on, every 1,000 pages; on an 8 MB disk that 4 MB log wedged the store.) In a
  * burst the log outgrows these passes, so the writer also looks before each write (room.ts).
+ *
+ * The writer tells of its commits through shared memory: it counts them, and wakes the worker
+ * only while the worker asks to hear of each (the log past an eighth of its bound, or not yet
+ * measured). It used to post a message at every commit, about three a request: each woke the
+ * worker's thread, which on the 2-core VM took the CPU from the event loop or the decode thread
+ * (0.25 ms of the loop's time a request in a CPU profile of `bench:ack-phases`, all in
+ * `postMessage`), to set a flag the interval then read.
  */
 import type * as Fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -77,7 +84,17 @@ interface WorkerData {
   busyTimeout: number;
   walLimit: number;
   checkMs: number;
+  /** Shared with the writer: [COMMITS, ASKS] (see those). */
+  shared: SharedArrayBuffer;
 }
+
+/**
+ * Slots of the shared counts: the writer's commits so far (it adds one at each), and whether the
+ * worker asks to be woken at each commit (1) or reads the count at its interval only (0). The
+ * worker's source uses the numbers themselves: it is its function's text alone.
+ */
+const COMMITS = 0;
+const ASKS = 1;
 
 /**
  * The worker's body, run from its source text (so it needs no file of its own next to the built
@@ -103,13 +120,16 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
     }
   };
   const stats: CheckpointStats = { passes: 0, afterCommit: 0, restarts: 0, truncates: 0, failures: 0 };
+  const shared = new Int32Array(data.shared);
+  // The writer's commits read so far: a count that moved since means the log has pages to copy.
+  let commitsRead = 0;
   let dirty = false;
   // The log's size when the last checkpoint began; unknown (so past any bound) until one ran.
   let logBytes = Infinity;
-  // Past this, each commit's notice makes a pass: an eighth of the bound, less on a disk short of space.
+  // Past this, each commit makes a pass: an eighth of the bound, less on a disk short of space.
   let afterCommitBytes = data.walLimit / 8;
-  let afterCommitDue = false;
   let failing = false;
+  let closed = false;
   const checkpoint = () => {
     dirty = false;
     stats.passes++;
@@ -149,23 +169,61 @@ function checkpointerMain(data: WorkerData, req: NodeJS.Require): void {
       }
     }
   };
-  const timer = setInterval(() => dirty && checkpoint(), data.checkMs);
-  parentPort.on('message', (m: 'dirty' | 'stats' | 'close') => {
-    if (m === 'dirty') {
-      dirty = true;
-      // Notices that queued up while a checkpoint ran make one pass, after all of them.
-      if (logBytes > afterCommitBytes && !afterCommitDue) {
-        afterCommitDue = true;
-        setImmediate(() => {
-          afterCommitDue = false;
-          stats.afterCommit++;
-          checkpoint();
-        });
-      }
+  // Whether the writer committed since the last read of its count: the log then has pages to copy.
+  const counted = () => {
+    const commits = Atomics.load(shared, 0);
+    if (commits === commitsRead) return false;
+    commitsRead = commits;
+    dirty = true;
+    return true;
+  };
+  // Past an eighth of the bound, the commits counted make a pass at once (all those that came
+  // while the last pass ran make one pass, after all of them).
+  const look = () => {
+    if (counted() && logBytes > afterCommitBytes) {
+      stats.afterCommit++;
+      checkpoint();
+    }
+  };
+  // While the log is past an eighth of its bound, the worker asks to be woken at each commit: one
+  // wait at a time, and called again after every look at the log (so the ask follows its size).
+  let waiting = false;
+  const woken = () => {
+    if (closed) return;
+    look();
+    listen();
+  };
+  const listen = () => {
+    const asks = logBytes > afterCommitBytes;
+    // Asked first, the count read after: a commit counted after that read sees the ask and wakes
+    // the worker; one counted before it (while the worker did not ask) is taken at once.
+    Atomics.store(shared, 1, asks ? 1 : 0);
+    if (!asks) return;
+    if (waiting) {
+      if (Atomics.load(shared, 0) !== commitsRead) setImmediate(woken);
       return;
     }
-    // Answered after any pass an earlier notice queued (immediates run in the order they were set).
-    if (m === 'stats') return void setImmediate(() => parentPort.postMessage({ stats }));
+    const w = Atomics.waitAsync(shared, 0, commitsRead);
+    if (!w.async) return void setImmediate(woken);
+    waiting = true;
+    void w.value.then(() => {
+      waiting = false;
+      setImmediate(woken);
+    });
+  };
+  const timer = setInterval(() => {
+    counted();
+    if (dirty) checkpoint();
+    listen();
+  }, data.checkMs);
+  listen();
+  parentPort.on('message', (m: 'stats' | 'close') => {
+    // Answered after the pass the commits counted so far make (as their wake would have made it).
+    if (m === 'stats') {
+      woken();
+      return void parentPort.postMessage({ stats });
+    }
+    closed = true;
     clearInterval(timer);
     db.close();
     parentPort.postMessage('closed');
@@ -178,6 +236,8 @@ export class Checkpointer {
   private closing = false;
   private readonly closed: Promise<void>;
   private readonly statsWaiters: Array<(s: CheckpointStats) => void> = [];
+  private readonly shared = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  private woke = 0;
 
   constructor(opts: CheckpointerOptions) {
     const data: WorkerData = {
@@ -186,6 +246,7 @@ export class Checkpointer {
       busyTimeout: opts.busyTimeout,
       walLimit: opts.walLimit,
       checkMs: opts.checkMs ?? CHECK_MS,
+      shared: this.shared.buffer as SharedArrayBuffer,
     };
     this.worker = sourceWorker(checkpointerMain, data);
     // The worker must not keep the process alive: the store's close stops it.
@@ -208,15 +269,23 @@ export class Checkpointer {
   }
 
   /**
-   * The writer committed: the log has pages to checkpoint. Told at every commit (a message costs
-   * microseconds, a commit milliseconds), so the worker can checkpoint right after one.
+   * The writer committed: the log has pages to checkpoint. Counted in shared memory at every
+   * commit; the worker is woken only while it asks to hear of each (see COMMITS and ASKS).
    */
   wrote(): void {
     if (this.failed) return;
-    this.worker.postMessage('dirty');
+    Atomics.add(this.shared, COMMITS, 1);
+    if (Atomics.load(this.shared, ASKS) === 0) return;
+    this.woke++;
+    Atomics.notify(this.shared, COMMITS);
   }
 
-  /** The worker's counts, once it has handled every notice sent before this call. */
+  /** Commits that woke the worker (it asked to hear of each): for tests and diagnostics. */
+  get wakes(): number {
+    return this.woke;
+  }
+
+  /** The worker's counts, once it has handled every commit counted before this call. */
   stats(): Promise<CheckpointStats> {
     return new Promise((resolve) => {
       this.statsWaiters.push(resolve);
