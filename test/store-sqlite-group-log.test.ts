@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -243,17 +244,18 @@ describe('sqlite store: the group log', () => {
   });
 });
 
-/** A WAL database with one table, whose writer leaves every checkpoint to the worker (as the store's does). */
 /**
  * The log's last frame and how far checkpoints have copied it, read from the WAL index (`-shm`)
  * without checkpointing: the first header's `mxFrame` (byte 16) and the checkpoint info's
- * `nBackfill` (byte 96), in the machine's byte order (little-endian here).
+ * `nBackfill` (byte 96), in the machine's byte order.
  */
 function walIndex(file: string): { mxFrame: number; nBackfill: number } {
   const shm = readFileSync(`${file}-shm`);
-  return { mxFrame: shm.readUInt32LE(16), nBackfill: shm.readUInt32LE(96) };
+  const at = (offset: number) => (endianness() === 'LE' ? shm.readUInt32LE(offset) : shm.readUInt32BE(offset));
+  return { mxFrame: at(16), nBackfill: at(96) };
 }
 
+/** A WAL database with one table, whose writer leaves every checkpoint to the worker (as the store's does). */
 function checkpointedTable(file: string): Database.Database {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
