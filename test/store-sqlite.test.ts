@@ -82,6 +82,35 @@ describe('sqlite store: schema migration', () => {
     await again.close();
   });
 
+  test('a new file is made with 8 KiB pages; a file made with other pages keeps them', async () => {
+    const pageSize = (file: string) => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return db.pragma('page_size', { simple: true });
+      } finally {
+        db.close();
+      }
+    };
+    const fresh = join(tempDir(), 'state.db');
+    const store = new SqliteStore(config(fresh));
+    await store.open();
+    await store.append('logs', [event({ id: 'n-1', time: 1000, partition: 'S' })]);
+    await store.close();
+    assert.equal(pageSize(fresh), 8192);
+    // The version-1 fixture was made with SQLite's default, 4 KiB: migrated and written, it keeps them.
+    const old = v1File();
+    assert.equal(pageSize(old), 4096);
+    const again = new SqliteStore(config(old));
+    await again.open();
+    await again.append('logs', [event({ id: 'o-1', time: 1000, partition: 'S' })]);
+    assert.deepEqual(
+      (await again.readPage('logs', 'S', 10)).map((e) => e.event.eventId),
+      ['v1-b', 'v1-c', 'o-1'],
+    );
+    await again.close();
+    assert.equal(pageSize(old), 4096);
+  });
+
   test('`vigil status` (read-only) reads a version-1 file without migrating it; a newer version is a clear error', async () => {
     const file = v1File();
     const ro = new SqliteStore(config(file));
