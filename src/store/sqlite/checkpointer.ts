@@ -32,7 +32,7 @@
  * only while the worker asks to hear of each (the log past an eighth of its bound, or not yet
  * measured). It used to post a message at every commit, about three a request: each woke the
  * worker's thread, which on the 2-core VM took the CPU from the event loop or the decode thread
- * (0.25 ms of the loop's time a request in a CPU profile of `bench:ack-phases`, all in
+ * (0.25 ms of the loop's wall time a request in a CPU profile of `bench:ack-phases`, all in
  * `postMessage`), to set a flag the interval then read.
  */
 import type * as Fs from 'node:fs';

@@ -248,7 +248,7 @@ export class SqliteStore implements StateStore {
   private readonly holdFrom: number;
   private lastPurge = 0;
   private lastVacuum = 0;
-  /** Free pages the vacuum under way still returns (VACUUM_STEP_PAGES a step, in maintain). */
+  /** Free pages the vacuum under way still returns (VACUUM_STEP_BYTES of them a step, in maintain). */
   private vacuumLeft = 0;
   /** The open file's page size (pagesOf), read once. */
   private pageBytes: number | undefined;
