@@ -348,6 +348,75 @@ describe('sqlite store: group commit of appends', () => {
   });
 });
 
+describe('sqlite store: its threads do not keep the process alive', () => {
+  /**
+   * Runs `body` in a child process (with the TypeScript loader, from the repository) and resolves
+   * with its exit code, or null when it was still running after `ms`. The store's threads are
+   * unref'd: a program that never closes its store still ends (a test that failed before its
+   * close used to hold its file's process until the runner's timeout: README, Performance, round 46).
+   */
+  function exitsOnItsOwn(body: string, ms = 60_000): Promise<{ code: number | null; stdout: string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', body], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve({ code: null, stdout });
+      }, ms);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout });
+      });
+    });
+  }
+
+  const open = (dir: string) => `
+    import { SqliteStore } from './src/store/sqlite/store.ts';
+    import { event } from './test/helpers/pages.ts';
+    const store = new SqliteStore(${JSON.stringify(config(join(dir, 'state.db')))});
+    await store.open();`;
+
+  test('an open store (its checkpoint worker running) that is never closed', async () => {
+    const { code, stdout } = await exitsOnItsOwn(`${open(tempDir())}
+      console.log('opened');`);
+    assert.equal(stdout.trim(), 'opened');
+    assert.equal(code, 0, 'the process was still running 60 s after its last statement');
+  });
+
+  test('a store that appended and committed a page (its WAL sync worker started too), never closed', async () => {
+    const { code, stdout } = await exitsOnItsOwn(`${open(tempDir())}
+      for (let i = 0; i < 5; i++) await store.append('logs', [event({ id: 'e-' + i, time: 1000 + i })]);
+      const page = await store.readPage('logs', 'session-1', 2);
+      await store.commit({ pipeline: 'logs', partition: 'session-1', cursor: page[1].id, groups: [], turns: [], revisions: [], outbox: [], failures: [] });
+      console.log('committed', page.length);`);
+    assert.equal(stdout.trim(), 'committed 2');
+    assert.equal(code, 0, 'the process was still running 60 s after its last statement');
+  });
+
+  test('a checkpoint worker whose counts are awaited holds the process until they come, then not', async () => {
+    const { code, stdout } = await exitsOnItsOwn(`${open(tempDir())}
+      import { Checkpointer } from './src/store/sqlite/checkpointer.ts';
+      const checkpointer = new Checkpointer({ file: store.file, busyTimeout: 1000, walLimit: 8 * 1024 * 1024, onFailure() {} });
+      const stats = await checkpointer.stats();
+      console.log('passes', stats.passes);`);
+    // Without the hold, the process ends at the await (nothing else keeps it alive) and prints nothing.
+    assert.equal(stdout.trim(), 'passes 0');
+    assert.equal(code, 0, 'the process was still running 60 s after its last statement');
+  });
+
+  test('a WAL sync worker started with nothing to sync', async () => {
+    const { code, stdout } = await exitsOnItsOwn(`
+      import { openSync } from 'node:fs';
+      import { WalSyncer } from './src/store/sqlite/wal-syncer.ts';
+      const fd = openSync(${JSON.stringify(join(tempDir(), 'log'))}, 'w');
+      new WalSyncer({ fd, onSynced() {}, onTimed() {}, onFailed() {}, onStopped() {} });
+      console.log('started');`);
+    assert.equal(stdout.trim(), 'started');
+    assert.equal(code, 0, 'the process was still running 60 s after its last statement');
+  });
+});
+
 describe('sqlite store: the ingest log is trimmed in batches', () => {
   /** Entries kept in the file at or below their partition's cursor (processed, not yet deleted). */
   function processedLeft(file: string): number {

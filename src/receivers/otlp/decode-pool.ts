@@ -248,8 +248,6 @@ export class DecodePool {
   private start(slot: number): Thread {
     // The thread loads what it needs itself (LOADER_URL from the sources), none of the process's preloads.
     const worker = evalWorker(BOOTSTRAP, { url: this.workerUrl, loader: LOADER_URL });
-    // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd below).
-    worker.unref();
     const thread: Thread = { worker, pending: new Map() };
     worker.on('message', (answer: DecodeAnswer) => {
       const job = thread.pending.get(answer.id);
@@ -277,6 +275,9 @@ export class DecodePool {
     };
     worker.on('error', (err) => failed(errorMessage(err)));
     worker.on('exit', (code) => failed(`exit code ${code}`));
+    // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd by
+    // decodeAndMap). Unref'd after the 'message' listener is added, which refs the worker's port.
+    worker.unref();
     return thread;
   }
 }

@@ -249,13 +249,15 @@ export class Checkpointer {
       shared: this.shared.buffer as SharedArrayBuffer,
     };
     this.worker = sourceWorker(checkpointerMain, data);
-    // The worker must not keep the process alive: the store's close stops it.
-    this.worker.unref();
     this.closed = new Promise<void>((resolve) => {
       this.worker.once('exit', () => resolve());
       this.worker.on('message', (m: WorkerMessage) => {
         if (m === 'closed') return void this.worker.terminate();
-        if ('stats' in m) return void this.statsWaiters.shift()?.(m.stats);
+        if ('stats' in m) {
+          this.statsWaiters.shift()?.(m.stats);
+          if (this.statsWaiters.length === 0 && !this.closing) this.worker.unref();
+          return;
+        }
         opts.onCheckpointError?.('checkpointFailed' in m ? new Error(m.checkpointFailed) : undefined);
       });
     });
@@ -266,6 +268,11 @@ export class Checkpointer {
     };
     this.worker.once('error', fail);
     this.worker.once('exit', (code) => !this.closing && fail(new Error(`the checkpoint worker stopped (exit code ${code})`)));
+    // The worker must not keep the process alive: the store's close stops it. Unref'd after the
+    // 'message' listener is added: adding one refs the worker's message port again, and that port
+    // alone held the process of a test that left its store open until the runner's timeout (the
+    // Node 24 CI hangs of rounds 43 and 45; README, Performance, round 46).
+    this.worker.unref();
   }
 
   /**
@@ -289,6 +296,9 @@ export class Checkpointer {
   stats(): Promise<CheckpointStats> {
     return new Promise((resolve) => {
       this.statsWaiters.push(resolve);
+      // Held while an answer is awaited: the worker is unref'd otherwise, and a process with
+      // nothing else to do would end with the caller's promise pending.
+      this.worker.ref();
       this.worker.postMessage('stats');
     });
   }
@@ -296,6 +306,8 @@ export class Checkpointer {
   /** Closes the worker's connection (the writer's close, the last connection, then checkpoints and removes the log). */
   async close(): Promise<void> {
     this.closing = true;
+    // Held until it exits, as for stats().
+    this.worker.ref();
     if (!this.failed) this.worker.postMessage('close');
     else void this.worker.terminate();
     await this.closed;
