@@ -439,7 +439,7 @@ describe('sqlite store: the ingest log is trimmed in batches', () => {
     // Segments of 32 entries (schema version 4): a segment goes once every partition passed it.
     const store = new SqliteStore(config(file), undefined, Date.now, { segmentRows: 32 });
     await store.open();
-    // A failed check must not leave the store's threads holding the test's process.
+    // Closed even when a check fails.
     t.after(() => store.close());
     const parts = ['A', 'B', 'C'];
     // Interleaved partitions, as sessions arrive: 3 × 50 entries.

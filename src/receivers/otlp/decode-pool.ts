@@ -247,17 +247,19 @@ export class DecodePool {
 
   private start(slot: number): Thread {
     // The thread loads what it needs itself (LOADER_URL from the sources), none of the process's preloads.
-    const worker = evalWorker(BOOTSTRAP, { url: this.workerUrl, loader: LOADER_URL });
-    const thread: Thread = { worker, pending: new Map() };
-    worker.on('message', (answer: DecodeAnswer) => {
-      const job = thread.pending.get(answer.id);
+    // Idle threads must not keep the process alive (evalWorker unrefs it); a thread with bodies
+    // waiting does (ref'd by decodeAndMap).
+    const pending = new Map<number, Job>();
+    const worker = evalWorker(BOOTSTRAP, { url: this.workerUrl, loader: LOADER_URL }, (answer: DecodeAnswer) => {
+      const job = pending.get(answer.id);
       if (!job) return;
-      thread.pending.delete(answer.id);
-      if (thread.pending.size === 0) worker.unref();
+      pending.delete(answer.id);
+      if (pending.size === 0) worker.unref();
       this.counts.onThreads++;
       if ('body' in answer) job.resolve(answer.body);
       else job.reject(errorOf(answer.error));
     });
+    const thread: Thread = { worker, pending };
     const failed = (reason: string) => {
       if (this.threads[slot] !== thread) return;
       this.threads[slot] = undefined;
@@ -275,9 +277,6 @@ export class DecodePool {
     };
     worker.on('error', (err) => failed(errorMessage(err)));
     worker.on('exit', (code) => failed(`exit code ${code}`));
-    // Idle threads must not keep the process alive; a thread with bodies waiting does (ref'd by
-    // decodeAndMap). Unref'd after the 'message' listener is added, which refs the worker's port.
-    worker.unref();
     return thread;
   }
 }

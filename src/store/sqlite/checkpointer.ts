@@ -248,19 +248,17 @@ export class Checkpointer {
       checkMs: opts.checkMs ?? CHECK_MS,
       shared: this.shared.buffer as SharedArrayBuffer,
     };
-    this.worker = sourceWorker(checkpointerMain, data);
-    this.closed = new Promise<void>((resolve) => {
-      this.worker.once('exit', () => resolve());
-      this.worker.on('message', (m: WorkerMessage) => {
-        if (m === 'closed') return void this.worker.terminate();
-        if ('stats' in m) {
-          this.statsWaiters.shift()?.(m.stats);
-          if (this.statsWaiters.length === 0 && !this.closing) this.worker.unref();
-          return;
-        }
-        opts.onCheckpointError?.('checkpointFailed' in m ? new Error(m.checkpointFailed) : undefined);
-      });
+    // The worker must not keep the process alive (sourceWorker unrefs it): the store's close stops it.
+    this.worker = sourceWorker(checkpointerMain, data, (m: WorkerMessage) => {
+      if (m === 'closed') return void this.worker.terminate();
+      if ('stats' in m) {
+        this.statsWaiters.shift()?.(m.stats);
+        if (this.statsWaiters.length === 0 && !this.closing) this.worker.unref();
+        return;
+      }
+      opts.onCheckpointError?.('checkpointFailed' in m ? new Error(m.checkpointFailed) : undefined);
     });
+    this.closed = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     const fail = (err: Error) => {
       if (this.failed) return;
       this.failed = true;
@@ -268,11 +266,6 @@ export class Checkpointer {
     };
     this.worker.once('error', fail);
     this.worker.once('exit', (code) => !this.closing && fail(new Error(`the checkpoint worker stopped (exit code ${code})`)));
-    // The worker must not keep the process alive: the store's close stops it. Unref'd after the
-    // 'message' listener is added: adding one refs the worker's message port again, and that port
-    // alone held the process of a test that left its store open until the runner's timeout (the
-    // Node 24 CI hangs of rounds 43 and 45; README, Performance, round 46).
-    this.worker.unref();
   }
 
   /**

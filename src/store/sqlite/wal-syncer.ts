@@ -138,13 +138,9 @@ export class WalSyncer {
 
   constructor(private readonly opts: WalSyncerOptions) {
     const data: WorkerData = { fd: opts.fd, state: this.state.buffer as SharedArrayBuffer, times: this.times.buffer as SharedArrayBuffer, ring: RING };
-    this.worker = sourceWorker(walSyncerMain, data);
-    this.worker.on('message', (m: SyncerMessage) => this.handle(m));
     // The worker keeps the process alive only while a sync it was asked for is untold (its writes
-    // wait for it); otherwise the store's close stops it. Unref'd after the 'message' listener is
-    // added, which refs the worker's message port again (checkpointer.ts): a worker started with
-    // nothing left to sync (the thread pool synced it all meanwhile) held the process.
-    this.worker.unref();
+    // wait for it: want refs it); otherwise the store's close stops it (sourceWorker unrefs it).
+    this.worker = sourceWorker(walSyncerMain, data, (m: SyncerMessage) => this.handle(m));
     const stop = (err: Error) => {
       if (this.stopped || this.closing) return;
       this.stopped = true;
